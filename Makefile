@@ -1,0 +1,42 @@
+# The README's two commands: `make run` and `make test`. Both set everything up first.
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+# The stamp is keyed on the dependency list: re-running with nothing changed is a no-op.
+DEPS_KEY := $(shell cat pyproject.toml Makefile | sha256sum | cut -c1-16)
+STAMP  := $(VENV)/.installed-$(DEPS_KEY)
+
+.PHONY: setup run test demo bench screenshots lint clean
+
+setup: $(STAMP)
+
+$(STAMP):
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# CPU build of torch from the machine's local wheel (any other spec pulls CUDA, see DEVELOPERS.md).
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e '.[compile,dev]'
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+run: setup
+	$(BIN)/etu
+
+test: setup
+	$(BIN)/python -m pytest
+
+demo: setup
+	$(BIN)/python examples/demo/build_demo.py
+
+bench: setup
+	$(BIN)/python benchmarks/run_all.py
+
+screenshots: setup
+	$(BIN)/python -m etu_tui.screenshots screenshots/
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

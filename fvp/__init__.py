@@ -1,0 +1,1 @@
+"""Arm Corstone FVP discovery and launch. No Textual here."""

@@ -1,0 +1,822 @@
+"""The ExecuTorch ``.pte`` container: a FlatBuffer ``Program`` plus optional segments.
+
+Layout and field slots follow ``schema/program.fbs`` (ExecuTorch 0.4 to 1.5; all schema
+changes were append-only, so one slot list reads every version). Opening a file maps it
+and decodes the FlatBuffer part only: constant data, delegate payloads and segments stay
+on disk until asked for, and every offset is checked against the file before it is used.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+from dataclasses import dataclass, field
+
+from construct import (
+    Const,
+    ConstructError,
+    Float64l,
+    If,
+    Int8sl,
+    Int8ul,
+    Int32sl,
+    Int32ul,
+    Int64sl,
+    Int64ul,
+    Struct,
+    this,
+)
+
+from parsers.errors import FormatError, ParseError, TruncatedError, WrongKindError
+from parsers.flatbuffers import BufferLike, FlatBuffer, Table
+
+PROGRAM_IDENTIFIER = "ET12"
+BUNDLED_IDENTIFIER_PREFIX = "BP"
+
+# Identifiers of neighbouring ExecuTorch/Arm files, so a wrong file is named, not guessed at.
+OTHER_IDENTIFIERS = {
+    "FT01": "an ExecuTorch external data file (.ptd)",
+    "ED00": "an ETDump profile",
+    "TOSA": "a TOSA flatbuffer",
+}
+
+EXTENDED_HEADER = Struct(
+    "magic" / Const(b"eh00"),
+    "length" / Int32ul,
+    "program_size" / Int64ul,
+    "segment_base_offset" / Int64ul,
+    "segment_data_size" / If(this.length >= 32, Int64ul),
+)
+EXTENDED_HEADER_OFFSET = 8
+EXTENDED_HEADER_MIN_LENGTH = 24
+
+# ScalarType code → (c10 name, element size in bytes); schema/scalar_type.fbs.
+SCALAR_TYPES: dict[int, tuple[str, int]] = {
+    0: ("Byte", 1), 1: ("Char", 1), 2: ("Short", 2), 3: ("Int", 4), 4: ("Long", 8),
+    5: ("Half", 2), 6: ("Float", 4), 7: ("Double", 8), 8: ("ComplexHalf", 4),
+    9: ("ComplexFloat", 8), 10: ("ComplexDouble", 16), 11: ("Bool", 1), 12: ("QInt8", 1),
+    13: ("QUInt8", 1), 14: ("QInt32", 4), 15: ("BFloat16", 2), 16: ("QUInt4x2", 1),
+    17: ("QUInt2x4", 1), 18: ("Bits1x8", 1), 19: ("Bits2x4", 1), 20: ("Bits4x2", 1),
+    21: ("Bits8", 1), 22: ("Bits16", 2), 23: ("Float8_e5m2", 1), 24: ("Float8_e4m3fn", 1),
+    25: ("Float8_e5m2fnuz", 1), 26: ("Float8_e4m3fnuz", 1), 27: ("UInt16", 2),
+    28: ("UInt32", 4), 29: ("UInt64", 8),
+}  # fmt: skip
+
+SHAPE_DYNAMISM = {0: "static", 1: "dynamic_bound", 2: "dynamic_unbound"}
+VALUE_KINDS = {
+    0: "None", 1: "Null", 2: "Int", 3: "Bool", 4: "Double", 5: "Tensor", 6: "String",
+    7: "IntList", 8: "DoubleList", 9: "BoolList", 10: "TensorList", 11: "OptionalTensorList",
+}  # fmt: skip
+INLINE, SEGMENT = 0, 1
+DATA_LOCATIONS = {INLINE: "inline", SEGMENT: "segment"}
+
+
+# --------------------------------------------------------------------------- values
+
+
+@dataclass(frozen=True, slots=True)
+class Tensor:
+    scalar_type: int
+    sizes: tuple[int, ...]
+    dim_order: tuple[int, ...]
+    shape_dynamism: int = 0
+    data_buffer_idx: int = 0
+    memory_id: int | None = None
+    memory_offset: int | None = None
+    storage_offset: int = 0
+    requires_grad: bool = False
+    layout: int = 0
+    external_name: str | None = None
+    external: bool = False
+
+    kind = "Tensor"
+
+    @property
+    def dtype(self) -> str:
+        return SCALAR_TYPES.get(self.scalar_type, (f"ScalarType({self.scalar_type})", 0))[0]
+
+    @property
+    def element_size(self) -> int:
+        return SCALAR_TYPES.get(self.scalar_type, ("", 0))[1]
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.sizes:
+            n *= max(s, 0)
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.element_size
+
+    @property
+    def is_planned(self) -> bool:
+        return self.memory_id is not None
+
+    @property
+    def is_constant(self) -> bool:
+        return self.data_buffer_idx > 0 and self.memory_id is None
+
+    @property
+    def storage(self) -> str:
+        """Where the data comes from at run time (program.fbs' tensor data rule)."""
+        if self.external:
+            return "external"
+        if self.memory_id is None:
+            return "constant" if self.data_buffer_idx else "input"
+        return "mutable" if self.data_buffer_idx else "planned"
+
+    @property
+    def dynamism(self) -> str:
+        return SHAPE_DYNAMISM.get(self.shape_dynamism, str(self.shape_dynamism))
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """Any EValue that is not a tensor: Int, Bool, Double, String, the lists, Null."""
+
+    kind: str
+    payload: object = None
+
+
+EValue = Tensor | Value
+
+
+# ----------------------------------------------------------------------- instructions
+
+
+@dataclass(frozen=True, slots=True)
+class KernelCall:
+    op_index: int
+    args: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DelegateCall:
+    delegate_index: int
+    args: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MoveCall:
+    move_from: int
+    move_to: int
+
+
+@dataclass(frozen=True, slots=True)
+class JumpFalseCall:
+    cond_value_index: int
+    destination_instruction: int
+
+
+@dataclass(frozen=True, slots=True)
+class FreeCall:
+    value_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownInstruction:
+    type_code: int
+
+
+Instruction = KernelCall | DelegateCall | MoveCall | JumpFalseCall | FreeCall | UnknownInstruction
+
+
+# ------------------------------------------------------------------ plan-level tables
+
+
+@dataclass(frozen=True, slots=True)
+class Operator:
+    name: str
+    overload: str
+
+    @property
+    def qualified_name(self) -> str:
+        """The runtime's registry key: ``name.overload``, or ``name`` without overload."""
+        return f"{self.name}.{self.overload}" if self.overload else self.name
+
+
+@dataclass(frozen=True, slots=True)
+class CompileSpec:
+    key: str
+    value: bytes
+
+    @property
+    def text(self) -> str:
+        """The value as text where it is printable, else as hex."""
+        try:
+            decoded = self.value.decode("utf-8")
+        except UnicodeDecodeError:
+            return self.value.hex()
+        return decoded if decoded.isprintable() else self.value.hex()
+
+
+@dataclass(frozen=True, slots=True)
+class BackendDelegate:
+    id: str
+    location: int
+    index: int
+    compile_specs: tuple[CompileSpec, ...]
+
+    @property
+    def location_name(self) -> str:
+        return DATA_LOCATIONS.get(self.location, f"unknown({self.location})")
+
+    def spec(self, key: str) -> str | None:
+        for spec in self.compile_specs:
+            if spec.key == key:
+                return spec.text
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    instructions: tuple[Instruction, ...]
+
+
+@dataclass(slots=True)
+class ExecutionPlan:
+    name: str
+    values: list[EValue]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    chains: list[Chain]
+    operators: list[Operator]
+    delegates: list[BackendDelegate]
+    non_const_buffer_sizes: tuple[int, ...]
+
+    @property
+    def instructions(self) -> list[Instruction]:
+        return [instr for chain in self.chains for instr in chain.instructions]
+
+
+# --------------------------------------------------------------- program-level tables
+
+
+@dataclass(frozen=True, slots=True)
+class ExtendedHeader:
+    length: int
+    program_size: int
+    segment_base_offset: int
+    segment_data_size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A byte range of the file: ``offset`` is absolute."""
+
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class DataSegment:
+    offset: int  # relative to the segment base, as stored
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class SubsegmentOffsets:
+    segment_index: int
+    offsets: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NamedData:
+    key: str
+    segment_index: int
+
+
+@dataclass(slots=True)
+class Program:
+    """A decoded program. Bulk data stays in ``data`` (usually an mmap) until asked for."""
+
+    source: str
+    file_size: int
+    file_identifier: str
+    extended_header: ExtendedHeader | None
+    version: int
+    plans: list[ExecutionPlan]
+    segments: list[DataSegment]
+    constant_segment: SubsegmentOffsets | None
+    constant_buffers: list[Span]
+    delegate_data: list[Span]
+    mutable_data_segments: list[SubsegmentOffsets]
+    named_data: list[NamedData]
+    data: BufferLike = field(repr=False)
+    bundled: bool = False
+    program_offset: int = 0
+    warnings: list[str] = field(default_factory=list)
+    _closer: object = field(default=None, repr=False)
+
+    # -- segments and bulk data (read only when asked) -------------------------------
+
+    @property
+    def segment_base(self) -> int | None:
+        header = self.extended_header
+        return header.segment_base_offset if header and header.segment_base_offset else None
+
+    def segment_span(self, index: int) -> Span:
+        """Absolute file range of segment ``index`` (segments need an extended header)."""
+        base = self.segment_base
+        if base is None:
+            raise FormatError(
+                f"segment {index} requested but the file has no extended header",
+                field="segments",
+                source=self.source,
+            )
+        if not 0 <= index < len(self.segments):
+            raise FormatError(
+                f"segment {index} requested but the program has {len(self.segments)}",
+                field="segments",
+                source=self.source,
+            )
+        segment = self.segments[index]
+        return Span(self.program_offset + base + segment.offset, segment.size)
+
+    @property
+    def segment_spans(self) -> list[Span]:
+        """Segments as absolute file ranges; empty when there is no extended header."""
+        if self.segment_base is None:
+            return []
+        return [self.segment_span(i) for i in range(len(self.segments))]
+
+    def read(self, span: Span) -> memoryview:
+        """Bytes of ``span`` (already bounds-checked when the program was opened)."""
+        return memoryview(self.data)[span.offset : span.offset + span.size]
+
+    def delegate_span(self, delegate: BackendDelegate) -> Span:
+        if delegate.location == INLINE:
+            return self.delegate_data[delegate.index]
+        return self.segment_span(delegate.index)
+
+    def delegate_payload(self, delegate: BackendDelegate) -> memoryview:
+        return self.read(self.delegate_span(delegate))
+
+    def constant_span(self, tensor: Tensor) -> Span | None:
+        """Where a constant tensor's bytes are in the file, or None if not in this file."""
+        if not tensor.is_constant or tensor.external:
+            return None
+        index = tensor.data_buffer_idx
+        segment = self.constant_segment
+        if segment is not None and self.segment_base is not None:
+            if index >= len(segment.offsets):
+                raise FormatError(
+                    f"constant {index} is past the {len(segment.offsets)} offsets",
+                    field="constant_segment.offsets",
+                    source=self.source,
+                )
+            whole = self.segment_span(segment.segment_index)
+            start = whole.offset + segment.offsets[index]
+            if start + tensor.nbytes > whole.offset + whole.size:
+                raise TruncatedError(
+                    f"constant {index} ({tensor.nbytes} bytes) runs past its segment",
+                    field="constant_segment",
+                    offset=start,
+                    source=self.source,
+                )
+            return Span(start, tensor.nbytes)
+        if index < len(self.constant_buffers):
+            return self.constant_buffers[index]
+        raise FormatError(
+            f"constant {index} is past the {len(self.constant_buffers)} constant buffers",
+            field="constant_buffer",
+            source=self.source,
+        )
+
+    def constant_data(self, tensor: Tensor) -> memoryview | None:
+        span = self.constant_span(tensor)
+        return None if span is None else self.read(span)
+
+    # -- totals --------------------------------------------------------------------
+
+    @property
+    def constant_segment_size(self) -> int:
+        segment = self.constant_segment
+        if segment is None or self.segment_base is None:
+            return 0
+        if segment.segment_index >= len(self.segments):
+            return 0
+        return self.segments[segment.segment_index].size
+
+    @property
+    def constant_buffer_size(self) -> int:
+        return sum(span.size for span in self.constant_buffers)
+
+    @property
+    def constant_data_size(self) -> int:
+        return self.constant_segment_size + self.constant_buffer_size
+
+    def close(self) -> None:
+        closer, self._closer = self._closer, None
+        if closer is not None:
+            self.data = b""
+            closer.close()
+
+    def __enter__(self) -> Program:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+def open_program(path: str | os.PathLike[str]) -> Program:
+    """Map ``path`` and decode its program. Raises ParseError naming the file."""
+    source = str(path)
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size == 0:
+                raise WrongKindError("empty file (0 bytes), not an ExecuTorch program")
+            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except ParseError as error:
+        raise error.with_source(source) from None
+    except IsADirectoryError:
+        raise WrongKindError("is a directory, not a .pte file", source=source) from None
+    except OSError as error:
+        raise ParseError(error.strerror or str(error), source=source) from None
+    try:
+        program = decode_program(mapped, source)
+    except BaseException:
+        mapped.close()
+        raise
+    program._closer = mapped
+    return program
+
+
+def decode_program(data: BufferLike, source: str = "<bytes>") -> Program:
+    """Decode a program from bytes (or an mmap). Raises ParseError naming ``source``."""
+    try:
+        return _decode_container(data, source)
+    except ParseError as error:
+        raise error.with_source(source) from None
+    except (ConstructError, UnicodeDecodeError, OverflowError, ValueError) as error:
+        # construct and struct report in their own words; keep them one line and ours.
+        raise FormatError(str(error).splitlines()[0], source=source) from None
+
+
+def identify(head: bytes) -> str:
+    """A short description of what a file is, from its first bytes."""
+    if head[:4] == b"\x7fELF":
+        return "an ELF file (firmware?), not an ExecuTorch program"
+    if len(head) >= 8:
+        ident = head[4:8].decode("latin-1")
+        if ident in OTHER_IDENTIFIERS:
+            return f"{OTHER_IDENTIFIERS[ident]} (identifier {ident!r}), not a program"
+    if head and all(32 <= b < 127 or b in (9, 10, 13) for b in head[:64]):
+        return "a text file, not an ExecuTorch program"
+    return f"not an ExecuTorch program (file identifier {head[4:8]!r}, expected b'ET12')"
+
+
+def _decode_container(data: BufferLike, source: str) -> Program:
+    view = memoryview(data)
+    size = len(view)
+    if size == 0:
+        raise WrongKindError("empty file (0 bytes), not an ExecuTorch program")
+    head = bytes(view[:64])
+    if size < 8:
+        raise TruncatedError(
+            f"file is {size} bytes; a program starts with 8 bytes of root offset and "
+            "file identifier",
+            field="file identifier",
+            offset=0,
+        )
+    ident_bytes = head[4:8]
+    if ident_bytes.startswith(BUNDLED_IDENTIFIER_PREFIX.encode()) and ident_bytes[2:].isdigit():
+        return _decode_bundled(view, source, ident_bytes.decode())
+    if not re.fullmatch(rb"ET[0-9A-Za-z]{2}", ident_bytes):
+        raise WrongKindError(identify(head), field="file identifier", offset=4)
+    return _decode_program(view, source)
+
+
+def _decode_bundled(view: memoryview, source: str, ident: str) -> Program:
+    """A bundled program (``.bpte``) embeds a whole program in slot 2 of its root."""
+    root = FlatBuffer(view).root("BundledProgram")
+    start, length = root.bytes_span(2, "BundledProgram.program")
+    if not length:
+        raise FormatError("bundled program holds no program", field="BundledProgram.program")
+    inner = view[start : start + length]
+    if bytes(inner[4:8]).startswith(BUNDLED_IDENTIFIER_PREFIX.encode()):
+        raise FormatError("bundled program nests another bundle", field="BundledProgram")
+    try:
+        program = _decode_program(inner, source)
+    except ParseError as error:
+        if error.offset is not None:
+            error.offset += start
+        error.field = f"embedded program: {error.field or ''}".rstrip(": ")
+        raise
+    program.file_identifier = ident
+    program.bundled = True
+    program.program_offset = start
+    program.file_size = len(view)
+    program.data = view
+    program.delegate_data = [Span(s.offset + start, s.size) for s in program.delegate_data]
+    program.constant_buffers = [Span(s.offset + start, s.size) for s in program.constant_buffers]
+    return program
+
+
+def _decode_extended_header(view: memoryview) -> ExtendedHeader | None:
+    head = bytes(view[EXTENDED_HEADER_OFFSET : EXTENDED_HEADER_OFFSET + 32])
+    if head[:4] != b"eh00":
+        return None
+    if len(head) < EXTENDED_HEADER_MIN_LENGTH:
+        raise TruncatedError("extended header is cut short", field="extended header", offset=8)
+    parsed = EXTENDED_HEADER.parse(head)
+    if parsed.length < EXTENDED_HEADER_MIN_LENGTH:
+        return None  # not a valid header: the runtime ignores it, and so do we
+    return ExtendedHeader(
+        length=parsed.length,
+        program_size=parsed.program_size,
+        segment_base_offset=parsed.segment_base_offset,
+        segment_data_size=parsed.segment_data_size or 0,
+    )
+
+
+def _decode_program(view: memoryview, source: str) -> Program:
+    file_size = len(view)
+    warnings: list[str] = []
+    header = _decode_extended_header(view)
+    program_size = file_size
+    if header is not None:
+        if not 8 <= header.program_size <= file_size:
+            raise TruncatedError(
+                f"program_size {header.program_size} does not fit the {file_size}-byte file",
+                field="extended header program_size",
+                offset=16,
+            )
+        expected = header.segment_base_offset + header.segment_data_size
+        if header.segment_base_offset and header.segment_base_offset < header.program_size:
+            raise FormatError(
+                f"segment_base_offset {header.segment_base_offset:#x} lies inside the "
+                f"program data (program_size {header.program_size:#x})",
+                field="extended header segment_base_offset",
+                offset=24,
+            )
+        if expected > file_size:
+            raise TruncatedError(
+                f"file is too small: the extended header expects {expected} bytes, "
+                f"the file has {file_size}",
+                field="extended header",
+                offset=8,
+            )
+        program_size = header.program_size
+
+    ident = bytes(view[4:8]).decode("latin-1")
+    if ident != PROGRAM_IDENTIFIER:
+        warnings.append(
+            f"file identifier {ident!r}: the runtime only loads {PROGRAM_IDENTIFIER!r} "
+            "(IncompatibleVersion)"
+        )
+
+    buf = FlatBuffer(view, program_size)
+    root = buf.root("Program")
+    plans = [_decode_plan(t) for t in root.table_vector(1, "execution_plan")]
+    constant_buffers = [
+        Span(*t.bytes_span(0, "Buffer.storage")) for t in root.table_vector(2, "constant_buffer")
+    ]
+    delegate_data = [
+        Span(*t.bytes_span(0, "BackendDelegateInlineData.data"))
+        for t in root.table_vector(3, "backend_delegate_data")
+    ]
+    segments = [
+        DataSegment(
+            t.scalar(0, Int64ul, what="DataSegment.offset"),
+            t.scalar(1, Int64ul, what="DataSegment.size"),
+        )
+        for t in root.table_vector(4, "segments")
+    ]
+    constant_segment_table = root.table(5, "constant_segment")
+    program = Program(
+        source=source,
+        file_size=file_size,
+        file_identifier=ident,
+        extended_header=header,
+        version=root.scalar(0, Int32ul, what="Program.version"),
+        plans=plans,
+        segments=segments,
+        constant_segment=(
+            _decode_subsegments(constant_segment_table) if constant_segment_table else None
+        ),
+        constant_buffers=constant_buffers,
+        delegate_data=delegate_data,
+        mutable_data_segments=[
+            _decode_subsegments(t) for t in root.table_vector(6, "mutable_data_segments")
+        ],
+        named_data=[
+            NamedData(t.string(0, "NamedData.key") or "", t.scalar(1, Int32ul))
+            for t in root.table_vector(7, "named_data")
+        ],
+        data=view,
+        warnings=warnings,
+    )
+    _check_references(program)
+    return program
+
+
+def _decode_subsegments(table: Table) -> SubsegmentOffsets:
+    return SubsegmentOffsets(
+        table.scalar(0, Int32ul, what="SubsegmentOffsets.segment_index"),
+        table.scalar_vector(1, Int64ul, "SubsegmentOffsets.offsets"),
+    )
+
+
+def _check_references(program: Program) -> None:
+    """Check every segment and delegate reference against the file, without reading data."""
+    base = program.segment_base
+    if base is not None:
+        for index, segment in enumerate(program.segments):
+            end = base + segment.offset + segment.size
+            if end > program.file_size:
+                raise TruncatedError(
+                    f"segment {index} ({segment.size} bytes at base+{segment.offset:#x}) "
+                    f"ends at {end:#x}, past the end of the file ({program.file_size:#x})",
+                    field=f"segments[{index}]",
+                    offset=base + segment.offset,
+                )
+    for plan in program.plans:
+        for delegate in plan.delegates:
+            what = f"{plan.name} delegate {delegate.id!r}"
+            if delegate.location == INLINE:
+                if delegate.index >= len(program.delegate_data):
+                    raise FormatError(
+                        f"{what} points at inline data {delegate.index}, but there are "
+                        f"{len(program.delegate_data)}",
+                        field="BackendDelegateDataReference.index",
+                    )
+            elif delegate.location == SEGMENT:
+                if base is None or delegate.index >= len(program.segments):
+                    raise FormatError(
+                        f"{what} points at segment {delegate.index}, but the file has "
+                        f"{len(program.segments) if base is not None else 'no'} segments",
+                        field="BackendDelegateDataReference.index",
+                    )
+            else:
+                raise FormatError(
+                    f"{what} has unknown data location {delegate.location}",
+                    field="BackendDelegateDataReference.location",
+                )
+
+
+def _decode_plan(table: Table) -> ExecutionPlan:
+    name = table.string(0, "ExecutionPlan.name") or ""
+    values = [_decode_value(t) for t in table.table_vector(2, "values")]
+    operators = [
+        Operator(t.string(0, "Operator.name") or "", t.string(1, "Operator.overload") or "")
+        for t in table.table_vector(6, "operators")
+    ]
+    delegates = [_decode_delegate(t) for t in table.table_vector(7, "delegates")]
+    chains = [_decode_chain(t) for t in table.table_vector(5, "chains")]
+    plan = ExecutionPlan(
+        name=name,
+        values=values,
+        inputs=table.scalar_vector(3, Int32sl, "ExecutionPlan.inputs"),
+        outputs=table.scalar_vector(4, Int32sl, "ExecutionPlan.outputs"),
+        chains=chains,
+        operators=operators,
+        delegates=delegates,
+        non_const_buffer_sizes=table.scalar_vector(8, Int64sl, "non_const_buffer_sizes"),
+    )
+    _check_indices(plan, table)
+    return plan
+
+
+def _check_indices(plan: ExecutionPlan, table: Table) -> None:
+    """Value, operator and delegate indices must point inside the plan."""
+    n_values = len(plan.values)
+
+    def bad(what: str, index: int, limit: int) -> FormatError:
+        return FormatError(
+            f"plan {plan.name!r}: {what} {index} is out of range (0..{limit - 1})",
+            field=f"{plan.name} {what}",
+            offset=table.position,
+        )
+
+    for index in (*plan.inputs, *plan.outputs):
+        if not 0 <= index < n_values:
+            raise bad("input/output value", index, n_values)
+    for instr in plan.instructions:
+        if isinstance(instr, KernelCall):
+            if not 0 <= instr.op_index < len(plan.operators):
+                raise bad("operator", instr.op_index, len(plan.operators))
+            args = instr.args
+        elif isinstance(instr, DelegateCall):
+            if not 0 <= instr.delegate_index < len(plan.delegates):
+                raise bad("delegate", instr.delegate_index, len(plan.delegates))
+            args = instr.args
+        else:
+            continue
+        for index in args:
+            if not 0 <= index < n_values:
+                raise bad("argument value", index, n_values)
+
+
+def _decode_chain(table: Table) -> Chain:
+    return Chain(
+        inputs=table.scalar_vector(0, Int32sl, "Chain.inputs"),
+        outputs=table.scalar_vector(1, Int32sl, "Chain.outputs"),
+        instructions=tuple(_decode_instruction(t) for t in table.table_vector(2, "instructions")),
+    )
+
+
+def _decode_instruction(table: Table) -> Instruction:
+    tag, args = table.union(0, "instr_args")
+    if args is None:
+        return UnknownInstruction(tag)
+    if tag == 1:
+        return KernelCall(
+            args.scalar(0, Int32sl, what="KernelCall.op_index"),
+            args.scalar_vector(1, Int32sl, "KernelCall.args"),
+        )
+    if tag == 2:
+        return DelegateCall(
+            args.scalar(0, Int32sl, what="DelegateCall.delegate_index"),
+            args.scalar_vector(1, Int32sl, "DelegateCall.args"),
+        )
+    if tag == 3:
+        return MoveCall(args.scalar(0, Int32sl), args.scalar(1, Int32sl))
+    if tag == 4:
+        return JumpFalseCall(args.scalar(0, Int32sl), args.scalar(1, Int32sl))
+    if tag == 5:
+        return FreeCall(args.scalar(0, Int32sl))
+    return UnknownInstruction(tag)
+
+
+def _decode_delegate(table: Table) -> BackendDelegate:
+    processed = table.table(1, "BackendDelegate.processed")
+    location = processed.scalar(0, Int8sl, what="DataReference.location") if processed else 0
+    index = processed.scalar(1, Int32ul, what="DataReference.index") if processed else 0
+    specs = []
+    for spec in table.table_vector(2, "compile_specs"):
+        start, length = spec.bytes_span(1, "CompileSpec.value")
+        key = spec.string(0, "CompileSpec.key") or ""
+        specs.append(CompileSpec(key, bytes(spec.buf.data[start : start + length])))
+    return BackendDelegate(
+        id=table.string(0, "BackendDelegate.id") or "",
+        location=location,
+        index=index,
+        compile_specs=tuple(specs),
+    )
+
+
+def _decode_value(table: Table) -> EValue:
+    tag, val = table.union(0, "EValue.val")
+    kind = VALUE_KINDS.get(tag, f"Unknown({tag})")
+    if val is None:
+        return Value(kind if tag else "None")
+    if tag == 5:
+        return _decode_tensor(val)
+    if tag == 2:
+        return Value(kind, val.scalar(0, Int64sl, what="Int.int_val"))
+    if tag == 3:
+        return Value(kind, bool(val.scalar(0, Int8ul, what="Bool.bool_val")))
+    if tag == 4:
+        return Value(kind, val.scalar(0, Float64l, what="Double.double_val"))
+    if tag == 6:
+        return Value(kind, val.string(0, "String.string_val") or "")
+    if tag == 7:
+        return Value(kind, val.scalar_vector(0, Int64sl, "IntList.items"))
+    if tag == 8:
+        return Value(kind, val.scalar_vector(0, Float64l, "DoubleList.items"))
+    if tag == 9:
+        return Value(kind, tuple(bool(b) for b in val.scalar_vector(0, Int8ul, "BoolList.items")))
+    if tag in (10, 11):
+        return Value(kind, val.scalar_vector(0, Int32sl, f"{kind}.items"))
+    return Value(kind)
+
+
+def _decode_tensor(t: Table) -> Tensor:
+    memory_id = memory_offset = None
+    alloc = t.table(6, "Tensor.allocation_info")
+    if alloc is not None:
+        memory_id = alloc.scalar(0, Int32ul, what="AllocationDetails.memory_id")
+        low = alloc.scalar(1, Int32ul, what="AllocationDetails.memory_offset_low")
+        high = alloc.scalar(2, Int32ul, what="AllocationDetails.memory_offset_high")
+        memory_offset = low | (high << 32)
+    external_name = None
+    external = False
+    extra = t.table(9, "Tensor.extra_tensor_info")
+    if extra is not None:
+        external_name = extra.string(1, "ExtraTensorInfo.fully_qualified_name")
+        external = extra.scalar(2, Int8sl, what="ExtraTensorInfo.location") == 1
+    return Tensor(
+        scalar_type=t.scalar(0, Int8sl, what="Tensor.scalar_type"),
+        storage_offset=t.scalar(1, Int32sl, what="Tensor.storage_offset"),
+        sizes=t.scalar_vector(2, Int32sl, "Tensor.sizes"),
+        dim_order=t.scalar_vector(3, Int8ul, "Tensor.dim_order"),
+        requires_grad=bool(t.scalar(4, Int8ul, what="Tensor.requires_grad")),
+        data_buffer_idx=t.scalar(5, Int32ul, what="Tensor.data_buffer_idx"),
+        memory_id=memory_id,
+        memory_offset=memory_offset,
+        layout=t.scalar(7, Int8sl, what="Tensor.layout"),
+        shape_dynamism=t.scalar(8, Int8sl, what="Tensor.shape_dynamism"),
+        external_name=external_name,
+        external=external,
+    )
+

@@ -1,0 +1,1 @@
+"""Side effects: compiling, processes, ports and files. No Textual here."""

@@ -1,0 +1,153 @@
+"""The ExecuTorch Ethos-U ahead-of-time flow, in one function.
+
+torch.export → EthosUQuantizer (prepare_pt2e / calibrate / convert_pt2e) →
+to_edge_transform_and_lower with EthosUPartitioner (TOSA → Vela) → to_executorch → .pte.
+
+torch and executorch are imported inside the functions: importing this module is cheap,
+and the console never calls it in its own process.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ETHOS_U_TARGETS = (
+    "ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256",
+    "ethos-u65-256", "ethos-u65-512",
+    "ethos-u85-128", "ethos-u85-256", "ethos-u85-512", "ethos-u85-1024", "ethos-u85-2048",
+)  # fmt: skip
+
+Progress = Callable[[str, float], None]
+"""Called with (stage name, seconds the stage took) as each stage ends."""
+
+
+@dataclass(frozen=True)
+class LoweringSpec:
+    target: str = "ethos-u55-128"
+    system_config: str | None = None  # ExecuTorch's default for the target when None
+    memory_mode: str | None = None
+    quantize: bool = True
+    per_channel: bool = True
+    delegate: bool = True
+    extract_delegate_segments: bool = False  # the Arm examples keep the payload inline
+    extra_vela_flags: tuple[str, ...] = ()
+
+
+@dataclass
+class LoweringResult:
+    pte: Path
+    vela_dir: Path | None
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+
+def lower_to_pte(
+    model,
+    example_inputs: Sequence,
+    spec: LoweringSpec,
+    out_pte: Path,
+    *,
+    vela_dir: Path | None = None,
+    calibration: Sequence[Sequence] | None = None,
+    progress: Progress | None = None,
+) -> LoweringResult:
+    """Lower ``model`` for ``spec`` and write ``out_pte``; Vela's files go to ``vela_dir``."""
+    import torch
+    from executorch.backends.arm.ethosu import EthosUCompileSpec, EthosUPartitioner
+    from executorch.backends.arm.quantizer import (
+        EthosUQuantizer,
+        get_symmetric_quantization_config,
+    )
+    from executorch.exir import (
+        EdgeCompileConfig,
+        ExecutorchBackendConfig,
+        to_edge_transform_and_lower,
+    )
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    stages: dict[str, float] = {}
+    clock = [time.perf_counter()]
+
+    def done(stage: str) -> None:
+        now = time.perf_counter()
+        stages[stage] = now - clock[0]
+        clock[0] = now
+        if progress:
+            progress(stage, stages[stage])
+
+    example_inputs = tuple(example_inputs)
+    model = model.eval()
+    compile_spec = EthosUCompileSpec(
+        spec.target,
+        system_config=spec.system_config,
+        memory_mode=spec.memory_mode,
+        extra_flags=list(spec.extra_vela_flags) or None,
+    )
+    scratch_dir: Path | None = None
+    if vela_dir is not None:
+        # Vela writes into <intermediates>/output; it overwrites files sharing a folder.
+        scratch_dir = Path(vela_dir).with_name(Path(vela_dir).name + ".intermediates")
+        shutil.rmtree(scratch_dir, ignore_errors=True)
+        scratch_dir.mkdir(parents=True)
+        compile_spec.dump_intermediate_artifacts_to(str(scratch_dir))
+
+    with torch.no_grad():
+        exported = torch.export.export(model, example_inputs)
+        done("export")
+        if spec.quantize:
+            # torch 2.13: unlift without guards, or the Arm passes meet call_module nodes.
+            graph = exported.module(check_guards=False)
+            quantizer = EthosUQuantizer(compile_spec)
+            quantizer.set_global(get_symmetric_quantization_config(is_per_channel=spec.per_channel))
+            prepared = prepare_pt2e(graph, quantizer)
+            done("quantize")
+            for sample in calibration or [example_inputs]:
+                prepared(*sample)
+            done("calibrate")
+            exported = torch.export.export(convert_pt2e(prepared), example_inputs)
+        partitioners = [EthosUPartitioner(compile_spec)] if spec.delegate else []
+        edge = to_edge_transform_and_lower(
+            exported,
+            partitioner=partitioners,
+            compile_config=EdgeCompileConfig(_check_ir_validity=False),
+        )
+        done("lower")
+        program = edge.to_executorch(
+            config=ExecutorchBackendConfig(
+                extract_delegate_segments=spec.extract_delegate_segments
+            )
+        )
+        done("serialize")
+
+    out_pte = Path(out_pte)
+    out_pte.parent.mkdir(parents=True, exist_ok=True)
+    partial = out_pte.with_name(out_pte.name + ".partial")
+    partial.write_bytes(program.buffer)
+    partial.replace(out_pte)  # never leave a half-written .pte looking like a result
+    kept_vela = _keep_vela_outputs(scratch_dir, Path(vela_dir)) if scratch_dir else None
+    done("write")
+    return LoweringResult(out_pte, kept_vela, stages)
+
+
+def _keep_vela_outputs(scratch_dir: Path, vela_dir: Path) -> Path | None:
+    """Move Vela's output folder (summary CSV, per-layer CSV, debug DB) and the TOSA file."""
+    produced = scratch_dir / "output"
+    if not produced.is_dir():
+        shutil.rmtree(scratch_dir, ignore_errors=True)
+        return None
+    shutil.rmtree(vela_dir, ignore_errors=True)
+    produced.rename(vela_dir)
+    for tosa in scratch_dir.glob("*.tosa"):
+        tosa.rename(vela_dir / tosa.name)
+    shutil.rmtree(scratch_dir, ignore_errors=True)
+    return vela_dir
+
+
+def example_inputs_for(shapes: Sequence[tuple[int, ...]], seed: int = 0) -> tuple:
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    return tuple(torch.rand(shape, generator=generator) for shape in shapes)
