@@ -9,6 +9,8 @@ and the console never calls it in its own process.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -20,6 +22,8 @@ ETHOS_U_TARGETS = (
     "ethos-u65-256", "ethos-u65-512",
     "ethos-u85-128", "ethos-u85-256", "ethos-u85-512", "ethos-u85-1024", "ethos-u85-2048",
 )  # fmt: skip
+
+VELA_STDOUT_NAME = "vela_stdout.txt"
 
 Progress = Callable[[str, float], None]
 """Called with (stage name, seconds the stage took) as each stage ends."""
@@ -109,11 +113,13 @@ def lower_to_pte(
             done("calibrate")
             exported = torch.export.export(convert_pt2e(prepared), example_inputs)
         partitioners = [EthosUPartitioner(compile_spec)] if spec.delegate else []
-        edge = to_edge_transform_and_lower(
-            exported,
-            partitioner=partitioners,
-            compile_config=EdgeCompileConfig(_check_ir_validity=False),
-        )
+        vela_stdout = io.StringIO()
+        with contextlib.redirect_stdout(vela_stdout):  # Vela prints its report in-process
+            edge = to_edge_transform_and_lower(
+                exported,
+                partitioner=partitioners,
+                compile_config=EdgeCompileConfig(_check_ir_validity=False),
+            )
         done("lower")
         program = edge.to_executorch(
             config=ExecutorchBackendConfig(
@@ -128,6 +134,8 @@ def lower_to_pte(
     partial.write_bytes(program.buffer)
     partial.replace(out_pte)  # never leave a half-written .pte looking like a result
     kept_vela = _keep_vela_outputs(scratch_dir, Path(vela_dir)) if scratch_dir else None
+    if kept_vela is not None:
+        (kept_vela / VELA_STDOUT_NAME).write_text(vela_stdout.getvalue())
     done("write")
     return LoweringResult(out_pte, kept_vela, stages)
 
@@ -140,8 +148,9 @@ def _keep_vela_outputs(scratch_dir: Path, vela_dir: Path) -> Path | None:
         return None
     shutil.rmtree(vela_dir, ignore_errors=True)
     produced.rename(vela_dir)
-    for tosa in scratch_dir.glob("*.tosa"):
-        tosa.rename(vela_dir / tosa.name)
+    if not any(vela_dir.glob("*.tosa")):
+        for tosa in scratch_dir.glob("*.tosa"):
+            tosa.rename(vela_dir / tosa.name)
     shutil.rmtree(scratch_dir, ignore_errors=True)
     return vela_dir
 
