@@ -46,10 +46,38 @@ VELA_IOS = Struct("count" / Int32sl)
 COP_ACTION = Struct("action" / Int8ul, "reserved" / Int8ul, "data" / Int16ul)
 OPTIMIZER_CONFIG = Struct("cfg" / Int32ul, "id" / Int32ul)
 ACTION_OPTIMIZER_CONFIG, ACTION_COMMAND_STREAM, ACTION_NOP = 1, 2, 5
-COMMAND_STREAM_FORMATS = {
-    "COP1": "Ethos-U55/U65",
-    "COP2": "Ethos-U85",
-}
+COMMAND_STREAM_FORMATS = ("COP1", "COP2")
+# Product field (bits 28-31) of the OPTIMIZER_CONFIG word. Checked on real programs from
+# ethos-u-vela 5.1.0: U55 0x1807, U65 0x10003008, U85 0x20000118 (all with FourCC COP1).
+NPU_PRODUCTS = {0: "ethos-u55", 1: "ethos-u65", 2: "ethos-u85"}
+
+
+@dataclass(frozen=True, slots=True)
+class NpuConfig:
+    """The hardware a command stream was compiled for; the driver checks it at run time."""
+
+    word: int
+
+    @property
+    def macs_per_cycle(self) -> int:
+        return 1 << (self.word & 0xF)
+
+    @property
+    def command_stream_version(self) -> int:
+        return (self.word >> 4) & 0xF
+
+    @property
+    def shram_size(self) -> int:
+        return (self.word >> 8) & 0xFF
+
+    @property
+    def product(self) -> str | None:
+        return NPU_PRODUCTS.get(self.word >> 28)
+
+    @property
+    def target(self) -> str | None:
+        """The ExecuTorch target name, e.g. ``ethos-u55-128``."""
+        return f"{self.product}-{self.macs_per_cycle}" if self.product else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +126,13 @@ class EthosUPayload:
     warnings: list[str] = field(default_factory=list)
 
     @property
-    def npu_family(self) -> str | None:
-        return COMMAND_STREAM_FORMATS.get(self.command_stream_format or "")
+    def npu(self) -> NpuConfig | None:
+        return NpuConfig(self.npu_config) if self.npu_config is not None else None
+
+    @property
+    def target(self) -> str | None:
+        """Target the command stream was built for, from its OPTIMIZER_CONFIG word."""
+        return self.npu.target if self.npu else None
 
 
 def is_ethosu_delegate(backend_id: str) -> bool:
@@ -278,6 +311,7 @@ def _read_ios(
 
 __all__ = [
     "EthosUPayload",
+    "NpuConfig",
     "VelaBlock",
     "VelaIO",
     "decode_ethosu_payload",

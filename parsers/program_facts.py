@@ -145,6 +145,8 @@ def payload_summary(payload: EthosUPayload) -> dict:
         "inputs": [io(e) for e in payload.inputs],
         "outputs": [io(e) for e in payload.outputs],
         "npu_config": payload.npu_config,
+        "npu_target": payload.target,
+        "macs_per_cycle": payload.npu.macs_per_cycle if payload.npu else None,
         "npu_id": payload.npu_id,
         "layout": payload.layout,
         "external_blocks": payload.external_blocks,

@@ -412,10 +412,13 @@ class Program:
         return self.constant_segment_size + self.constant_buffer_size
 
     def close(self) -> None:
+        """Unmap the file; views the caller still holds keep it mapped until dropped."""
         closer, self._closer = self._closer, None
+        data, self.data = self.data, b""
+        if isinstance(data, memoryview):
+            data.release()
         if closer is not None:
-            self.data = b""
-            closer.close()
+            _close_mapping(closer)
 
     def __enter__(self) -> Program:
         return self
@@ -445,10 +448,17 @@ def open_program(path: str | os.PathLike[str]) -> Program:
     try:
         program = decode_program(mapped, source)
     except BaseException:
-        mapped.close()
+        _close_mapping(mapped)
         raise
     program._closer = mapped
     return program
+
+
+def _close_mapping(mapped: mmap.mmap) -> None:
+    try:
+        mapped.close()
+    except BufferError:
+        pass  # a view is still alive (an exception's frames, a caller's slice): GC unmaps it
 
 
 def decode_program(data: BufferLike, source: str = "<bytes>") -> Program:
@@ -819,4 +829,3 @@ def _decode_tensor(t: Table) -> Tensor:
         external_name=external_name,
         external=external,
     )
-

@@ -1,0 +1,57 @@
+"""Real programs for the tests, made by the real ExecuTorch Ethos-U flow and cached.
+
+The cache key covers this file, the lowering code and the torch/executorch/vela versions,
+so a change to any of them rebuilds; an unchanged checkout reuses the files at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from importlib import metadata
+from pathlib import Path
+
+from runner.aot import LoweringSpec
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE_ROOT = Path(os.environ.get("ETU_TEST_ARTIFACTS", ROOT / "tests" / ".artifacts"))
+
+# name → (example model, lowering spec)
+PROGRAMS: dict[str, tuple[str, LoweringSpec]] = {
+    "u55": ("cnn", LoweringSpec(target="ethos-u55-128")),
+    "u65": ("cnn", LoweringSpec(target="ethos-u65-256")),
+    "u85": ("cnn", LoweringSpec(target="ethos-u85-256")),
+    "u55_segment": ("cnn", LoweringSpec(target="ethos-u55-128", extract_delegate_segments=True)),
+    "float_cpu": ("cnn", LoweringSpec(quantize=False, delegate=False)),
+    "two_inputs": ("add2", LoweringSpec(target="ethos-u55-64")),
+}
+
+
+def cache_dir() -> Path:
+    digest = hashlib.sha256()
+    for source in (
+        Path(__file__),
+        ROOT / "runner" / "aot.py",
+        ROOT / "runner" / "example_models.py",
+    ):
+        digest.update(source.read_bytes())
+    for dist in ("torch", "executorch", "ethos-u-vela"):
+        digest.update(f"{dist}={metadata.version(dist)};".encode())
+    return CACHE_ROOT / digest.hexdigest()[:16]
+
+
+def build(name: str) -> Path:
+    """Path of program ``name``, lowering it now unless the cache already has it."""
+    out = cache_dir() / f"{name}.pte"
+    if out.exists():
+        return out
+    from runner.aot import example_inputs_for, lower_to_pte
+    from runner.example_models import EXAMPLES
+
+    model_name, spec = PROGRAMS[name]
+    factory, shapes = EXAMPLES[model_name]
+    import torch
+
+    torch.manual_seed(0)
+    lower_to_pte(factory(), example_inputs_for(shapes), spec, out)
+    return out
