@@ -8,6 +8,7 @@ on disk until asked for, and every offset is checked against the file before it 
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import re
@@ -455,10 +456,9 @@ def open_program(path: str | os.PathLike[str]) -> Program:
 
 
 def _close_mapping(mapped: mmap.mmap) -> None:
-    try:
+    # A view may still be alive (an exception's frames, a caller's slice): GC unmaps it.
+    with contextlib.suppress(BufferError):
         mapped.close()
-    except BufferError:
-        pass  # a view is still alive (an exception's frames, a caller's slice): GC unmaps it
 
 
 def decode_program(data: BufferLike, source: str = "<bytes>") -> Program:
