@@ -6,6 +6,9 @@ catching broad exceptions. The message always says where: file, field and byte o
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 
 class ParseError(Exception):
     """A file (or part of one) could not be decoded."""
@@ -50,3 +53,16 @@ class FormatError(ParseError):
 
 class WrongKindError(ParseError):
     """The file is some other kind of file (text, ELF, a .ptd, an ETDump, ...)."""
+
+
+@contextlib.contextmanager
+def as_parse_errors(source: str | None = None) -> Iterator[None]:
+    """Turn the low-level errors of construct and struct into one-line ParseErrors."""
+    from construct import ConstructError
+
+    try:
+        yield
+    except ParseError as error:
+        raise (error.with_source(source) if source else error) from None
+    except (ConstructError, UnicodeDecodeError, OverflowError, ValueError) as error:
+        raise FormatError(str(error).splitlines()[0], source=source) from None

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from construct import Array, Bytes, Int8ul, Int16ul, Int32sl, Int32ul, Struct
 
-from parsers.errors import FormatError, TruncatedError
+from parsers.errors import FormatError, TruncatedError, as_parse_errors
 
 ETHOSU_BACKEND_IDS = ("EthosUBackend", "ArmBackend")  # ArmBackend in ExecuTorch 0.4/0.5
 STREAM_HEADER = "vela_bin_stream"
@@ -142,7 +142,11 @@ def is_ethosu_delegate(backend_id: str) -> bool:
 def decode_ethosu_payload(blob: bytes | memoryview, base_offset: int = 0) -> EthosUPayload:
     """Decode a ``vela_bin_stream`` blob. ``base_offset`` is its position in the file,
     so errors name file offsets."""
-    view = memoryview(blob)
+    with as_parse_errors():
+        return _decode(memoryview(blob), base_offset)
+
+
+def _decode(view: memoryview, base_offset: int) -> EthosUPayload:
     blocks = _read_blocks(view, base_offset)
     by_name = {block.name: block for block in blocks}
     warnings: list[str] = []

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 from construct import (
     Const,
-    ConstructError,
     Float64l,
     If,
     Int8sl,
@@ -29,7 +28,13 @@ from construct import (
     this,
 )
 
-from parsers.errors import FormatError, ParseError, TruncatedError, WrongKindError
+from parsers.errors import (
+    FormatError,
+    ParseError,
+    TruncatedError,
+    WrongKindError,
+    as_parse_errors,
+)
 from parsers.flatbuffers import BufferLike, FlatBuffer, Table
 
 PROGRAM_IDENTIFIER = "ET12"
@@ -463,13 +468,8 @@ def _close_mapping(mapped: mmap.mmap) -> None:
 
 def decode_program(data: BufferLike, source: str = "<bytes>") -> Program:
     """Decode a program from bytes (or an mmap). Raises ParseError naming ``source``."""
-    try:
+    with as_parse_errors(source):
         return _decode_container(data, source)
-    except ParseError as error:
-        raise error.with_source(source) from None
-    except (ConstructError, UnicodeDecodeError, OverflowError, ValueError) as error:
-        # construct and struct report in their own words; keep them one line and ours.
-        raise FormatError(str(error).splitlines()[0], source=source) from None
 
 
 def identify(head: bytes) -> str:
