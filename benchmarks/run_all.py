@@ -1,0 +1,24 @@
+"""`make bench`: run every benchmark and print its figures (goals are in each module)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+BENCHMARKS = ["benchmarks.bench_inspect"]
+
+
+def main() -> None:
+    results = {}
+    for name in BENCHMARKS:
+        print(f"== {name}", flush=True)
+        results[name] = importlib.import_module(name).main()
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
