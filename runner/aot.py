@@ -57,8 +57,13 @@ def lower_to_pte(
     vela_dir: Path | None = None,
     calibration: Sequence[Sequence] | None = None,
     progress: Progress | None = None,
+    bundled_out: Path | None = None,
 ) -> LoweringResult:
-    """Lower ``model`` for ``spec`` and write ``out_pte``; Vela's files go to ``vela_dir``."""
+    """Lower ``model`` for ``spec`` and write ``out_pte``; Vela's files go to ``vela_dir``.
+
+    With ``bundled_out``, also write a bundled program (``.bpte``) carrying the example
+    inputs and the eager model's outputs as a test case, as the runner's BundleIO mode uses.
+    """
     import torch
     from executorch.backends.arm.ethosu import EthosUCompileSpec, EthosUPartitioner
     from executorch.backends.arm.quantizer import (
@@ -84,6 +89,9 @@ def lower_to_pte(
 
     example_inputs = tuple(example_inputs)
     model = model.eval()
+    if bundled_out is not None:
+        with torch.no_grad():
+            expected_outputs = model(*example_inputs)
     compile_spec = EthosUCompileSpec(
         spec.target,
         system_config=spec.system_config,
@@ -122,22 +130,39 @@ def lower_to_pte(
             )
         done("lower")
         program = edge.to_executorch(
-            config=ExecutorchBackendConfig(
-                extract_delegate_segments=spec.extract_delegate_segments
-            )
+            config=ExecutorchBackendConfig(extract_delegate_segments=spec.extract_delegate_segments)
         )
         done("serialize")
 
-    out_pte = Path(out_pte)
-    out_pte.parent.mkdir(parents=True, exist_ok=True)
-    partial = out_pte.with_name(out_pte.name + ".partial")
-    partial.write_bytes(program.buffer)
-    partial.replace(out_pte)  # never leave a half-written .pte looking like a result
+    _write_atomically(Path(out_pte), program.buffer)
+    if bundled_out is not None:
+        _write_atomically(Path(bundled_out), _bundle(program, example_inputs, expected_outputs))
     kept_vela = _keep_vela_outputs(scratch_dir, Path(vela_dir)) if scratch_dir else None
     if kept_vela is not None:
         (kept_vela / VELA_STDOUT_NAME).write_text(vela_stdout.getvalue())
     done("write")
-    return LoweringResult(out_pte, kept_vela, stages)
+    return LoweringResult(Path(out_pte), kept_vela, stages)
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Never leave a half-written file looking like a result."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_bytes(data)
+    partial.replace(path)
+
+
+def _bundle(program, example_inputs: tuple, expected_outputs) -> bytes:
+    from executorch.devtools import BundledProgram
+    from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
+    from executorch.devtools.bundled_program.serialize import (
+        serialize_from_bundled_program_to_flatbuffer,
+    )
+
+    outputs = expected_outputs if isinstance(expected_outputs, tuple) else (expected_outputs,)
+    case = MethodTestCase(inputs=list(example_inputs), expected_outputs=list(outputs))
+    suite = MethodTestSuite(method_name="forward", test_cases=[case])
+    return serialize_from_bundled_program_to_flatbuffer(BundledProgram(program, [suite]))
 
 
 def _keep_vela_outputs(scratch_dir: Path, vela_dir: Path) -> Path | None:

@@ -25,6 +25,8 @@ PROGRAMS: dict[str, tuple[str, LoweringSpec]] = {
     "float_cpu": ("cnn", LoweringSpec(quantize=False, delegate=False)),
     "two_inputs": ("add2", LoweringSpec(target="ethos-u55-64")),
 }
+# Programs that are also written as bundled programs (.bpte, identifier BP08).
+BUNDLED = {"u55"}
 
 
 def cache_dir() -> Path:
@@ -41,17 +43,20 @@ def cache_dir() -> Path:
 
 
 def build(name: str) -> Path:
-    """Path of program ``name``, lowering it now unless the cache already has it."""
-    out = cache_dir() / f"{name}.pte"
+    """Path of program ``name`` (``NAME.bpte`` for the bundled form), lowered once."""
+    base, _, suffix = name.partition(".")
+    out = cache_dir() / f"{base}.{suffix or 'pte'}"
     if out.exists():
         return out
     from runner.aot import example_inputs_for, lower_to_pte
     from runner.example_models import EXAMPLES
 
-    model_name, spec = PROGRAMS[name]
+    model_name, spec = PROGRAMS[base]
     factory, shapes = EXAMPLES[model_name]
     import torch
 
     torch.manual_seed(0)
-    lower_to_pte(factory(), example_inputs_for(shapes), spec, out)
+    bundled = cache_dir() / f"{base}.bpte" if base in BUNDLED else None
+    lower_to_pte(factory(), example_inputs_for(shapes), spec, out.with_suffix(".pte"),
+                 bundled_out=bundled)  # fmt: skip
     return out

@@ -230,3 +230,26 @@ def test_two_input_program_reports_both_inputs(real_program) -> None:
         (delegate,) = plan["delegates"]
         assert len(delegate["ethosu"]["inputs"]) == 2
         assert delegate["compile_specs"]["target"] == "ethos-u55-64"
+
+
+def test_bundled_program_decodes_its_embedded_program(real_program) -> None:
+    bundled = real_program("u55.bpte")
+    with open_program(bundled) as program, open_program(real_program("u55")) as plain:
+        assert program.file_identifier.startswith("BP") and program.bundled
+        assert program.program_offset > 0
+        record, plain_record = inspect_record(program), inspect_record(plain)
+        # Same plans; only payload offsets move, by where the program sits in the bundle.
+        for plan, plain_plan in zip(record["plans"], plain_record["plans"], strict=True):
+            for delegate, plain_delegate in zip(
+                plan.pop("delegates"), plain_plan.pop("delegates"), strict=True
+            ):
+                offset = delegate.pop("payload_offset")
+                assert offset == plain_delegate.pop("payload_offset") + program.program_offset
+                assert delegate == plain_delegate
+            assert plan == plain_plan
+        assert record["select_ops_list"] == plain_record["select_ops_list"]
+        (delegate,) = program.plans[0].delegates
+        (plain_delegate,) = plain.plans[0].delegates
+        assert bytes(program.delegate_payload(delegate)) == bytes(
+            plain.delegate_payload(plain_delegate)
+        )
