@@ -6,9 +6,17 @@ BIN    := $(VENV)/bin
 DEPS_KEY := $(shell cat pyproject.toml Makefile | sha256sum | cut -c1-16)
 STAMP  := $(VENV)/.installed-$(DEPS_KEY)
 
-.PHONY: setup run test demo bench screenshots lint clean
+.PHONY: setup system-deps run test demo bench screenshots lint clean
 
-setup: $(STAMP)
+setup: $(STAMP) system-deps
+
+# Debian's Arm cross compiler builds the test firmware; installed only when missing.
+system-deps:
+	@command -v arm-none-eabi-gcc >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q \
+	    gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi; }
 
 $(STAMP):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
 from pathlib import Path
 
 ETHOS_U_TARGETS = (
@@ -24,6 +26,7 @@ ETHOS_U_TARGETS = (
 )  # fmt: skip
 
 VELA_STDOUT_NAME = "vela_stdout.txt"
+COMPILE_RECORD_NAME = "etu_compile.json"  # the spec and tool versions that made the files
 
 Progress = Callable[[str, float], None]
 """Called with (stage name, seconds the stage took) as each stage ends."""
@@ -140,6 +143,9 @@ def lower_to_pte(
     kept_vela = _keep_vela_outputs(scratch_dir, Path(vela_dir)) if scratch_dir else None
     if kept_vela is not None:
         (kept_vela / VELA_STDOUT_NAME).write_text(vela_stdout.getvalue())
+        (kept_vela / COMPILE_RECORD_NAME).write_text(
+            json.dumps({"spec": asdict(spec), "versions": tool_versions()}, indent=2) + "\n"
+        )
     done("write")
     return LoweringResult(Path(out_pte), kept_vela, stages)
 
@@ -178,6 +184,17 @@ def _keep_vela_outputs(scratch_dir: Path, vela_dir: Path) -> Path | None:
             tosa.rename(vela_dir / tosa.name)
     shutil.rmtree(scratch_dir, ignore_errors=True)
     return vela_dir
+
+
+def tool_versions() -> dict[str, str | None]:
+    """Versions of the tools whose output a compile produced (Vela's numbers depend on them)."""
+    versions: dict[str, str | None] = {}
+    for dist in ("torch", "executorch", "ethos-u-vela", "tosa-tools"):
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            versions[dist] = None
+    return versions
 
 
 def example_inputs_for(shapes: Sequence[tuple[int, ...]], seed: int = 0) -> tuple:
