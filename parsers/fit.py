@@ -1,0 +1,529 @@
+"""Does this program fit this firmware? Verdicts joined from the program, its Ethos-U
+payloads, the firmware's memory map and (optionally) Vela's report.
+
+Each verdict names what is needed, what the firmware has, and the build flag that fixes a
+shortfall, using the runner's CMake options (runtime_formats.md §6.3–6.4). Pure: decoded
+objects in, verdicts out.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+from parsers.program_facts import cpu_operators, delegates
+from parsers.pte import Program, Tensor
+
+if TYPE_CHECKING:
+    from parsers.memory_map import MemoryMap
+    from parsers.vela import VelaReport
+
+OK, WARN, FAIL = "ok", "warn", "fail"
+_ORDER = {FAIL: 0, WARN: 1, OK: 2}
+
+METHOD_POOL_FLAG = "ET_ARM_BAREMETAL_METHOD_ALLOCATOR_POOL_SIZE"
+TEMP_POOL_FLAG = "ET_ARM_BAREMETAL_SCRATCH_TEMP_ALLOCATOR_POOL_SIZE"
+FAST_SCRATCH_FLAG = "ET_ARM_BAREMETAL_FAST_SCRATCH_TEMP_ALLOCATOR_POOL_SIZE"
+PLANNED_FAST_FLAG = "ET_ARM_BAREMETAL_PLANNED_FAST_MEMORY_SIZE"
+FAST_MEMORY_ID = 3  # the runner puts planned buffer mem_id 3 in its fast memory pool
+
+# Which system configs the runner's CMake accepts, and with which memory modes (§6.4).
+RUNNER_SYSTEM_CONFIGS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "Ethos_U55_High_End_Embedded": ("corstone-300", ("Shared_Sram", "Sram_Only")),
+    "Ethos_U55_Deep_Embedded": ("corstone-300", ("Shared_Sram", "Sram_Only")),
+    "Ethos_U65_High_End": ("corstone-300", ("Shared_Sram", "Sram_Only", "Dedicated_Sram*")),
+    "Ethos_U85_SYS_DRAM_Low": ("corstone-320", ("Dedicated_Sram*", "Sram_Only")),
+    "Ethos_U85_SYS_DRAM_Mid": ("corstone-320", ("Dedicated_Sram*", "Sram_Only")),
+    "Ethos_U85_SYS_DRAM_High": ("corstone-320", ("Dedicated_Sram*", "Sram_Only")),
+}
+PLATFORM_NPUS = {"corstone-300": ("ethos-u55", "ethos-u65"), "corstone-320": ("ethos-u85",)}
+DEDICATED_SRAM_DEFAULT = 0x60000  # the runner's fast scratch for a plain Dedicated_Sram
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    check: str
+    status: str  # ok | warn | fail
+    need: int | str | None
+    have: int | str | None
+    message: str
+    fix: str | None = None
+
+
+def vela_flags(compile_flags: str | None) -> dict[str, str]:
+    """``--name=value`` pairs of a delegate's ``compile_flags`` spec (last one wins)."""
+    return dict(re.findall(r"--([\w-]+)=(\S+)", compile_flags or ""))
+
+
+def is_dedicated_sram(memory_mode: str | None) -> bool:
+    return (
+        bool(memory_mode) and re.fullmatch(r"Dedicated_Sram(_\d+[KM]B)?", memory_mode) is not None
+    )
+
+
+def fast_scratch_size_for(memory_mode: str) -> int:
+    """The fast scratch the runner's CMake reserves for a Dedicated_Sram mode."""
+    match = re.fullmatch(r"Dedicated_Sram_(\d+)([KM])B", memory_mode)
+    if not match:
+        return DEDICATED_SRAM_DEFAULT
+    return int(match.group(1)) * (1024 if match.group(2) == "K" else 1024 * 1024)
+
+
+def _kib(n: int) -> str:
+    return f"{n:,} B ({n / 1024:.1f} KiB)"
+
+
+def _pool_fix(flag: str, need: int) -> str:
+    size = -(-need // 1024) * 1024  # whole KiB, rounded up
+    return f"build the runner with -D{flag}={size:#x} ({size} bytes) or more"
+
+
+def check_fit(
+    program: Program,
+    memory_map: MemoryMap,
+    vela: VelaReport | None = None,
+    *,
+    target: str | None = None,
+) -> list[Verdict]:
+    """All verdicts, failing ones first. ``target`` is the FVP/board NPU when one is chosen."""
+    infos = [info for info in delegates(program) if info.payload is not None]
+    flags = vela_flags(infos[0].delegate.spec("compile_flags")) if infos else {}
+    verdicts = [
+        *_program_placement(program, memory_map),
+        *_method_pool(program, memory_map),
+        *_scratch(infos, memory_map, flags.get("memory-mode")),
+        *_fast_scratch(memory_map, flags.get("memory-mode")),
+        *_targets(infos, memory_map, target),
+        *_cpu_kernels(program, memory_map),
+        *_config_pair(flags.get("system-config"), flags.get("memory-mode"), memory_map),
+        *_regions(memory_map),
+        *_vela_consistency(vela, flags),
+    ]
+    return sorted(verdicts, key=lambda v: _ORDER[v.status])
+
+
+def worst_status(verdicts: list[Verdict]) -> str:
+    return min((v.status for v in verdicts), key=_ORDER.__getitem__, default=OK)
+
+
+def fit_record(verdicts: list[Verdict]) -> dict:
+    """The ``etu fit --json`` object (field names are a contract)."""
+    return {"status": worst_status(verdicts), "verdicts": [asdict(v) for v in verdicts]}
+
+
+# ------------------------------------------------------------------------------ checks
+
+
+def _program_placement(program: Program, mm: MemoryMap) -> list[Verdict]:
+    need = program.file_size
+    pool = mm.pools.get("model_pte")
+    if pool is not None:
+        if pool.size < need:
+            return [
+                Verdict(
+                    "program_placement",
+                    FAIL,
+                    need,
+                    pool.size,
+                    f"model_pte holds {_kib(pool.size)}, the program is {_kib(need)}",
+                    "rebuild the runner with -DET_PTE_FILE_PATH=<this .pte> so the right program "
+                    "is baked in",
+                )
+            ]
+        status = OK if pool.size == need else WARN
+        message = f"model_pte ({_kib(pool.size)}) in {pool.region or 'no region'} holds the program"
+        if pool.size != need:
+            message += (
+                f"; it is {pool.size - need:,} bytes larger: a different program is baked in?"
+            )
+        return [Verdict("program_placement", status, need, pool.size, message)]
+    files = mm.pools.get("input_file_allocator")
+    if files is not None:
+        status = OK if files.size >= need else FAIL
+        return [
+            Verdict(
+                "program_placement",
+                status,
+                need,
+                files.size,
+                f"no baked-in program; the semihosting file pool holds {_kib(files.size)}",
+                None
+                if status == OK
+                else _pool_fix("ET_ARM_BAREMETAL_SEMIHOSTING_FILE_ALLOCATOR_POOL_SIZE", need),
+            )
+        ]
+    return [
+        Verdict(
+            "program_placement",
+            WARN,
+            need,
+            None,
+            "the firmware has neither model_pte nor a semihosting file pool: the program must be "
+            "placed at ET_MODEL_PTE_ADDR by the loader",
+        )
+    ]
+
+
+def method_pool_need(program: Program) -> tuple[int, int]:
+    """(planned bytes outside the fast pool, bytes of unplanned inputs the runner allocates)."""
+    planned = unplanned_inputs = 0
+    for plan in program.plans:
+        planned += sum(
+            size
+            for mem_id, size in enumerate(plan.non_const_buffer_sizes)
+            if mem_id and mem_id != FAST_MEMORY_ID
+        )
+        for index in plan.inputs:
+            value = plan.values[index]
+            if isinstance(value, Tensor) and value.storage == "input":
+                unplanned_inputs += value.nbytes
+    return planned, unplanned_inputs
+
+
+def _metadata_estimate(program: Program) -> int:
+    """A rough upper bound of what Method::init allocates besides the buffers (estimate)."""
+    total = 1024
+    for plan in program.plans:
+        total += 16 * len(plan.values) + 16 * len(plan.instructions) + 64 * len(plan.delegates)
+        total += sum(96 + 16 * len(v.sizes) for v in plan.values if isinstance(v, Tensor))
+    return total
+
+
+def _method_pool(program: Program, mm: MemoryMap) -> list[Verdict]:
+    planned, inputs = method_pool_need(program)
+    need = planned + inputs + _metadata_estimate(program)
+    pool = mm.pools.get("method_allocator")
+    verdicts = []
+    detail = (
+        f"planned buffers {_kib(planned)} + unplanned inputs {_kib(inputs)} + method metadata "
+        f"(estimated) {_kib(need - planned - inputs)}"
+    )
+    if pool is None:
+        verdicts.append(
+            Verdict(
+                "method_allocator",
+                WARN,
+                need,
+                None,
+                f"no method_allocation_pool symbol in the ELF; need {detail}",
+            )
+        )
+    elif pool.size < need:
+        verdicts.append(
+            Verdict(
+                "method_allocator",
+                FAIL,
+                need,
+                pool.size,
+                f"method pool {_kib(pool.size)} is {need - pool.size:,} bytes short of {detail}",
+                _pool_fix(METHOD_POOL_FLAG, need),
+            )
+        )
+    else:
+        verdicts.append(
+            Verdict(
+                "method_allocator",
+                OK,
+                need,
+                pool.size,
+                f"method pool {_kib(pool.size)} covers {detail}",
+            )
+        )
+    fast_need = sum(
+        plan.non_const_buffer_sizes[FAST_MEMORY_ID]
+        for plan in program.plans
+        if len(plan.non_const_buffer_sizes) > FAST_MEMORY_ID
+    )
+    if fast_need:
+        fast = mm.pools.get("planned_fast_memory")
+        have = fast.size if fast else 0
+        verdicts.append(
+            Verdict(
+                "planned_fast_memory",
+                OK if have >= fast_need else FAIL,
+                fast_need,
+                have,
+                f"planned buffer mem_id 3 needs {_kib(fast_need)}, the fast pool has {_kib(have)}",
+                None if have >= fast_need else _pool_fix(PLANNED_FAST_FLAG, fast_need),
+            )
+        )
+    return verdicts
+
+
+def _scratch(infos, mm: MemoryMap, memory_mode: str | None) -> list[Verdict]:
+    if not infos:
+        return []
+    need = max(info.payload.scratch_size for info in infos)
+    pool = mm.pools.get("temp_allocator")
+    if pool is None:
+        return [
+            Verdict(
+                "ethosu_scratch",
+                FAIL,
+                need,
+                None,
+                "no temp_allocation_pool in the ELF: the Ethos-U scratch has nowhere to go",
+                _pool_fix(TEMP_POOL_FLAG, need),
+            )
+        ]
+    verdicts = []
+    if pool.size < need:
+        verdicts.append(
+            Verdict(
+                "ethosu_scratch",
+                FAIL,
+                need,
+                pool.size,
+                f"the largest Ethos-U scratch is {_kib(need)}; the temp pool has "
+                f"{_kib(pool.size)}: 'Failed to allocate scratch buffer' at the first inference",
+                _pool_fix(TEMP_POOL_FLAG, need),
+            )
+        )
+    else:
+        verdicts.append(
+            Verdict(
+                "ethosu_scratch",
+                OK,
+                need,
+                pool.size,
+                f"Ethos-U scratch {_kib(need)} fits the temp pool {_kib(pool.size)}",
+            )
+        )
+    sram = _region_named(mm, "SRAM")
+    if sram is not None and memory_mode and not is_dedicated_sram(memory_mode):
+        in_sram = pool.region == sram.name
+        verdicts.append(
+            Verdict(
+                "scratch_in_sram",
+                OK if in_sram else FAIL,
+                sram.name,
+                pool.region,
+                f"{memory_mode}: the NPU's scratch (temp pool) must be in SRAM; it is in "
+                f"{pool.region or 'no known region'}",
+                None if in_sram else "link .bss.tensor_arena into SRAM (ETHOSU_ARENA=0)",
+            )
+        )
+    return verdicts
+
+
+def _fast_scratch(mm: MemoryMap, memory_mode: str | None) -> list[Verdict]:
+    pool = mm.pools.get("fast_scratch")
+    if not is_dedicated_sram(memory_mode):
+        if pool is not None and pool.size:
+            return [
+                Verdict(
+                    "fast_scratch",
+                    WARN,
+                    0,
+                    pool.size,
+                    f"{memory_mode or 'this memory mode'} uses no fast scratch; "
+                    f"{_kib(pool.size)} of dedicated SRAM is reserved for nothing",
+                )
+            ]
+        return []
+    need = fast_scratch_size_for(memory_mode)
+    have = pool.size if pool else 0
+    sram = _region_named(mm, "SRAM")
+    verdicts = [
+        Verdict(
+            "fast_scratch",
+            OK if have >= need else FAIL,
+            need,
+            have,
+            f"{memory_mode} needs {_kib(need)} of dedicated SRAM as fast scratch; the ELF "
+            f"reserves {_kib(have)}",
+            None if have >= need else _pool_fix(FAST_SCRATCH_FLAG, need),
+        )
+    ]
+    if pool is not None and sram is not None and pool.region != sram.name:
+        verdicts.append(
+            Verdict(
+                "fast_scratch",
+                FAIL,
+                sram.name,
+                pool.region,
+                "the fast scratch must live in SRAM",
+                "link .bss.ethosu_scratch into SRAM",
+            )
+        )
+    return verdicts
+
+
+def _targets(infos, mm: MemoryMap, target: str | None) -> list[Verdict]:
+    verdicts = []
+    for info in infos:
+        spec_target = info.delegate.spec("target")
+        built_for = info.payload.target
+        where = f"{info.plan.name} delegate {info.index}"
+        if spec_target and built_for and spec_target != built_for:
+            verdicts.append(
+                Verdict(
+                    "target",
+                    FAIL,
+                    spec_target,
+                    built_for,
+                    f"{where}: compile spec says {spec_target} but the command "
+                    f"stream was built for {built_for}",
+                )
+            )
+        actual = built_for or spec_target
+        if target and actual and actual != target:
+            verdicts.append(
+                Verdict(
+                    "target",
+                    FAIL,
+                    actual,
+                    target,
+                    f"{where} was compiled for {actual}, the run targets {target}: "
+                    "the driver rejects a command stream for another NPU config",
+                    f"recompile with --target {target}",
+                )
+            )
+        preset = getattr(mm, "preset", None)
+        npus = PLATFORM_NPUS.get(preset or "")
+        if npus and actual and not actual.startswith(npus):
+            verdicts.append(
+                Verdict(
+                    "target",
+                    FAIL,
+                    actual,
+                    preset,
+                    f"{where} is for {actual}; a {preset} firmware drives {'/'.join(npus)}",
+                )
+            )
+        if not any(v.check == "target" and v.message.startswith(where) for v in verdicts):
+            verdicts.append(
+                Verdict(
+                    "target",
+                    OK,
+                    actual,
+                    target or built_for,
+                    f"{where}: command stream built for {actual}",
+                )
+            )
+    return verdicts
+
+
+def _cpu_kernels(program: Program, mm: MemoryMap) -> list[Verdict]:
+    needed = [op.name for op in cpu_operators(program) if not op.is_prim]
+    if not needed:
+        return [Verdict("cpu_kernels", OK, 0, None, "no CPU kernels needed")]
+    present = mm.kernel_names
+    if not present:
+        return [
+            Verdict(
+                "cpu_kernels",
+                WARN,
+                len(needed),
+                None,
+                "no kernel registry found in the ELF: cannot tell whether "
+                f"{', '.join(needed)} are linked in",
+            )
+        ]
+    missing = [name for name in needed if name not in present]
+    if missing:
+        return [
+            Verdict(
+                "cpu_kernels",
+                FAIL,
+                ",".join(needed),
+                ",".join(sorted(present)),
+                f"not in the firmware: {', '.join(missing)} (predicted 'Missing operator' "
+                "and OperatorMissing 0x14 at load)",
+                f'rebuild with -DEXECUTORCH_SELECT_OPS_LIST="{",".join(needed)}"',
+            )
+        ]
+    return [
+        Verdict(
+            "cpu_kernels",
+            OK,
+            len(needed),
+            len(present),
+            f"all {len(needed)} CPU kernels are registered in the firmware",
+        )
+    ]
+
+
+def _config_pair(system_config: str | None, memory_mode: str | None, mm) -> list[Verdict]:
+    if not system_config or not memory_mode:
+        return []
+    pair = f"{system_config} + {memory_mode}"
+    accepted = RUNNER_SYSTEM_CONFIGS.get(system_config)
+    if accepted is None:
+        return [
+            Verdict(
+                "system_config",
+                FAIL,
+                pair,
+                None,
+                f"the runner's build does not support SYSTEM_CONFIG={system_config} "
+                "(FATAL Unsupported SYSTEM_CONFIG)",
+                "recompile with one of " + ", ".join(RUNNER_SYSTEM_CONFIGS),
+            )
+        ]
+    platform, modes = accepted
+    matches = any(
+        memory_mode == mode or (mode.endswith("*") and is_dedicated_sram(memory_mode))
+        for mode in modes
+    )
+    if not matches:
+        status = WARN if platform == "corstone-320" and memory_mode == "Shared_Sram" else FAIL
+        return [
+            Verdict(
+                "system_config",
+                status,
+                pair,
+                ", ".join(modes),
+                f"the runner builds {system_config} with {', '.join(modes)} only",
+                "recompile with a supported --memory-mode",
+            )
+        ]
+    return [Verdict("system_config", OK, pair, platform, f"{pair} builds for {platform}")]
+
+
+def _regions(mm: MemoryMap) -> list[Verdict]:
+    verdicts = []
+    for region in mm.regions:
+        if region.used > region.length:
+            verdicts.append(
+                Verdict(
+                    "region",
+                    FAIL,
+                    region.used,
+                    region.length,
+                    f"{region.name} overflows by {region.used - region.length:,} bytes",
+                    "shrink the pools placed there or move them to a larger region",
+                )
+            )
+    if not verdicts and mm.regions:
+        verdicts.append(
+            Verdict("region", OK, None, None, f"all {len(mm.regions)} memory regions have room")
+        )
+    return verdicts
+
+
+def _vela_consistency(vela: VelaReport | None, flags: dict[str, str]) -> list[Verdict]:
+    if vela is None or not flags:
+        return []
+    pairs = (("system-config", vela.system_config), ("memory-mode", vela.memory_mode))
+    mismatched = [
+        f"{name} {theirs} (program: {flags[name]})"
+        for name, theirs in pairs
+        if theirs and name in flags and theirs != flags[name]
+    ]
+    if mismatched:
+        return [
+            Verdict(
+                "vela_report",
+                WARN,
+                None,
+                None,
+                "the Vela report is from another compile: " + "; ".join(mismatched),
+            )
+        ]
+    return [Verdict("vela_report", OK, None, None, "the Vela report matches the program's config")]
+
+
+def _region_named(mm: MemoryMap, name: str):
+    return next((r for r in mm.regions if r.name.upper() == name), None)
