@@ -33,14 +33,18 @@ class ParseError(Exception):
             self.source = source
         return self
 
-    def __str__(self) -> str:
+    @property
+    def detail(self) -> str:
+        """Field, offset and message, without the file name (for a caller that shows it)."""
         where = []
         if self.field:
             where.append(self.field)
         if self.offset is not None:
             where.append(f"at offset {self.offset:#x}")
-        text = f"{' '.join(where)}: {self.message}" if where else self.message
-        return f"{self.source}: {text}" if self.source else text
+        return f"{' '.join(where)}: {self.message}" if where else self.message
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.detail}" if self.source else self.detail
 
 
 class TruncatedError(ParseError):

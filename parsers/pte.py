@@ -254,10 +254,11 @@ class ExecutionPlan:
     operators: list[Operator]
     delegates: list[BackendDelegate]
     non_const_buffer_sizes: tuple[int, ...]
+    instructions: list[Instruction] = field(init=False)
 
-    @property
-    def instructions(self) -> list[Instruction]:
-        return [instr for chain in self.chains for instr in chain.instructions]
+    def __post_init__(self) -> None:
+        # Every chain's instructions in order; computed once, views iterate it a lot.
+        self.instructions = [instr for chain in self.chains for instr in chain.instructions]
 
 
 # --------------------------------------------------------------- program-level tables
@@ -318,6 +319,7 @@ class Program:
     program_offset: int = 0
     warnings: list[str] = field(default_factory=list)
     _closer: object = field(default=None, repr=False)
+    _closed: bool = field(default=False, repr=False)
 
     # -- segments and bulk data (read only when asked) -------------------------------
 
@@ -353,6 +355,8 @@ class Program:
 
     def read(self, span: Span) -> memoryview:
         """Bytes of ``span`` (already bounds-checked when the program was opened)."""
+        if self._closed:
+            raise ParseError("the program was closed; reopen it to read data", source=self.source)
         return memoryview(self.data)[span.offset : span.offset + span.size]
 
     def delegate_span(self, delegate: BackendDelegate) -> Span:
@@ -421,6 +425,7 @@ class Program:
         """Unmap the file; views the caller still holds keep it mapped until dropped."""
         closer, self._closer = self._closer, None
         data, self.data = self.data, b""
+        self._closed = True
         if isinstance(data, memoryview):
             data.release()
         if closer is not None:

@@ -1,0 +1,314 @@
+"""The etu console: open a ``.pte`` and see what runs on the Ethos-U NPU and what stays on CPU.
+
+Threading rule (from harlequin): the loading worker decodes and posts one message; it never
+touches a widget. Handlers on the App own the loaded program and update the views.
+Nothing here imports torch or executorch: the console must start on a lab PC without them.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import suppress
+from pathlib import Path
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from etu_tui.commands import EtuCommands, PaletteCommand
+from etu_tui.messages import (
+    ProgramFacts,
+    ProgramFailed,
+    ProgramLoaded,
+    decode_facts,
+    error_line,
+    resolve_target,
+)
+from etu_tui.screens.open_file import OpenFileScreen
+from etu_tui.widgets import (
+    CpuOpsView,
+    DelegatesView,
+    ErrorPanel,
+    InstructionsLegend,
+    InstructionsTable,
+    PlanFacts,
+    ProgramSummary,
+    ValuesTable,
+)
+from etu_tui.widgets.delegates import one_line
+from etu_tui.widgets.formatting import plural
+from parsers.pte import ExecutionPlan, Tensor
+
+DEMO_WORKSPACE = Path(__file__).resolve().parent.parent / "examples" / "demo"
+
+# Tab ids; later views (NPU, Memory, Fit, Run) add theirs here.
+PROGRAM_TAB, TENSORS_TAB, DELEGATES_TAB = "program", "tensors", "delegates"
+
+
+class EtuApp(App[int]):
+    """One program at a time; ``target`` is a ``.pte`` or a workspace folder."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "etu"
+    COMMANDS: ClassVar = App.COMMANDS | {EtuCommands}
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("o", "open_file", "Open", id="open", tooltip="Open a .pte file or workspace"),
+        Binding("c", "copy_select_ops", "Copy select-ops", id="copy_select_ops"),
+        Binding("i", f"show_tab('{PROGRAM_TAB}')", "Instructions", id="instructions"),
+        Binding("t", f"show_tab('{TENSORS_TAB}')", "Tensors", id="tensors"),
+        Binding("d", f"show_tab('{DELEGATES_TAB}')", "Delegates", id="delegates"),
+        Binding("p", "next_plan", "Next plan", id="next_plan"),
+        Binding("q", "quit", "Quit", id="quit"),
+        Binding("escape", "dismiss_error", "Dismiss error", show=False),
+    ]
+
+    # What each palette entry says, keyed by action; titles read "group: action".
+    PALETTE_TEXT: ClassVar[dict[str, tuple[str, str]]] = {
+        "open_file": ("File: open .pte or workspace…", "Decode another program"),
+        "copy_select_ops": (
+            "Program: copy EXECUTORCH_SELECT_OPS_LIST",
+            "The selective-build value for the CPU operators",
+        ),
+        f"show_tab('{PROGRAM_TAB}')": ("View: instructions", "Summary, instructions, CPU ops"),
+        f"show_tab('{TENSORS_TAB}')": ("View: tensors and values", "Every value of the plan"),
+        f"show_tab('{DELEGATES_TAB}')": ("View: delegates", "Ethos-U payloads, compile specs"),
+        "next_plan": ("Plan: next plan", "Cycle through the execution plans"),
+    }
+
+    def __init__(self, target: Path | None = None) -> None:
+        super().__init__()
+        self.target = DEMO_WORKSPACE if target is None else Path(target)
+        self.facts: ProgramFacts | None = None
+        self.plan_index = 0
+        self._request = 0  # increases per open; stale worker results are dropped
+        self.load_state: str = "loading"  # loading / ready / failed: for tests and scripts
+
+    # -- layout ------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield ErrorPanel(id="error")
+        yield Static(id="status")
+        with TabbedContent(id="body", initial=PROGRAM_TAB):
+            with TabPane("Program", id=PROGRAM_TAB):
+                yield ProgramSummary(id="summary")
+                with Vertical(id="instructions-box"):
+                    yield InstructionsTable(id="instructions")
+                    yield InstructionsLegend()
+                with Horizontal(id="details"):
+                    with Vertical(id="plan-side"):
+                        yield PlanFacts(id="plan")
+                        yield Static(id="delegates-brief")
+                    yield CpuOpsView(id="cpu")
+            with TabPane("Tensors", id=TENSORS_TAB):
+                yield ValuesTable(id="values")
+            with TabPane("Delegates", id=DELEGATES_TAB):
+                yield DelegatesView(id="delegates-view")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#body").display = False
+        self.open_target(self.target)
+
+    def on_unmount(self) -> None:
+        if self.facts is not None:
+            _close(self.facts)
+
+    # -- loading -----------------------------------------------------------------------
+
+    def open_target(self, target: Path) -> None:
+        """Decode ``target`` in a thread; the result arrives as a message."""
+        self._request += 1
+        self.load_state = "loading"
+        self.query_one("#status", Static).update(f"Opening {target.name}…")
+        self.query_one("#status").display = True
+        self._load(target, self._request)
+
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    def _load(self, target: Path, request: int) -> None:
+        path = target
+        try:
+            path = resolve_target(target)
+            facts = decode_facts(path)
+        except Exception as error:  # any bad file must become a message, never a crash
+            self.post_message(ProgramFailed(path, error_line(error, path), request))
+            return
+        if get_current_worker().is_cancelled:
+            _close(facts)
+            return
+        self.post_message(ProgramLoaded(facts, request))
+
+    @on(ProgramLoaded)
+    async def _program_loaded(self, message: ProgramLoaded) -> None:
+        if message.request != self._request:
+            _close(message.facts)
+            return
+        previous, self.facts = self.facts, message.facts
+        if previous is not None:
+            _close(previous)
+        self.plan_index = 0
+        self.sub_title = message.facts.name
+        self.query_one("#status").display = False
+        self.query_one(ErrorPanel).clear()
+        self.query_one("#body").display = True
+        self.query_one(ProgramSummary).show(message.facts)
+        self.query_one(CpuOpsView).show(message.facts.cpu_ops, message.facts.select_ops)
+        await self._show_plan()
+        self.action_show_tab(self.query_one(TabbedContent).active or PROGRAM_TAB)
+        self.refresh_bindings()
+        self.load_state = "ready"
+
+    @on(ProgramFailed)
+    def _program_failed(self, message: ProgramFailed) -> None:
+        if message.request != self._request:
+            return
+        self.query_one("#status").display = False
+        still = self.facts.name if self.facts is not None else None
+        self.query_one(ErrorPanel).show_error(message.message, still)
+        self.notify(message.message, title="Could not open", severity="error", markup=False)
+        self.load_state = "failed"
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Last line of defence: a worker that still raised is reported, not fatal."""
+        error = event.worker.error
+        if event.state == WorkerState.ERROR and error is not None:
+            text = f"unexpected {type(error).__name__}: {error}".splitlines()[0]
+            if event.worker.group == "load":
+                self.post_message(ProgramFailed(self.target, text, self._request))
+            else:
+                self.notify(text, severity="error", markup=False)
+
+    # -- plans -------------------------------------------------------------------------
+
+    @property
+    def plan(self) -> ExecutionPlan | None:
+        if self.facts is None or not self.facts.program.plans:
+            return None
+        return self.facts.program.plans[self.plan_index]
+
+    async def _show_plan(self) -> None:
+        facts, plan = self.facts, self.plan
+        if facts is None:
+            return
+        n_plans = len(facts.program.plans)
+        where = f"plan {plan.name!r} ({self.plan_index + 1} of {n_plans})" if plan else "no plans"
+        if n_plans > 1:
+            where += " · p next"
+        self.query_one(PlanFacts).show(plan)
+        instructions = self.query_one(InstructionsTable)
+        instructions.show_plan(plan)
+        box = self.query_one("#instructions-box")
+        box.border_title = f"Instructions · {where} · {instructions.row_count}"
+        values = self.query_one(ValuesTable)
+        values.show_plan(plan)
+        tensors = sum(isinstance(v, Tensor) for v in plan.values) if plan else 0
+        values.border_title = (
+            f"Tensors and values · {where} · {plural(values.row_count, 'value')}, "
+            f"{plural(tensors, 'tensor')}"
+        )
+        infos = [info for info in facts.delegates if info.plan is plan]
+        brief = self.query_one("#delegates-brief", Static)
+        brief.border_title = f"Delegates ({len(infos)})"
+        brief.border_subtitle = "d details"
+        if infos:
+            brief.update(Content("\n").join(one_line(facts.program, info) for info in infos))
+        else:
+            brief.update("none: this plan runs on the CPU only")
+        await self.query_one(DelegatesView).show(facts.program, infos)
+
+    # -- actions -----------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "next_plan":
+            return (self.facts is not None and len(self.facts.program.plans) > 1) or None
+        if action == "copy_select_ops":
+            return self.facts is not None or None
+        return True
+
+    def action_dismiss_error(self) -> None:
+        self.query_one(ErrorPanel).clear()
+
+    def action_open_file(self) -> None:
+        start = f"{_short(self.facts.path.parent)}{os.sep}" if self.facts else ""
+        self.push_screen(OpenFileScreen(start), callback=self._open_chosen)
+
+    def _open_chosen(self, path: Path | None) -> None:
+        if path is not None:
+            self.open_target(path)
+
+    def action_copy_select_ops(self) -> None:
+        if self.facts is None:
+            return
+        value = self.facts.select_ops
+        if not value:
+            self.notify(
+                "No CPU operators: EXECUTORCH_SELECT_OPS_LIST would be empty.", severity="warning"
+            )
+            return
+        self.copy_to_clipboard(value)
+        ops = plural(value.count(",") + 1, "operator")
+        self.notify(f"Copied EXECUTORCH_SELECT_OPS_LIST ({ops}).", markup=False)
+
+    def action_show_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+        focus = {PROGRAM_TAB: InstructionsTable, TENSORS_TAB: ValuesTable}.get(tab)
+        if focus is not None:
+            self.query_one(focus).focus()
+        elif tab == DELEGATES_TAB:
+            self.query_one(DelegatesView).focus()
+
+    async def action_next_plan(self) -> None:
+        if self.facts is not None and self.facts.program.plans:
+            await self.action_show_plan((self.plan_index + 1) % len(self.facts.program.plans))
+
+    async def action_show_plan(self, index: int) -> None:
+        if self.facts is not None and 0 <= index < len(self.facts.program.plans):
+            self.plan_index = index
+            await self._show_plan()
+
+    def palette_commands(self) -> list[PaletteCommand]:
+        """The key table plus one entry per plan, for the command palette."""
+        commands = []
+        for binding in self.BINDINGS:
+            assert isinstance(binding, Binding)
+            if binding.action in self.PALETTE_TEXT:
+                title, text = self.PALETTE_TEXT[binding.action]
+                commands.append(
+                    PaletteCommand(title, f"{text} (key {binding.key})", binding.action)
+                )
+        if self.facts is not None:
+            for index, plan in enumerate(self.facts.program.plans):
+                commands.append(
+                    PaletteCommand(
+                        f"Plan: show {plan.name!r}", f"plan {index + 1}", f"show_plan({index})"
+                    )
+                )
+        return commands
+
+
+def _short(path: Path) -> str:
+    """``path`` relative to the working folder when it is inside it, else absolute."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _close(facts: ProgramFacts) -> None:
+    # A view into the mapping may still be alive (a widget, a traceback frame); then the
+    # garbage collector unmaps it later, and that is fine for a viewer.
+    with suppress(BufferError):
+        facts.program.close()
+
+
+def run_app(target: Path | None) -> int:
+    """Run the console until the user quits; returns the exit code."""
+    app = EtuApp(target)
+    app.run()
+    return app.return_code or 0

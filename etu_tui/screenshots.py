@@ -1,0 +1,99 @@
+"""Render the console's views to SVG through Textual itself, for docs and review.
+
+``python -m etu_tui.screenshots OUT_DIR`` writes one SVG per view of the demo workspace
+(and one for a file that fails to open). Same size and steps every run, no clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+from pathlib import Path
+
+from textual.pilot import Pilot
+from textual.widgets import Input
+
+from etu_tui.app import DEMO_WORKSPACE, EtuApp
+
+SIZE = (140, 45)
+SETTLE_TIMEOUT = 10.0
+
+
+async def settle(pilot: Pilot, timeout: float = SETTLE_TIMEOUT) -> None:
+    """Wait until the program in flight is shown (or its error is), then for idle."""
+    app = pilot.app
+    assert isinstance(app, EtuApp)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while app.load_state == "loading":
+        if loop.time() > deadline:
+            raise TimeoutError("the program did not load in time")
+        await pilot.pause(0.02)
+    await pilot.pause()
+    await pilot.wait_for_scheduled_animations()
+
+
+def still_cursors(app: EtuApp) -> None:
+    """A blinking cursor would make two runs differ."""
+    for widget in app.screen.query(Input):
+        widget.cursor_blink = False
+
+
+async def _press(pilot: Pilot, *keys: str) -> None:
+    await pilot.press(*keys)
+    await pilot.pause()
+    assert isinstance(pilot.app, EtuApp)
+    still_cursors(pilot.app)
+    for widget in pilot.app.screen.query("#path").results(Input):
+        widget.value = "examples/demo/"  # the same text on every machine
+    await pilot.pause()
+
+
+DEMO_VIEWS: list[tuple[str, tuple[str, ...]]] = [
+    ("program.svg", ()),
+    ("tensors.svg", ("t", "down", "down")),
+    ("delegate.svg", ("d",)),
+    ("palette.svg", ("i", "ctrl+p", *"select")),
+    ("open.svg", ("escape", "o")),
+]
+
+
+async def render_demo(out_dir: Path, size: tuple[int, int] = SIZE) -> list[Path]:
+    written = []
+    app = EtuApp(DEMO_WORKSPACE)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        for name, keys in DEMO_VIEWS:
+            if keys:
+                await _press(pilot, *keys)
+            written.append(Path(app.save_screenshot(name, str(out_dir))))
+    return written
+
+
+async def render_error(out_dir: Path, size: tuple[int, int] = SIZE) -> Path:
+    with tempfile.TemporaryDirectory() as tmp:
+        bad = Path(tmp) / "notes.pte"
+        bad.write_text("Not a program: a text file saved with the wrong extension.\n")
+        app = EtuApp(bad)
+        async with app.run_test(size=size, notifications=True) as pilot:
+            await settle(pilot)
+            return Path(app.save_screenshot("error.svg", str(out_dir)))
+
+
+async def render_all(out_dir: Path) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return [*await render_demo(out_dir), await render_error(out_dir)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m etu_tui.screenshots", description=__doc__)
+    parser.add_argument("out_dir", type=Path, help="folder for the SVG files")
+    args = parser.parse_args(argv)
+    for path in asyncio.run(render_all(args.out_dir)):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

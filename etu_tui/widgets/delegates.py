@@ -1,0 +1,181 @@
+"""Each delegate of a plan with its Ethos-U payload: what the NPU driver will be handed."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.widgets import Static
+
+from etu_tui.widgets.formatting import nbytes, shape
+from parsers.errors import ParseError
+from parsers.ethosu import EthosUPayload, VelaIO, is_ethosu_delegate
+from parsers.program_facts import DelegateInfo
+from parsers.pte import Program
+
+LABEL_WIDTH = 16
+
+
+def _row(label: str, value: str | Content, style: str = "") -> Content:
+    text = value if isinstance(value, Content) else Content.styled(value, style)
+    return Content.assemble((f"{label:<{LABEL_WIDTH}}", "dim"), text)
+
+
+def npu_target(info: DelegateInfo) -> str | None:
+    """The NPU the payload was compiled for, from the ``target`` compile spec.
+
+    The command stream's FourCC (COP1/COP2) names a stream format, not the NPU: ExecuTorch
+    1.5.1 writes COP1 for U55, U65 and U85 alike.
+    """
+    return info.delegate.spec("target")
+
+
+def _io_rows(role: str, ios: list[VelaIO]) -> list[Content]:
+    if not ios:
+        return [_row(role, "none")]
+    rows = []
+    for i, io in enumerate(ios):
+        rows.append(
+            _row(
+                role if i == 0 else "",
+                f"{i}: {shape(io.shape)} ×{io.elem_size} B = {nbytes(io.nbytes)}"
+                f" · region {io.region} + {io.offset:#x}",
+            )
+        )
+    return rows
+
+
+def payload_content(program: Program, info: DelegateInfo) -> Content:
+    delegate = info.delegate
+    lines: list[Content] = [_row("backend", delegate.id, "bold")]
+    where = f"{delegate.location_name} #{delegate.index}"
+    try:
+        span = program.delegate_span(delegate)
+        where += f" · {nbytes(span.size)} at {span.offset:#x}"
+    except ParseError as error:
+        where += f" · {error.message}"
+    lines.append(_row("payload", where))
+    if info.error:
+        lines.append(_row("payload error", f"✗ {info.error}", "$text-error bold"))
+    payload: EthosUPayload | None = info.payload
+    if payload is None:
+        if not info.error and not is_ethosu_delegate(delegate.id):
+            lines.append(_row("", "not an Ethos-U delegate: payload not decoded", "dim"))
+        return Content("\n").join(lines)
+    spec_target = npu_target(info)
+    built_for = payload.target
+    fmt = payload.command_stream_format or "external block"
+    if built_for and spec_target and built_for != spec_target:
+        npu = Content.assemble(
+            (built_for, "bold"), (f"  ≠ compile spec target {spec_target}", "$text-error bold")
+        )
+    elif built_for:
+        macs = payload.npu.macs_per_cycle if payload.npu else 0
+        npu = Content.assemble(
+            (built_for, "bold"), (f"  ({macs} MACs/cycle, per command stream)", "dim")
+        )
+    else:
+        npu = Content.assemble((spec_target or "unknown", "bold"), ("  (compile spec)", "dim"))
+    words = f" ({payload.command_stream_words} words)" if payload.command_stream_words else ""
+    lines += [
+        _row("command stream", f"{fmt} · {nbytes(payload.command_stream_size)}{words}"),
+        _row("NPU", npu),
+        _row("weights", nbytes(payload.weights_size)),
+        _row("scratch", nbytes(payload.scratch_size)),
+        _row(
+            "fast scratch",
+            nbytes(payload.fast_scratch_size)
+            if payload.fast_scratch_size is not None
+            else "set by runner build",
+        ),
+        _row("layout", payload.layout, "dim"),
+        *_io_rows("inputs", payload.inputs),
+        *_io_rows("outputs", payload.outputs),
+    ]
+    for block, key in payload.external_blocks.items():
+        lines.append(_row("external", f"{block} → named data {key!r}"))
+    lines += [_row("warning", f"⚠ {w}", "$text-warning") for w in payload.warnings]
+    return Content("\n").join(lines)
+
+
+class CompileSpecs(Vertical):
+    """Key → text rows; long values (compile flags) wrap under their own column."""
+
+    DEFAULT_CSS = """
+    CompileSpecs {
+        height: auto;
+        & > Horizontal { height: auto; }
+        & .key { color: $text-primary; padding-right: 2; }
+        & .value { width: 1fr; }
+    }
+    """
+
+    def __init__(self, info: DelegateInfo, classes: str | None = None) -> None:
+        super().__init__(classes=classes)
+        self._specs = info.delegate.compile_specs
+
+    def compose(self) -> ComposeResult:
+        if not self._specs:
+            yield Static(Content.styled("no compile specs", "dim"))
+            return
+        width = min(max(len(s.key) for s in self._specs) + 2, 28)
+        for spec in self._specs:
+            with Horizontal():
+                key = Static(spec.key, classes="key", markup=False)
+                key.styles.width = width
+                yield key
+                yield Static(spec.text, classes="value", markup=False)
+
+
+def one_line(program: Program, info: DelegateInfo) -> Content:
+    """The delegate in one line, for the Program tab."""
+    target = (info.payload.target if info.payload else None) or npu_target(info)
+    size = nbytes(program.delegate_span(info.delegate).size)
+    parts = [(f"#{info.index} {info.delegate.id}", "bold"), f" · {size}"]
+    if target:
+        parts.append(f" · {target}")
+    if info.error:
+        parts.append(("  ✗ payload error", "$text-error bold"))
+    return Content.assemble(*parts)
+
+
+class DelegateCard(Horizontal):
+    """One delegate: payload facts on the left, compile specs on the right."""
+
+    DEFAULT_CSS = """
+    DelegateCard {
+        height: auto;
+        border: round $primary;
+        border-title-style: bold;
+        margin-bottom: 1;
+        & > .payload { width: 68; height: auto; padding: 0 1; }
+        & > .specs { width: 1fr; padding: 0 1; border-left: vkey $primary-muted; }
+    }
+    """
+
+    def __init__(self, program: Program, info: DelegateInfo) -> None:
+        super().__init__()
+        self._program = program
+        self._info = info
+        self.border_title = f"Delegate {info.index} · {info.delegate.id} · plan {info.plan.name}"
+
+    def compose(self) -> ComposeResult:
+        yield Static(payload_content(self._program, self._info), classes="payload")
+        yield CompileSpecs(self._info, classes="specs")
+
+
+class DelegatesView(VerticalScroll):
+    """The delegates of the shown plan, one card each."""
+
+    DEFAULT_CSS = """
+    DelegatesView { height: 1fr; }
+    DelegatesView > .empty { color: $text-muted; padding: 1 2; }
+    """
+
+    async def show(self, program: Program | None, infos: list[DelegateInfo]) -> None:
+        await self.remove_children()
+        if program is None or not infos:
+            note = "This plan has no delegates: everything runs on the CPU."
+            await self.mount(Static(note, classes="empty"))
+            return
+        await self.mount_all(DelegateCard(program, info) for info in infos)

@@ -1,0 +1,73 @@
+"""Small text formatters shared by the views, so one number reads the same everywhere."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from parsers.ethosu import is_ethosu_delegate
+from parsers.pte import (
+    DelegateCall,
+    ExecutionPlan,
+    FreeCall,
+    Instruction,
+    JumpFalseCall,
+    KernelCall,
+    MoveCall,
+)
+
+
+def nbytes(n: int) -> str:
+    """Exact bytes with thousands separators: sizes here are compared against linker maps."""
+    return f"{n:,} B"
+
+
+def shape(sizes: Sequence[int]) -> str:
+    return "×".join(str(s) for s in sizes) if sizes else "scalar"
+
+
+def int_list(items: Sequence[int], limit: int = 16) -> str:
+    shown = ", ".join(str(i) for i in items[:limit])
+    return shown + (f", … (+{len(items) - limit})" if len(items) > limit else "")
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
+def payload(value: object) -> str:
+    """A non-tensor value in one short line."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, tuple | list):
+        items = [payload(v) for v in value[:8]]
+        more = f", … (+{len(value) - 8})" if len(value) > 8 else ""
+        return "[" + ", ".join(items) + more + "]"
+    return str(value)
+
+
+def instruction_row(plan: ExecutionPlan, instr: Instruction) -> tuple[str, str, str, str]:
+    """(target, kind, what, args) of one instruction, as the runtime will run it.
+
+    Target is NPU for an Ethos-U delegate, EXT for any other backend, CPU for a kernel.
+    """
+    if isinstance(instr, DelegateCall):
+        delegate = plan.delegates[instr.delegate_index]
+        target = "NPU" if is_ethosu_delegate(delegate.id) else "EXT"
+        return target, "delegate", f"{delegate.id} #{instr.delegate_index}", int_list(instr.args)
+    if isinstance(instr, KernelCall):
+        operator = plan.operators[instr.op_index]
+        return "CPU", "kernel", operator.qualified_name, int_list(instr.args)
+    if isinstance(instr, MoveCall):
+        return "", "move", "", f"{instr.move_from} → {instr.move_to}"
+    if isinstance(instr, JumpFalseCall):
+        return (
+            "",
+            "jump_false",
+            "",
+            f"if not {instr.cond_value_index} → {instr.destination_instruction}",
+        )
+    if isinstance(instr, FreeCall):
+        return "", "free", "", str(instr.value_index)
+    return "", f"unknown({instr.type_code})", "", ""

@@ -1,0 +1,24 @@
+"""SVG snapshot of the Program view on the demo program (pytest-textual-snapshot).
+
+Update after a reviewed UI change with ``pytest tests/test_snapshots.py --snapshot-update``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.pilot import Pilot
+
+from etu_tui.app import EtuApp
+from etu_tui.screenshots import settle
+
+DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo" / "demo_cnn.pte"
+
+
+def test_program_view(snap_compare) -> None:
+    """Summary, instructions (1 NPU, 2 CPU rows), plan facts, CPU operators, delegates."""
+
+    async def loaded(pilot: Pilot) -> None:
+        await settle(pilot)
+
+    assert snap_compare(EtuApp(DEMO), terminal_size=(140, 45), run_before=loaded)
