@@ -1,0 +1,718 @@
+"""Vela's output, read back: one :class:`VelaReport` from an output folder or a single file.
+
+Vela (ethos-u-vela) writes a summary CSV per run, a per-layer CSV with
+``--verbose-performance``, a debug XML with ``--enable-debug-db`` and prints a report on stdout
+(which ExecuTorch does not save; etu's compile step keeps it as ``vela_stdout.txt``). The
+format modules are :mod:`parsers.vela_csv`, :mod:`parsers.vela_debug_db` and
+:mod:`parsers.vela_stdout`; this module finds the files, picks the one run they describe and
+answers the questions a console asks (cycles, time, memory per area, configuration).
+
+Every number here is Vela's *estimate* from its performance model, not a measurement, and it
+changes between Vela versions: keep :attr:`VelaReport.vela_version` next to it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from parsers.errors import ParseError, WrongKindError
+from parsers.vela_csv import (
+    MEMORY_AREAS,
+    PER_LAYER_UNITS,
+    SUMMARY_COLUMNS,
+    SUMMARY_UNITS,
+    LayerRow,
+    Number,
+    PerLayerCsv,
+    SummaryCsv,
+    decode_text,
+    is_finite_number,
+    looks_like_per_layer_header,
+    looks_like_summary_header,
+    parse_per_layer_csv,
+    parse_summary_csv,
+)
+from parsers.vela_debug_db import DebugDb, parse_debug_db
+from parsers.vela_stdout import STDOUT_SUMMARY_UNITS, VelaStdout, parse_vela_stdout
+
+__all__ = [
+    "HEADLINE_UNITS",
+    "MEMORY_AREAS",
+    "PER_LAYER_UNITS",
+    "STDOUT_SUMMARY_UNITS",
+    "SUMMARY_COLUMNS",
+    "SUMMARY_UNITS",
+    "DebugDb",
+    "LayerRow",
+    "PerLayerCsv",
+    "SummaryCsv",
+    "VelaReport",
+    "VelaStdout",
+    "load_vela_report",
+    "parse_debug_db",
+    "parse_per_layer_csv",
+    "parse_summary_csv",
+    "parse_vela_stdout",
+    "vela_record",
+]
+
+STDOUT_NAMES = ("vela_stdout.txt", "stdout.txt")  # etu's capture first, then a shell redirect
+COMPILE_RECORD_NAME = "etu_compile.json"  # written by runner/aot.py beside Vela's files
+MAX_FILE_BYTES = 512 * 1024 * 1024  # Vela's text outputs are KB to a few MB
+
+# Headline values and their units, as vela_record()["headline"] reports them.
+HEADLINE_UNITS: dict[str, str] = {
+    "accelerator": "text, e.g. Ethos_U55_128",
+    "system_config": "text",
+    "memory_mode": "text",
+    "core_clock_hz": "Hz",
+    "cycles": "NPU cycles per inference (estimate)",
+    "npu_cycles": "NPU compute cycles per inference (estimate)",
+    "inference_time_s": "s (estimate)",
+    "inferences_per_second": "1/s (estimate)",
+    "nn_macs": "MACs per inference",
+    "sram_used_kib": "KiB",
+    "dram_used_kib": "KiB",
+    "on_chip_flash_used_kib": "KiB",
+    "off_chip_flash_used_kib": "KiB",
+    "flash_used_kib": "KiB (on-chip + off-chip)",
+    "sram_needed_kib": "KiB (SRAM + the read-only data Sram_Only maps onto SRAM)",
+}
+
+
+@dataclass(slots=True)
+class VelaReport:
+    """Everything read from one Vela run's files.
+
+    ``summaries`` holds every summary CSV row (column → value under its CSV name; units in
+    :data:`SUMMARY_UNITS`), ``summary_sources`` the file of each row, and ``primary`` the index
+    of the row the headline properties use. ``stdout`` is the last ``Network summary`` block of
+    Vela's stdout (keys in :data:`parsers.vela_stdout.STDOUT_SUMMARY_UNITS`), ``per_layer`` the
+    per-layer rows (CSV, or the stdout table when there is no CSV: ``per_layer_from``).
+    """
+
+    summaries: list[dict[str, Any]] = field(default_factory=list)
+    per_layer: list[LayerRow] = field(default_factory=list)
+    debug_db: dict[str, list[dict[str, Any]]] | None = None
+    stdout: dict[str, Any] | None = None
+    vela_version: str | None = None
+    npu_operators: int | None = None  # Vela's count; changes with --show-cpu-operations
+    cpu_operators: int | None = None
+    npu_operator_names: list[str] | None = None  # only with --show-cpu-operations
+    cpu_operator_names: list[str] | None = None
+    is_estimate: bool = True  # Vela's numbers come from its performance model
+    sources: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what was missing, odd or inconsistent
+    errors: list[str] = field(default_factory=list)  # a failed run's error text (from stdout)
+    vela_warnings: list[str] = field(default_factory=list)  # Vela's own "Warning ..." lines
+    vela_info: list[str] = field(default_factory=list)  # Vela's "Info: ..." lines
+    summary_sources: list[str] = field(default_factory=list)
+    primary: int = 0
+    stdout_summaries: list[dict[str, Any]] = field(default_factory=list)
+    per_layer_layout: str | None = None  # "regor" | "legacy"
+    per_layer_from: str | None = None  # "csv" | "stdout"
+    debug_db_layout: str | None = None  # "regor" | "legacy"
+    compiler_core: str | None = None  # "regor" | "legacy", when the files show it
+    vela_version_from: str | None = None  # "stdout" | "etu_compile.json"
+    compile_record: dict[str, Any] | None = None
+    allocation_peak_bytes: list[int] = field(default_factory=list)  # --verbose-allocation
+
+    # ------------------------------------------------------------------ lookups
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The primary summary row ({} when there is no summary CSV)."""
+        if 0 <= self.primary < len(self.summaries):
+            return self.summaries[self.primary]
+        return {}
+
+    def value(self, key: str) -> Any:
+        """A summary value by CSV column name: the CSV first, then Vela's stdout."""
+        for table in (self.summary, self.stdout or {}):
+            value = table.get(key)
+            if value is not None and value != "":
+                return value
+        return None
+
+    def number(self, key: str) -> Number | None:
+        value = self.value(key)
+        return value if is_finite_number(value) else None
+
+    def text(self, key: str) -> str | None:
+        value = self.value(key)
+        return value if isinstance(value, str) and value else None
+
+    # ------------------------------------------------------------------ configuration
+
+    @property
+    def accelerator(self) -> str | None:
+        """E.g. ``Ethos_U55_128`` (Vela's enum name of ``--accelerator-config``)."""
+        return self.text("accelerator_configuration")
+
+    @property
+    def system_config(self) -> str | None:
+        return self.text("system_config")
+
+    @property
+    def memory_mode(self) -> str | None:
+        return self.text("memory_mode")
+
+    @property
+    def network(self) -> str | None:
+        return self.text("network")
+
+    @property
+    def core_clock_hz(self) -> Number | None:
+        return self.number("core_clock")
+
+    @property
+    def weights_storage_area(self) -> str | None:
+        return self.text("weights_storage_area")
+
+    @property
+    def feature_map_storage_area(self) -> str | None:
+        return self.text("feature_map_storage_area")
+
+    # ------------------------------------------------------------------ performance
+
+    @property
+    def cycles(self) -> Number | None:
+        """Estimated NPU cycles per inference: ``cycles_total``, else Σ per-layer Op Cycles."""
+        total = self.number("cycles_total")
+        if total is not None:
+            return total
+        values = [row.cycles for row in self.per_layer]
+        if values and all(is_finite_number(v) for v in values):
+            return sum(v for v in values if v is not None)
+        return None
+
+    @property
+    def npu_cycles(self) -> Number | None:
+        return self.number("cycles_npu")
+
+    @property
+    def inference_time_s(self) -> float | None:
+        """Seconds per inference: the CSV's ``inference_time``, else cycles / clock (stdout)."""
+        seconds = self.number("inference_time")
+        if seconds is not None:
+            return float(seconds)
+        cycles, clock = self.cycles, self.core_clock_hz
+        if cycles is not None and clock:
+            return cycles / clock
+        ms = self.number("inference_time_ms")
+        return ms / 1000 if ms is not None else None
+
+    @property
+    def inferences_per_second(self) -> float | None:
+        ips = self.number("inferences_per_second")
+        if ips is not None:
+            return float(ips)
+        seconds = self.inference_time_s
+        return 1 / seconds if seconds else None
+
+    @property
+    def nn_macs(self) -> Number | None:
+        return self.number("nn_macs")
+
+    # ------------------------------------------------------------------ memory (KiB, as Vela)
+
+    def memory_used_kib(self, area: str) -> Number | None:
+        """Peak usage of ``sram``/``dram``/``on_chip_flash``/``off_chip_flash`` in KiB."""
+        return self.number(f"{area}_memory_used")
+
+    def memory_used_bytes(self, area: str) -> int | None:
+        """The same in bytes (exact from the CSV; from stdout it is rounded to 0.01 KiB)."""
+        kib = self.memory_used_kib(area)
+        return round(kib * 1024) if kib is not None else None
+
+    @property
+    def sram_used_kib(self) -> Number | None:
+        return self.memory_used_kib("sram")
+
+    @property
+    def dram_used_kib(self) -> Number | None:
+        return self.memory_used_kib("dram")
+
+    @property
+    def on_chip_flash_used_kib(self) -> Number | None:
+        return self.memory_used_kib("on_chip_flash")
+
+    @property
+    def off_chip_flash_used_kib(self) -> Number | None:
+        return self.memory_used_kib("off_chip_flash")
+
+    @property
+    def flash_used_kib(self) -> Number | None:
+        """On-chip + off-chip Flash. Note: in Sram_Only "On-chip Flash" *is* SRAM."""
+        parts = [self.on_chip_flash_used_kib, self.off_chip_flash_used_kib]
+        known = [p for p in parts if p is not None]
+        return sum(known) if known else None
+
+    @property
+    def sram_used_bytes(self) -> int | None:
+        return self.memory_used_bytes("sram")
+
+    @property
+    def sram_needed_kib(self) -> Number | None:
+        """SRAM the network occupies. In Sram_Only, Vela 5.x moves the read-only data out of
+        "SRAM used" into "On-chip Flash used", but it still lives in SRAM: add it back."""
+        sram = self.sram_used_kib
+        if sram is None:
+            return None
+        remapped = self.memory_mode == "Sram_Only" or self.weights_storage_area == "On-chip Flash"
+        return sram + (self.on_chip_flash_used_kib or 0) if remapped else sram
+
+    @property
+    def failed(self) -> bool:
+        """Vela reported an error and left no summary."""
+        return bool(self.errors) and not self.summaries and not self.stdout_summaries
+
+    def headline(self) -> dict[str, Any]:
+        """The values a console shows first (units in :data:`HEADLINE_UNITS`)."""
+        return {
+            "accelerator": self.accelerator,
+            "system_config": self.system_config,
+            "memory_mode": self.memory_mode,
+            "core_clock_hz": self.core_clock_hz,
+            "cycles": self.cycles,
+            "npu_cycles": self.npu_cycles,
+            "inference_time_s": self.inference_time_s,
+            "inferences_per_second": self.inferences_per_second,
+            "nn_macs": self.nn_macs,
+            "sram_used_kib": self.sram_used_kib,
+            "dram_used_kib": self.dram_used_kib,
+            "on_chip_flash_used_kib": self.on_chip_flash_used_kib,
+            "off_chip_flash_used_kib": self.off_chip_flash_used_kib,
+            "flash_used_kib": self.flash_used_kib,
+            "sram_needed_kib": self.sram_needed_kib,
+        }
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_vela_report(path: str | os.PathLike[str], *, strict: bool = True) -> VelaReport:
+    """Read a Vela output folder, or one summary/per-layer CSV, debug XML or saved stdout.
+
+    A folder is searched for ``*_summary_*.csv``, ``*_per-layer.csv``, ``*_debug.xml``,
+    ``vela_stdout.txt``/``stdout.txt`` and ``etu_compile.json`` (ExecuTorch's intermediates
+    layout, with the files under ``output/``, is followed too). A file that cannot be read
+    raises :class:`ParseError` naming it (with ``strict=False`` it becomes a warning instead);
+    partial data is returned with warnings saying what is missing.
+    """
+    target = Path(path)
+    if target.is_dir():
+        files = _folder_files(target)
+        if not any(files[kind] for kind in ("summary", "per_layer", "debug", "stdout")):
+            raise WrongKindError(
+                "no Vela output here (no *_summary_*.csv, *_per-layer.csv, *_debug.xml"
+                " or vela_stdout.txt)",
+                source=str(target),
+            )
+    elif target.is_file():
+        files = _empty_files()
+        files[_sniff(target)].append(target)
+        record = target.parent / COMPILE_RECORD_NAME
+        if record.is_file() and record != target:
+            files["record"].append(record)
+    else:
+        raise ParseError("no such file or folder", source=str(target))
+    return _build(files, strict)
+
+
+def _empty_files() -> dict[str, list[Path]]:
+    return {"summary": [], "per_layer": [], "debug": [], "stdout": [], "record": []}
+
+
+def _folder_files(folder: Path) -> dict[str, list[Path]]:
+    files = _empty_files()
+    try:
+        entries = sorted(p for p in folder.iterdir() if p.is_file())
+    except OSError as error:
+        raise ParseError(f"cannot list: {error.strerror or error}", source=str(folder)) from None
+    for entry in entries:
+        name = entry.name
+        if name.endswith(".csv") and "_summary_" in name:
+            files["summary"].append(entry)
+        elif name.endswith("_per-layer.csv"):
+            files["per_layer"].append(entry)
+        elif name.endswith("_debug.xml"):
+            files["debug"].append(entry)
+        elif name in STDOUT_NAMES:
+            files["stdout"].append(entry)
+        elif name == COMPILE_RECORD_NAME:
+            files["record"].append(entry)
+        elif name.endswith(".csv"):
+            kind = _sniff_csv(entry)
+            if kind:
+                files[kind].append(entry)
+    files["stdout"].sort(key=lambda p: STDOUT_NAMES.index(p.name))
+    vela_files = files["summary"] or files["per_layer"] or files["debug"] or files["stdout"]
+    nested = folder / "output"
+    if not vela_files and nested.is_dir():  # ExecuTorch's <intermediates>/output/out_*
+        inner = _folder_files(nested)
+        inner["record"] = files["record"] + inner["record"]
+        return inner
+    return files
+
+
+def _read(path: Path) -> bytes:
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ParseError(f"{size} bytes is too large for a Vela output file", source=str(path))
+        return path.read_bytes()
+    except OSError as error:
+        raise ParseError(f"cannot read: {error.strerror or error}", source=str(path)) from None
+
+
+def _sniff_csv(path: Path) -> str | None:
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return None
+    first = head.decode("utf-8", "replace").lstrip("\ufeff").splitlines()[:1]
+    cells = first[0].split(",") if first else []
+    if looks_like_summary_header(cells):
+        return "summary"
+    if looks_like_per_layer_header(cells):
+        return "per_layer"
+    return None
+
+
+def _sniff(path: Path) -> str:
+    """Which kind of Vela file one file is, from its content (names can be anything)."""
+    kind = _sniff_csv(path)
+    if kind:
+        return kind
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(512)
+    except OSError as error:
+        raise ParseError(f"cannot read: {error.strerror or error}", source=str(path)) from None
+    text = head.decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
+    if text.startswith("<") or path.suffix.lower() == ".xml":
+        return "debug"
+    return "stdout"
+
+
+def _build(files: dict[str, list[Path]], strict: bool) -> VelaReport:
+    report = VelaReport()
+    loader = _Loader(report, strict)
+
+    stdout: VelaStdout | None = None
+    others = files["summary"] or files["per_layer"] or files["debug"]
+    for path in files["stdout"][:1]:
+        if others and _size(path) == 0:  # Vela printed nothing that was captured
+            report.warnings.append(f"{path}: empty; not read")
+            continue
+        stdout = loader.load(path, parse_vela_stdout)
+    for path in files["stdout"][1:]:
+        report.warnings.append(f"{path}: not read ({files['stdout'][0].name} was used)")
+    if stdout is not None:
+        if not stdout.recognised and not others:
+            loader.fail(
+                WrongKindError(
+                    "not a Vela output file (no summary CSV or per-layer header, no debug"
+                    " XML and no Vela report in the text)",
+                    source=str(files["stdout"][0]),
+                )
+            )
+        elif not stdout.recognised:
+            report.warnings.append(f"{files['stdout'][0]}: no Vela report found in the text")
+        _take_stdout(report, stdout)
+
+    mtimes: list[float] = []
+    summary_styles: list[str] = []
+    for path in files["summary"]:
+        parsed = loader.load(path, parse_summary_csv)
+        if parsed is None:
+            continue
+        report.summaries.extend(parsed.rows)
+        report.summary_sources.extend([str(path)] * len(parsed.rows))
+        mtimes.extend([_mtime(path)] * len(parsed.rows))
+        if parsed.number_style:
+            summary_styles.append(parsed.number_style)
+    report.primary = _choose_primary(report, mtimes)
+
+    network = report.summary.get("network") if report.summary else None
+    per_layer_path = _choose(files["per_layer"], network, "_per-layer.csv", report)
+    if per_layer_path is not None:
+        per_layer = loader.load(per_layer_path, parse_per_layer_csv)
+        if per_layer is not None:
+            report.per_layer = per_layer.rows
+            report.per_layer_layout = per_layer.layout
+            report.per_layer_from = "csv"
+    if report.per_layer_from is None and stdout is not None and stdout.per_layer:
+        report.per_layer = stdout.per_layer
+        report.per_layer_layout = stdout.per_layer_layout
+        report.per_layer_from = "stdout"
+        report.warnings.append(
+            "per-layer rows come from Vela's stdout table (values rounded to 2 decimals)"
+        )
+
+    debug_path = _choose(files["debug"], network, "_debug.xml", report)
+    if debug_path is not None:
+        debug = loader.load(debug_path, parse_debug_db)
+        if debug is not None:
+            report.debug_db = debug.tables
+            report.debug_db_layout = debug.layout
+
+    for path in files["record"][:1]:
+        report.compile_record = _compile_record(path, report)
+    _version(report, stdout)
+    report.compiler_core = (
+        report.per_layer_layout
+        or report.debug_db_layout
+        or {"float": "legacy", "integer": "regor"}.get(summary_styles[0] if summary_styles else "")
+    )
+    _check_consistency(report)
+    order = [
+        str(p)
+        for kind in ("summary", "per_layer", "debug", "stdout", "record")
+        for p in files[kind]
+    ]
+    report.sources.sort(key=lambda name: order.index(name) if name in order else len(order))
+    return report
+
+
+class _HasWarnings(Protocol):
+    warnings: list[str]
+
+
+_Parsed = TypeVar("_Parsed", bound=_HasWarnings)
+
+
+class _Loader:
+    """Parse one file, record it in ``sources`` and prefix its warnings with its name."""
+
+    def __init__(self, report: VelaReport, strict: bool) -> None:
+        self.report = report
+        self.strict = strict
+
+    def load(self, path: Path, parse: Callable[[bytes, str], _Parsed]) -> _Parsed | None:
+        name = str(path)
+        try:
+            parsed = parse(_read(path), name)
+        except ParseError as error:
+            self.fail(error.with_source(name))
+            return None
+        self.report.sources.append(name)
+        self.report.warnings.extend(f"{path.name}: {w}" for w in parsed.warnings)
+        return parsed
+
+    def fail(self, error: ParseError) -> None:
+        if self.strict:
+            raise error
+        self.report.warnings.append(str(error))
+
+
+def _take_stdout(report: VelaReport, stdout: VelaStdout) -> None:
+    report.stdout = stdout.summary
+    report.stdout_summaries = stdout.summaries
+    report.errors.extend(stdout.errors)
+    report.vela_warnings.extend(stdout.vela_warnings)
+    report.vela_info.extend(stdout.info)
+    report.allocation_peak_bytes = stdout.allocation_peak_bytes
+    summary = stdout.summary or {}
+    report.npu_operators = summary.get("npu_operators")
+    report.cpu_operators = summary.get("cpu_operators")
+    report.npu_operator_names = summary.get("npu_operator_names")
+    report.cpu_operator_names = summary.get("cpu_operator_names")
+    if len(stdout.summaries) > 1:
+        report.warnings.append(
+            f"Vela's stdout holds {len(stdout.summaries)} network summaries (one per Vela call);"
+            " the last one is used"
+        )
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _choose_primary(report: VelaReport, mtimes: list[float]) -> int:
+    """Several summary rows (several runs shared an output folder): pick the one the stdout
+    describes, else the newest file, and say so."""
+    if len(report.summaries) <= 1:
+        return 0
+    chosen = None
+    if report.stdout:
+        keys = ("system_config", "accelerator_configuration", "memory_mode")
+        for index, row in enumerate(report.summaries):
+            if all(report.stdout.get(k) in (None, row.get(k)) for k in keys):
+                chosen = index
+    if chosen is None:
+        chosen = max(range(len(mtimes)), key=lambda i: (mtimes[i], i))
+    files = sorted(set(report.summary_sources))
+    report.warnings.append(
+        f"{len(report.summaries)} summary rows in {len(files)} file(s) (Vela names its files by"
+        f" system config only, so runs sharing an output folder pile up); headline numbers use"
+        f" {Path(report.summary_sources[chosen]).name} row {chosen + 1}"
+    )
+    return chosen
+
+
+def _choose(paths: list[Path], network: Any, suffix: str, report: VelaReport) -> Path | None:
+    if not paths:
+        return None
+    chosen = paths[0]
+    if isinstance(network, str):
+        for path in paths:
+            if path.name == f"{network}{suffix}":
+                chosen = path
+    for path in paths:
+        if path != chosen:
+            report.warnings.append(f"{path}: not read ({chosen.name} matches the summary)")
+    return chosen
+
+
+def _compile_record(path: Path, report: VelaReport) -> dict[str, Any] | None:
+    """etu's own record of the compile; a broken one is a warning, never fatal."""
+    try:
+        text, _ = decode_text(_read(path), str(path), "a JSON file")
+        record = json.loads(text)
+    except (ParseError, ValueError, RecursionError) as error:
+        report.warnings.append(f"{path}: not readable JSON ({str(error).splitlines()[0]})")
+        return None
+    if not isinstance(record, dict):
+        report.warnings.append(f"{path}: not a JSON object")
+        return None
+    report.sources.append(str(path))
+    return record
+
+
+def _version(report: VelaReport, stdout: VelaStdout | None) -> None:
+    said = stdout.vela_version if stdout else None
+    recorded = None
+    versions = (report.compile_record or {}).get("versions")
+    if isinstance(versions, dict) and isinstance(versions.get("ethos-u-vela"), str):
+        recorded = versions["ethos-u-vela"]
+    if said:
+        report.vela_version, report.vela_version_from = said, "stdout"
+        if recorded and recorded != said:
+            report.warnings.append(
+                f"Vela's stdout says version {said} but {COMPILE_RECORD_NAME} records {recorded}"
+            )
+    elif recorded:
+        report.vela_version, report.vela_version_from = recorded, COMPILE_RECORD_NAME
+
+
+def _check_consistency(report: VelaReport) -> None:
+    """Files from different runs in one folder disagree: say so rather than mix them."""
+    summary = report.summary
+    total = summary.get("cycles_total")
+    if is_finite_number(total) and report.per_layer and report.per_layer_from == "csv":
+        values = [row.cycles for row in report.per_layer]
+        if all(is_finite_number(v) for v in values):
+            layer_sum = sum(v for v in values if v is not None)
+            if abs(layer_sum - total) > 0.5:
+                report.warnings.append(
+                    f"per-layer Op Cycles sum to {layer_sum:g} but cycles_total is {total:g}"
+                    " (files from different runs?)"
+                )
+    if summary and report.stdout:
+        for key in ("accelerator_configuration", "system_config", "memory_mode", "cycles_total"):
+            mine, theirs = summary.get(key), report.stdout.get(key)
+            if mine is None or theirs is None:
+                continue
+            same = (
+                abs(mine - theirs) < 1
+                if is_finite_number(mine) and is_finite_number(theirs)
+                else mine == theirs
+            )
+            if not same:
+                report.warnings.append(
+                    f"summary CSV and Vela's stdout disagree on {key}: {mine} vs {theirs}"
+                    " (files from different runs?)"
+                )
+    if report.summaries or report.failed:
+        return
+    if report.stdout is not None:
+        report.warnings.append("no summary CSV: headline numbers come from Vela's stdout (rounded)")
+    else:
+        report.warnings.append("no summary CSV was read")
+
+
+# --------------------------------------------------------------------------- JSON record
+
+
+def vela_record(report: VelaReport) -> dict[str, Any]:
+    """The ``etu vela PATH --json`` object. Field names are a contract.
+
+    ``summaries`` (every CSV column under its CSV name), ``per_layer`` (rows, [] when absent),
+    ``npu_operators``/``cpu_operators`` (null when unknown) and ``vela_version`` (or null) are
+    fixed; the rest is extra. NaN/infinite numbers become null (JSON has no NaN) and are listed
+    in ``warnings``.
+    """
+    non_finite: list[str] = []
+    record: dict[str, Any] = {
+        "summaries": [
+            _json_safe(row, f"summaries[{i}]", non_finite) for i, row in enumerate(report.summaries)
+        ],
+        "per_layer": [
+            _json_safe(dict(row), "per_layer[*]", non_finite) for row in report.per_layer
+        ],
+        "npu_operators": report.npu_operators,
+        "cpu_operators": report.cpu_operators,
+        "vela_version": report.vela_version,
+        "estimate": report.is_estimate,
+        "headline": _json_safe(report.headline(), "headline", non_finite),
+        "headline_units": HEADLINE_UNITS,
+        "vela_version_from": report.vela_version_from,
+        "compiler_core": report.compiler_core,
+        "failed": report.failed,
+        "errors": list(report.errors),
+        "vela_warnings": list(report.vela_warnings),
+        "vela_info": list(report.vela_info),
+        "sources": list(report.sources),
+        "summary_sources": list(report.summary_sources),
+        "primary_summary": report.primary if report.summaries else None,
+        "per_layer_layout": report.per_layer_layout,
+        "per_layer_from": report.per_layer_from,
+        "npu_operator_names": report.npu_operator_names,
+        "cpu_operator_names": report.cpu_operator_names,
+        "debug_db": (
+            None
+            if report.debug_db is None
+            else {
+                "layout": report.debug_db_layout,
+                "tables": {name: len(rows) for name, rows in report.debug_db.items()},
+            }
+        ),
+        "stdout_summary": (
+            None if report.stdout is None else _json_safe(report.stdout, "stdout", non_finite)
+        ),
+    }
+    warnings = list(report.warnings)
+    for where in dict.fromkeys(non_finite):
+        warnings.append(f"{where} is not a finite number; written as null")
+    record["warnings"] = warnings
+    return record
+
+
+def _json_safe(value: Any, where: str, non_finite: list[str]) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        non_finite.append(where)
+        return None
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v, f"{where}.{k}", non_finite) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v, where, non_finite) for v in value]
+    return value
