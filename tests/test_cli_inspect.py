@@ -113,3 +113,32 @@ def test_usage_errors_exit_non_zero(args: list[str]) -> None:
     result = run_etu(*args)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
+
+
+VELA_DATA = Path(__file__).resolve().parent / "data" / "vela"
+
+
+def test_vela_json_contract_on_the_demo_folder(demo_pte: Path) -> None:
+    result = run_etu("vela", "--json", str(demo_pte.parent / "vela"))
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    for key in ("summaries", "per_layer", "npu_operators", "cpu_operators", "vela_version"):
+        assert key in record
+    assert record["vela_version"] == "5.1.0" and record["estimate"] is True
+    (summary,) = record["summaries"]
+    assert summary["system_config"] == "Ethos_U55_High_End_Embedded"
+    assert isinstance(summary["cycles_total"], int | float)
+    assert sum(row["Op Cycles"] for row in record["per_layer"]) == summary["cycles_total"]
+
+
+def test_vela_readable_and_failed_run(tmp_path: Path) -> None:
+    result = run_etu("vela", str(VELA_DATA / "02_u55_128_verbose_performance"))
+    assert result.returncode == 0 and "estimate" in result.stdout and "cycles" in result.stdout
+    failed = run_etu("vela", "--json", str(VELA_DATA / "11_u55_128_dedicated_sram_invalid"))
+    assert failed.returncode == 0
+    assert json.loads(failed.stdout)["failed"] is True
+    garbage = tmp_path / "out_summary_X.csv"
+    garbage.write_bytes(b"\x00\x01\x02binary")
+    bad = run_etu("vela", str(garbage))
+    assert bad.returncode == 1 and bad.stderr.startswith(f"etu: {garbage}")
+    assert "Traceback" not in bad.stderr
