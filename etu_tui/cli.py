@@ -19,6 +19,8 @@ from parsers.errors import ParseError
 COMMANDS = {
     "inspect": "decode .pte files: plans, delegates, Ethos-U payloads, CPU operators",
     "vela": "read Vela's output (folder, summary/per-layer CSV, debug DB or saved stdout)",
+    "elf": "firmware memory map: regions, sections, largest symbols, the runner's pools",
+    "fit": "does a program fit a firmware? verdicts with the shortfall and the build fix",
 }
 
 
@@ -68,10 +70,111 @@ def _run_command(argv: list[str]) -> int:
     vela = sub.add_parser("vela", help=COMMANDS["vela"], description=COMMANDS["vela"])
     vela.add_argument("path", type=Path, metavar="PATH")
     vela.add_argument("--json", action="store_true", help="one JSON object")
+    elf = sub.add_parser("elf", help=COMMANDS["elf"], description=COMMANDS["elf"])
+    elf.add_argument("elf", type=Path, metavar="FILE")
+    _add_region_options(elf)
+    elf.add_argument("--json", action="store_true", help="one JSON object")
+    fit = sub.add_parser("fit", help=COMMANDS["fit"], description=COMMANDS["fit"])
+    fit.add_argument("--pte", type=Path, required=True, help="the program")
+    fit.add_argument("--elf", type=Path, required=True, help="the runner firmware")
+    fit.add_argument("--vela", type=Path, help="Vela's output folder for the program")
+    fit.add_argument("--target", help="the NPU the run will use, e.g. ethos-u55-128")
+    _add_region_options(fit)
+    fit.add_argument("--json", action="store_true", help="one JSON object")
     args = parser.parse_args(argv)
+    out, err = sys.stdout, sys.stderr
     if args.command == "vela":
-        return vela_command(args.path, as_json=args.json, out=sys.stdout, err=sys.stderr)
-    return inspect_command(args.files, as_json=args.json, out=sys.stdout, err=sys.stderr)
+        return vela_command(args.path, as_json=args.json, out=out, err=err)
+    if args.command == "elf":
+        return elf_command(args, out=out, err=err)
+    if args.command == "fit":
+        return fit_command(args, out=out, err=err)
+    return inspect_command(args.files, as_json=args.json, out=out, err=err)
+
+
+def _add_region_options(parser: argparse.ArgumentParser) -> None:
+    """Where memory regions come from, in order of preference."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--map", type=Path, help="GNU ld map file (-Map) of the link")
+    group.add_argument("--ld", type=Path, help="linker script with a MEMORY block")
+    group.add_argument(
+        "--region",
+        action="append",
+        metavar="NAME:ORIGIN:LENGTH",
+        help="a memory region, e.g. SRAM:0x31000000:2M (repeat for each)",
+    )
+    group.add_argument("--preset", choices=["corstone-300", "corstone-320"])
+
+
+def _memory_map(args):
+    from parsers.memory_map import load_memory_map, parse_region_spec
+
+    regions = [parse_region_spec(spec) for spec in args.region] if args.region else None
+    return load_memory_map(
+        args.elf, map_path=args.map, script_path=args.ld, regions=regions, preset=args.preset
+    )
+
+
+def elf_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    from parsers.memory_map import elf_record
+
+    try:
+        memory_map = _memory_map(args)
+    except ParseError as error:
+        err.write(f"etu: {error}\n")
+        return 1
+    record = elf_record(memory_map)
+    out.write((json.dumps(record) if args.json else format_elf(record)) + "\n")
+    return 0
+
+
+def format_elf(record: dict) -> str:
+    lines = [f"{record.get('source', '')}  regions from {record.get('regions_from') or 'nowhere'}"]
+    for region in record["regions"]:
+        length, used = region["length"], region["used"]
+        filled = min(20, round(20 * used / length)) if length else 0
+        lines.append(
+            f"  {region['name']:<8} {'#' * filled}{'.' * (20 - filled)} "
+            f"{used:>12,} / {length:>13,} B  {region.get('percent', 0):6.2f}%"
+        )
+    if record["pools"]:
+        lines.append("  runner pools:")
+        for role, pool in record["pools"].items():
+            lines.append(
+                f"    {role:<22} {pool['symbol']:<28} {pool['size']:>12,} B  "
+                f"at {pool['address']:#010x} in {pool['region'] or '?'}"
+            )
+    lines.append("  largest symbols:")
+    for symbol in record["symbols_top"][:10]:
+        lines.append(f"    {symbol['size']:>12,} B  {symbol['name']}  ({symbol['section']})")
+    lines.extend(f"  warning: {w}" for w in record["warnings"])
+    return "\n".join(lines)
+
+
+def fit_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    """Exit 1 when any check fails, 2 when an input cannot be read."""
+    from parsers.fit import FAIL, check_fit, fit_record
+    from parsers.pte import open_program
+    from parsers.vela import load_vela_report
+
+    try:
+        memory_map = _memory_map(args)
+        vela = load_vela_report(args.vela) if args.vela else None
+        with open_program(args.pte) as program:
+            verdicts = check_fit(program, memory_map, vela, target=args.target)
+    except ParseError as error:
+        err.write(f"etu: {error}\n")
+        return 2
+    record = fit_record(verdicts)
+    if args.json:
+        out.write(json.dumps(record) + "\n")
+    else:
+        marks = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
+        for verdict in verdicts:
+            out.write(f"{marks[verdict.status]} {verdict.check:<18} {verdict.message}\n")
+            if verdict.fix and verdict.status != "ok":
+                out.write(f"     {'':<18} fix: {verdict.fix}\n")
+    return 1 if record["status"] == FAIL else 0
 
 
 def vela_command(path: Path, *, as_json: bool, out: TextIO, err: TextIO) -> int:

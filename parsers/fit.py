@@ -71,7 +71,10 @@ def fast_scratch_size_for(memory_mode: str) -> int:
 
 
 def _kib(n: int) -> str:
-    return f"{n:,} B ({n / 1024:.1f} KiB)"
+    """Bytes exactly, with a human unit beside them."""
+    if n >= 1 << 20:
+        return f"{n:,} B ({n / (1 << 20):.1f} MiB)"
+    return f"{n:,} B ({n / 1024:.1f} KiB)" if n >= 1024 else f"{n:,} B"
 
 
 def _pool_fix(flag: str, need: int) -> str:
