@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-BENCHMARKS = ["benchmarks.bench_inspect"]
+BENCHMARKS = ["benchmarks.bench_inspect", "benchmarks.bench_elf"]
 
 
 def main() -> None:

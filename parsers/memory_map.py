@@ -532,16 +532,9 @@ def _registry_names(elf: ElfImage, skip: list[tuple[int, int]]) -> set[str]:
     exists; else the name starts after the last byte that cannot be part of it."""
     candidates: dict[int, list[int]] = {}  # match start → possible start addresses
     texts: dict[int, bytes] = {}
-    for section in elf.sections:
-        if not section.alloc or not section.has_contents or not section.size:
-            continue
-        data = elf.section_view(section)
-        if data is None:
-            continue
+    for address, data in _loaded_views(elf, skip, 1):
         for match in _OPERATOR_NAME.finditer(data):
-            base = section.address + match.start()
-            if any(start <= base < end for start, end in skip):
-                continue
+            base = address + match.start()
             prefix = match.group(1)
             starts = [
                 base + i for i, byte in enumerate(prefix) if chr(byte).isalpha() or byte == 0x5F
@@ -564,20 +557,36 @@ def _registry_names(elf: ElfImage, skip: list[tuple[int, int]]) -> set[str]:
     return names
 
 
+def _loaded_views(elf: ElfImage, skip: list[tuple[int, int]], minimum: int):
+    """(address, bytes) of every loaded section's contents outside the ``skip`` ranges.
+
+    The skipped ranges are the runner's pools and the baked-in model: scanning a 150 MB
+    program for kernel names would cost seconds and find only the program's own strings."""
+    for section in elf.sections:
+        if not section.alloc or not section.has_contents or section.size < minimum:
+            continue
+        data = elf.section_view(section)
+        if data is None:
+            continue
+        pieces = [(section.address, section.address + len(data))]
+        for skip_start, skip_end in skip:
+            pieces = [
+                part
+                for start, end in pieces
+                for part in ((start, min(end, skip_start)), (max(start, skip_end), end))
+                if part[1] - part[0] >= minimum
+            ]
+        for start, end in pieces:
+            yield start, data[start - section.address : end - section.address]
+
+
 def _pointed_at(elf: ElfImage, wanted: set[int], skip: list[tuple[int, int]]) -> set[int]:
     """Which of ``wanted`` appear as aligned pointer-sized words in the loaded image."""
     width = 4 if elf.elf_class == 32 else 8
     code = ("<" if elf.little_endian else ">") + ("I" if width == 4 else "Q")
     found: set[int] = set()
-    for section in elf.sections:
-        if not section.alloc or not section.has_contents or section.size < width:
-            continue
-        if any(start <= section.address < end for start, end in skip):
-            continue
-        data = elf.section_view(section)
-        if data is None:
-            continue
-        shift = -section.address % width
+    for address, data in _loaded_views(elf, skip, width):
+        shift = -address % width
         words = array.array("I" if width == 4 else "Q")
         if words.itemsize != width:  # no native type of that width: decode word by word
             usable = data[shift : shift + (len(data) - shift) // width * width]

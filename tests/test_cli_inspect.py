@@ -142,3 +142,29 @@ def test_vela_readable_and_failed_run(tmp_path: Path) -> None:
     bad = run_etu("vela", str(garbage))
     assert bad.returncode == 1 and bad.stderr.startswith(f"etu: {garbage}")
     assert "Traceback" not in bad.stderr
+
+
+def test_elf_json_contract(demo_pte: Path) -> None:
+    firmware = demo_pte.parent / "firmware"
+    result = run_etu(
+        "elf", "--json", str(firmware / "arm_executor_runner.elf"),
+        "--map", str(firmware / "arm_executor_runner.map"),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    region = next(r for r in record["regions"] if r["name"] == "SRAM")
+    assert set(region) >= {"name", "origin", "length", "used"}
+    section = next(s for s in record["sections"] if s["name"] == ".ddr.rodata")
+    assert set(section) >= {"name", "address", "load_address", "size", "region"}
+    assert section["region"] == "DDR"
+    assert set(record["symbols_top"][0]) >= {"name", "address", "size", "section"}
+    pte = record["pools"]["model_pte"]
+    assert pte["size"] == demo_pte.stat().st_size and pte["region"] == "DDR"
+    assert record["pools"]["temp_allocator"]["region"] == "SRAM"
+    assert isinstance(record["warnings"], list)
+
+
+def test_elf_on_a_program_file_is_one_line_error(demo_pte: Path) -> None:
+    result = run_etu("elf", str(demo_pte))
+    assert result.returncode == 1 and result.stderr.count("\n") == 1
+    assert str(demo_pte) in result.stderr and "Traceback" not in result.stderr
