@@ -1,0 +1,79 @@
+"""Finding the Corstone FVPs on this machine, and their versions.
+
+Looked for, in order: the ``ETU_FVP_DIR`` setting, ``PATH``, and ExecuTorch's own download
+layout (``examples/arm/ethos-u-scratch/FVP-corstone*/models/<platform>/``) under
+``EXECUTORCH_ROOT`` or the working folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from fvp.targets import FVP_EXECUTABLES
+
+SCRATCH_LAYOUT = ("examples/arm/ethos-u-scratch", "examples/arm/arm-scratch")
+VERSION_PATTERN = re.compile(r"Fast Models \[([^\]\s]+)")
+
+
+@dataclass(frozen=True, slots=True)
+class FoundFvp:
+    name: str  # the executable name, e.g. FVP_Corstone_SSE-320
+    path: Path
+    found_via: str  # ETU_FVP_DIR / PATH / ethos-u-scratch
+
+
+def _scratch_roots(env: dict[str, str]) -> list[Path]:
+    roots = [Path(env["EXECUTORCH_ROOT"])] if env.get("EXECUTORCH_ROOT") else []
+    return [root / layout for root in [*roots, Path.cwd()] for layout in SCRATCH_LAYOUT]
+
+
+def _executables_under(folder: Path, depth: int = 4) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    if not folder.is_dir():
+        return found
+    for name in FVP_EXECUTABLES:
+        direct = folder / name
+        if direct.is_file() and os.access(direct, os.X_OK):
+            found[name] = direct
+            continue
+        for level in range(1, depth + 1):
+            hits = sorted(folder.glob("/".join(["*"] * level) + f"/{name}"))
+            hits = [h for h in hits if h.is_file() and os.access(h, os.X_OK)]
+            if hits:
+                found[name] = hits[0]
+                break
+    return found
+
+
+def find_fvps(env: dict[str, str] | None = None) -> dict[str, FoundFvp]:
+    """Executable name → where it was found (the first place wins)."""
+    env = dict(os.environ if env is None else env)
+    found: dict[str, FoundFvp] = {}
+    if env.get("ETU_FVP_DIR"):
+        for name, path in _executables_under(Path(env["ETU_FVP_DIR"])).items():
+            found.setdefault(name, FoundFvp(name, path, "ETU_FVP_DIR"))
+    for name in FVP_EXECUTABLES:
+        on_path = shutil.which(name, path=env.get("PATH"))
+        if on_path and name not in found:
+            found[name] = FoundFvp(name, Path(on_path), "PATH")
+    for root in _scratch_roots(env):
+        for name, path in _executables_under(root).items():
+            found.setdefault(name, FoundFvp(name, path, "ethos-u-scratch"))
+    return found
+
+
+def fvp_version(path: Path, timeout: float = 20.0) -> str | None:
+    """``FVP --version`` → e.g. ``11.27.42``; None when it does not say or does not run."""
+    try:
+        result = subprocess.run(
+            [str(path), "--version"], capture_output=True, timeout=timeout, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = VERSION_PATTERN.search(result.stdout.decode("utf-8", "replace"))
+    return match.group(1) if match else None
