@@ -1,0 +1,157 @@
+"""A child process whose output is streamed as it arrives, watched and stoppable.
+
+Spawned in its own session (process group) so stopping it also stops anything it started;
+stdout and stderr are read by two threads in raw chunks (no line buffering, nothing lost);
+psutil samples CPU, memory and threads once a second. Callbacks run on those threads: the
+caller hands the data to its own loop (a Textual app posts messages, the CLI prints).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+CHUNK = 65536
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessStats:
+    cpu_percent: float
+    rss_bytes: int
+    threads: int
+    children: int
+    elapsed_s: float
+
+
+OutputCallback = Callable[[bytes, str], None]  # (chunk, "stdout" | "stderr")
+StatsCallback = Callable[[ProcessStats], None]
+ExitCallback = Callable[[int], None]
+
+
+class StreamingProcess:
+    """Run ``argv`` (a list: never a shell) and stream what it prints."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        on_output: OutputCallback,
+        on_exit: ExitCallback | None = None,
+        on_stats: StatsCallback | None = None,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        sample_interval: float = 1.0,
+    ) -> None:
+        self.argv = [str(a) for a in argv]
+        self._on_output = on_output
+        self._on_exit = on_exit
+        self._on_stats = on_stats
+        self._env = env
+        self._cwd = cwd
+        self._interval = sample_interval
+        self._popen: subprocess.Popen | None = None
+        self._readers: list[threading.Thread] = []
+        self._exited = threading.Event()
+        self.returncode: int | None = None
+        self.stopped_by_user = False
+        self.started_at = 0.0
+
+    @property
+    def pid(self) -> int | None:
+        return self._popen.pid if self._popen else None
+
+    def start(self) -> StreamingProcess:
+        """Start it; OSError (not found, not executable) is raised here, not in a thread."""
+        self.started_at = time.monotonic()
+        self._popen = subprocess.Popen(
+            self.argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=self._env,
+            cwd=self._cwd,
+            start_new_session=True,
+        )
+        for stream, name in ((self._popen.stdout, "stdout"), (self._popen.stderr, "stderr")):
+            reader = threading.Thread(
+                target=self._read, args=(stream, name), name=f"etu-{name}", daemon=True
+            )
+            reader.start()
+            self._readers.append(reader)
+        threading.Thread(target=self._wait, name="etu-wait", daemon=True).start()
+        if self._on_stats is not None:
+            threading.Thread(target=self._sample, name="etu-psutil", daemon=True).start()
+        return self
+
+    def _read(self, stream, name: str) -> None:
+        fd = stream.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, CHUNK)
+            except OSError:
+                break
+            if not chunk:
+                break
+            self._on_output(chunk, name)
+        stream.close()
+
+    def _wait(self) -> None:
+        assert self._popen is not None
+        code = self._popen.wait()
+        for reader in self._readers:
+            reader.join()  # every byte is delivered before the exit is
+        self.returncode = code
+        self._exited.set()
+        if self._on_exit is not None:
+            self._on_exit(code)
+
+    def _sample(self) -> None:
+        assert self._popen is not None
+        try:
+            process = psutil.Process(self._popen.pid)
+            process.cpu_percent(None)
+        except psutil.Error:
+            return
+        while not self._exited.wait(self._interval):
+            try:
+                with process.oneshot():
+                    stats = ProcessStats(
+                        cpu_percent=process.cpu_percent(None),
+                        rss_bytes=process.memory_info().rss,
+                        threads=process.num_threads(),
+                        children=len(process.children(recursive=True)),
+                        elapsed_s=time.monotonic() - self.started_at,
+                    )
+            except psutil.Error:
+                return
+            self._on_stats(stats)
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        self._exited.wait(timeout)
+        return self.returncode
+
+    def stop(self, grace: float = 3.0) -> None:
+        """SIGTERM the whole process group, then SIGKILL what is left after ``grace``."""
+        self.stopped_by_user = True
+        self._signal(signal.SIGTERM)
+        if not self._exited.wait(grace):
+            self._signal(signal.SIGKILL)
+
+    def kill(self) -> None:
+        self.stopped_by_user = True
+        self._signal(signal.SIGKILL)
+
+    def _signal(self, sig: int) -> None:
+        if self._popen is None or self._exited.is_set():
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self._popen.pid, sig)

@@ -1,0 +1,163 @@
+"""Recorded runs: every byte a run printed, when it arrived, and what it meant.
+
+A session is a folder: ``raw.log`` (the bytes exactly as received), ``raw.index`` (one
+``<byte offset> <host time>`` line per received line), ``events.jsonl`` (the parser's
+events) and ``meta.json`` (command, target, hashes, start/end, exit reason). Data is written
+as it arrives with unbuffered writes, so killing the console loses at most what the OS had
+not yet been handed: nothing that reached ``write_output``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+RAW, INDEX, EVENTS, META = "raw.log", "raw.index", "events.jsonl", "meta.json"
+
+
+def file_sha256(path: Path | None) -> str | None:
+    if path is None or not Path(path).is_file():
+        return None
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _write_json_atomically(path: Path, data: dict) -> None:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(data, indent=2) + "\n")
+    partial.replace(path)
+
+
+class SessionWriter:
+    """Appends one run to its folder as the data arrives."""
+
+    def __init__(self, root: Path, kind: str, meta: dict) -> None:
+        root.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for n in range(1000):
+            folder = root / f"{stamp}-{kind}-{n:03d}"
+            try:
+                folder.mkdir()
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise OSError(f"{root}: no free session folder name for {stamp}")
+        self.folder = folder
+        self.meta = {"kind": kind, "started": time.time(), "ended": None, **meta}
+        _write_json_atomically(folder / META, self.meta)
+        self._raw = open(folder / RAW, "ab", buffering=0)  # noqa: SIM115 (held for the run)
+        self._index = open(folder / INDEX, "a", buffering=1)  # noqa: SIM115
+        self._events = open(folder / EVENTS, "a", buffering=1)  # noqa: SIM115
+        self._offset = 0
+        self._at_line_start = True
+
+    def write_output(self, chunk: bytes, when: float | None = None) -> None:
+        """Store ``chunk`` as received, and the host time of each line that starts in it."""
+        when = time.time() if when is None else when
+        self._raw.write(chunk)
+        starts = []
+        if self._at_line_start and chunk:
+            starts.append(self._offset)
+        position = chunk.find(b"\n")
+        while position != -1 and position + 1 < len(chunk):
+            starts.append(self._offset + position + 1)
+            position = chunk.find(b"\n", position + 1)
+        if starts:
+            self._index.write("".join(f"{offset} {when:.6f}\n" for offset in starts))
+        self._offset += len(chunk)
+        if chunk:
+            self._at_line_start = chunk.endswith(b"\n")
+
+    def write_events(self, events: Iterable) -> None:
+        lines = [json.dumps(_event_json(event)) + "\n" for event in events]
+        if lines:
+            self._events.write("".join(lines))
+
+    def update_meta(self, **fields) -> None:
+        self.meta.update(fields)
+        _write_json_atomically(self.folder / META, self.meta)
+
+    def finish(self, **fields) -> None:
+        """Record how the run ended and close the files."""
+        self.update_meta(ended=time.time(), bytes=self._offset, **fields)
+        for handle in (self._raw, self._index, self._events):
+            handle.close()
+
+
+def _event_json(event) -> dict:
+    return event.to_json() if hasattr(event, "to_json") else dict(event)
+
+
+@dataclass(slots=True)
+class RecordedSession:
+    folder: Path
+    meta: dict
+    raw: bytes
+    line_times: list[tuple[int, float]]  # (byte offset of a line, host time)
+    events: list[dict]
+    warnings: list[str]
+
+
+def read_session(folder: Path) -> RecordedSession:
+    """Read a session back, including one cut short by a crash (a torn last line is
+    reported, not fatal: the raw bytes are the record and are always complete)."""
+    folder = Path(folder)
+    warnings: list[str] = []
+    try:
+        meta = json.loads((folder / META).read_text())
+    except (OSError, ValueError) as error:
+        meta = {}
+        warnings.append(f"{folder / META}: unreadable ({error}); the run did not finish?")
+    raw = (folder / RAW).read_bytes() if (folder / RAW).exists() else b""
+    line_times = []
+    if (folder / INDEX).exists():
+        for number, line in enumerate((folder / INDEX).read_text().splitlines(), 1):
+            try:
+                offset, when = line.split()
+                line_times.append((int(offset), float(when)))
+            except ValueError:
+                warnings.append(f"{folder / INDEX}: line {number} is torn")
+    events = []
+    if (folder / EVENTS).exists():
+        for number, line in enumerate((folder / EVENTS).read_bytes().splitlines(), 1):
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                warnings.append(f"{folder / EVENTS}: line {number} is torn")
+    if meta and meta.get("ended") is None:
+        warnings.append("the run has no end recorded (the console or the run was killed)")
+    return RecordedSession(folder, meta, raw, line_times, events, warnings)
+
+
+def list_sessions(root: Path) -> list[Path]:
+    """Session folders under ``root``, newest first."""
+    if not root.is_dir():
+        return []
+    folders = [p for p in root.iterdir() if (p / RAW).exists() or (p / META).exists()]
+    return sorted(folders, key=lambda p: p.name, reverse=True)
+
+
+def sessions_root(workspace: Path) -> Path:
+    return Path(workspace) / ".etu" / "sessions"
+
+
+__all__ = [
+    "EVENTS",
+    "INDEX",
+    "META",
+    "RAW",
+    "RecordedSession",
+    "SessionWriter",
+    "file_sha256",
+    "list_sessions",
+    "read_session",
+    "sessions_root",
+]
