@@ -25,20 +25,31 @@ from etu_tui.messages import (
     ProgramFacts,
     ProgramFailed,
     ProgramLoaded,
+    VelaAdded,
+    VelaResult,
     decode_facts,
     error_line,
+    load_vela,
     resolve_target,
+    vela_label,
+    workspace_vela,
 )
 from etu_tui.screens.open_file import OpenFileScreen
 from etu_tui.widgets import (
+    AddReportScreen,
+    CompareTable,
     CpuOpsView,
     DelegatesView,
     ErrorPanel,
     InstructionsLegend,
     InstructionsTable,
+    LayerTable,
     PlanFacts,
     ProgramSummary,
     ValuesTable,
+    VelaError,
+    VelaMessages,
+    VelaSummary,
 )
 from etu_tui.widgets.delegates import one_line
 from etu_tui.widgets.formatting import plural
@@ -46,8 +57,10 @@ from parsers.pte import ExecutionPlan, Tensor
 
 DEMO_WORKSPACE = Path(__file__).resolve().parent.parent / "examples" / "demo"
 
-# Tab ids; later views (NPU, Memory, Fit, Run) add theirs here.
-PROGRAM_TAB, TENSORS_TAB, DELEGATES_TAB = "program", "tensors", "delegates"
+# Tab ids; later views (Memory, Fit, Run) add theirs here.
+PROGRAM_TAB, TENSORS_TAB, DELEGATES_TAB, NPU_TAB = "program", "tensors", "delegates", "npu"
+# Keys that act on the NPU tab: shown in the footer there only; the palette opens the tab.
+NPU_ACTIONS = ("sort_layers", "next_report", "drop_report")
 
 
 class EtuApp(App[int]):
@@ -63,7 +76,19 @@ class EtuApp(App[int]):
         Binding("i", f"show_tab('{PROGRAM_TAB}')", "Instructions", id="instructions"),
         Binding("t", f"show_tab('{TENSORS_TAB}')", "Tensors", id="tensors"),
         Binding("d", f"show_tab('{DELEGATES_TAB}')", "Delegates", id="delegates"),
+        Binding("n", f"show_tab('{NPU_TAB}')", "NPU", id="npu"),
         Binding("p", "next_plan", "Next plan", id="next_plan"),
+        Binding(
+            "a",
+            "add_vela_report",
+            "Compare",
+            id="add_vela_report",
+            tooltip="Add a Vela report to compare side by side",
+        ),
+        Binding("s", "sort_layers", "Sort", id="sort_layers", tooltip="By cycles / Vela's order"),
+        Binding("r", "next_report", "Next report", id="next_report"),
+        # No room in the footer at 140 columns: the compare table's title names the key.
+        Binding("x", "drop_report", "Drop report", id="drop_report", show=False),
         Binding("q", "quit", "Quit", id="quit"),
         Binding("escape", "dismiss_error", "Dismiss error", show=False),
     ]
@@ -78,7 +103,21 @@ class EtuApp(App[int]):
         f"show_tab('{PROGRAM_TAB}')": ("View: instructions", "Summary, instructions, CPU ops"),
         f"show_tab('{TENSORS_TAB}')": ("View: tensors and values", "Every value of the plan"),
         f"show_tab('{DELEGATES_TAB}')": ("View: delegates", "Ethos-U payloads, compile specs"),
+        f"show_tab('{NPU_TAB}')": ("View: NPU (Vela estimate)", "Cycles, memory, per-layer"),
         "next_plan": ("Plan: next plan", "Cycle through the execution plans"),
+        "add_vela_report": (
+            "NPU: add a Vela report to compare…",
+            "Another Vela output folder, side by side",
+        ),
+        "sort_layers": (
+            "NPU: sort layers by cycles / original order",
+            "Toggle the per-layer table's order",
+        ),
+        "next_report": ("NPU: show the next compared report", "Cycle the shown Vela report"),
+        "drop_report": (
+            "NPU: drop the shown report from the comparison",
+            "A report added with a (the program's own stays)",
+        ),
     }
 
     def __init__(self, target: Path | None = None) -> None:
@@ -88,6 +127,12 @@ class EtuApp(App[int]):
         self.plan_index = 0
         self._request = 0  # increases per open; stale worker results are dropped
         self.load_state: str = "loading"  # loading / ready / failed: for tests and scripts
+        self.vela: VelaResult | None = None  # the workspace's Vela report (or why it is not)
+        self._added: list[tuple[int, VelaResult]] = []  # (order asked, report) to compare
+        self._adds = 0  # add requests so far: reports keep the order they were asked for
+        self.vela_add_error: str | None = None
+        self.vela_shown = 0  # index into compared_reports
+        self.vela_pending = 0  # add-report workers still reading
 
     # -- layout ------------------------------------------------------------------------
 
@@ -110,6 +155,14 @@ class EtuApp(App[int]):
                 yield ValuesTable(id="values")
             with TabPane("Delegates", id=DELEGATES_TAB):
                 yield DelegatesView(id="delegates-view")
+            with TabPane("NPU", id=NPU_TAB):
+                yield VelaError(id="vela-error")
+                yield VelaSummary(id="vela-summary")
+                with Vertical(id="layers-box"):
+                    yield LayerTable(id="layers")
+                with Horizontal(id="npu-details"):
+                    yield CompareTable(id="compare")
+                    yield VelaMessages(id="vela-messages")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -121,6 +174,11 @@ class EtuApp(App[int]):
             _close(self.facts)
 
     # -- loading -----------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        """A program or a Vela report is still being read."""
+        return self.load_state == "loading" or self.vela_pending > 0
 
     def open_target(self, target: Path) -> None:
         """Decode ``target`` in a thread; the result arrives as a message."""
@@ -139,10 +197,15 @@ class EtuApp(App[int]):
         except Exception as error:  # any bad file must become a message, never a crash
             self.post_message(ProgramFailed(path, error_line(error, path), request))
             return
+        try:
+            vela = workspace_vela(path)  # its own errors stay in the NPU tab
+        except Exception as error:
+            text = f"unexpected {type(error).__name__}: {error}".splitlines()[0]
+            vela = VelaResult("Vela output", error=text)
         if get_current_worker().is_cancelled:
             _close(facts)
             return
-        self.post_message(ProgramLoaded(facts, request))
+        self.post_message(ProgramLoaded(facts, request, vela))
 
     @on(ProgramLoaded)
     async def _program_loaded(self, message: ProgramLoaded) -> None:
@@ -160,6 +223,16 @@ class EtuApp(App[int]):
         self.query_one(ProgramSummary).show(message.facts)
         self.query_one(CpuOpsView).show(message.facts.cpu_ops, message.facts.select_ops)
         await self._show_plan()
+        if message.vela is not None:
+            self.vela, self.vela_shown = message.vela, 0
+            if message.vela.error:
+                self.notify(
+                    message.vela.error,
+                    title="Vela report not read",
+                    severity="warning",
+                    markup=False,
+                )
+            self._show_vela()
         self.action_show_tab(self.query_one(TabbedContent).active or PROGRAM_TAB)
         self.refresh_bindings()
         self.load_state = "ready"
@@ -181,8 +254,98 @@ class EtuApp(App[int]):
             text = f"unexpected {type(error).__name__}: {error}".splitlines()[0]
             if event.worker.group == "load":
                 self.post_message(ProgramFailed(self.target, text, self._request))
+            elif event.worker.group == "vela-add":
+                self.post_message(VelaAdded(VelaResult("Vela report", error=text)))
             else:
                 self.notify(text, severity="error", markup=False)
+
+    # -- Vela reports ------------------------------------------------------------------
+
+    @property
+    def compared_reports(self) -> list[VelaResult]:
+        """The workspace's report (when it read) first, then the added ones."""
+        own = [self.vela] if self.vela is not None and self.vela.report is not None else []
+        return own + self.vela_added
+
+    @property
+    def shown_report(self) -> VelaResult | None:
+        reports = self.compared_reports
+        return reports[self.vela_shown] if 0 <= self.vela_shown < len(reports) else None
+
+    @property
+    def vela_added(self) -> list[VelaResult]:
+        """The reports added to compare, in the order they were asked for."""
+        return [result for _, result in self._added]
+
+    def add_vela_report(self, path: Path) -> None:
+        """Read ``path`` (a Vela output folder or file) in a thread and add it to the compare."""
+        self.vela_pending += 1
+        self._adds += 1
+        self._add_vela(path, self._adds)
+
+    @work(thread=True, group="vela-add", exit_on_error=False)
+    def _add_vela(self, path: Path, order: int) -> None:
+        self.post_message(VelaAdded(load_vela(path, vela_label(path)), order))
+
+    @on(VelaAdded)
+    def _vela_added(self, message: VelaAdded) -> None:
+        self.vela_pending = max(self.vela_pending - 1, 0)
+        result = message.result
+        if result.report is None:
+            self.vela_add_error = result.error or "not read"
+            self.notify(
+                self.vela_add_error, title="Vela report not added", severity="error", markup=False
+            )
+        else:
+            self.vela_add_error = None
+            self._added.append((message.order, result))
+            self._added.sort(key=lambda item: item[0])  # workers may finish out of order
+            self.notify(f"Added {result.label} to the comparison.", markup=False)
+        self._show_vela()
+        self.refresh_bindings()
+
+    def _is_added(self, result: VelaResult | None) -> bool:
+        return any(r is result for r in self.vela_added)
+
+    def _show_vela(self) -> None:
+        reports = self.compared_reports
+        self.vela_shown = max(0, min(self.vela_shown, len(reports) - 1))
+        shown = self.shown_report
+        errors = [e for e in (self.vela.error if self.vela else None, self.vela_add_error) if e]
+        self.query_one(VelaError).show_errors(errors)
+        position = f"{self.vela_shown + 1} of {len(reports)} · r next" if len(reports) > 1 else ""
+        workspace = self.facts.name if self.facts is not None else ""
+        unreadable = self.vela is not None and self.vela.error is not None
+        self.query_one(VelaSummary).show(shown, position, workspace, unreadable)
+        layers = self.query_one(LayerTable)
+        layers.show_report(shown.report if shown else None)
+        self._title_layers()
+        compare = self.query_one(CompareTable)
+        compare.show(reports, self.vela_shown)
+        compare.border_title = f"Compare ({len(reports)})"
+        compare.border_subtitle = "a add · x drop shown" if self.vela_added else "a add"
+        self.query_one(VelaMessages).show(shown)
+
+    def _title_layers(self) -> None:
+        layers = self.query_one(LayerTable)
+        shown = self.shown_report
+        order = "by op cycles ↓" if layers.by_cycles else "in Vela's order"
+        box = self.query_one("#layers-box")
+        if shown is None or shown.report is None:
+            box.border_title = "Per-layer"
+            box.border_subtitle = ""
+            return
+        if not layers.row_count:
+            box.border_title = (
+                "Per-layer · none: Vela failed"
+                if shown.report.failed
+                else "Per-layer · none: Vela writes it with --verbose-performance"
+            )
+            box.border_subtitle = ""
+            return
+        source = {"stdout": " (from Vela's stdout)"}.get(shown.report.per_layer_from or "", "")
+        box.border_title = f"Per-layer · {layers.row_count} rows{source} · {order}"
+        box.border_subtitle = "◆ NPU  ○ CPU · s sort"
 
     # -- plans -------------------------------------------------------------------------
 
@@ -229,10 +392,26 @@ class EtuApp(App[int]):
             return (self.facts is not None and len(self.facts.program.plans) > 1) or None
         if action == "copy_select_ops":
             return self.facts is not None or None
+        if action in NPU_ACTIONS:
+            if self.query_one(TabbedContent).active != NPU_TAB:
+                return False  # the footer shows them on the NPU tab; the palette opens it
+            shown = self.shown_report
+            if action == "sort_layers":
+                return (shown is not None and bool(shown.report and shown.report.per_layer)) or None
+            if action == "next_report":
+                return len(self.compared_reports) > 1 or None
+            return self._is_added(shown) or None
         return True
+
+    @on(TabbedContent.TabActivated)
+    def _tab_activated(self) -> None:
+        self.refresh_bindings()
 
     def action_dismiss_error(self) -> None:
         self.query_one(ErrorPanel).clear()
+        if self.vela_add_error:
+            self.vela_add_error = None
+            self._show_vela()
 
     def action_open_file(self) -> None:
         start = f"{_short(self.facts.path.parent)}{os.sep}" if self.facts else ""
@@ -241,6 +420,40 @@ class EtuApp(App[int]):
     def _open_chosen(self, path: Path | None) -> None:
         if path is not None:
             self.open_target(path)
+
+    def action_add_vela_report(self) -> None:
+        start = f"{_short(self.facts.path.parent)}{os.sep}" if self.facts else ""
+        self.push_screen(AddReportScreen(start), callback=self._add_chosen)
+
+    def _add_chosen(self, path: Path | None) -> None:
+        if path is not None:
+            self.action_show_tab(NPU_TAB)
+            self.add_vela_report(path)
+
+    def action_sort_layers(self) -> None:
+        layers = self.query_one(LayerTable)
+        layers.set_sort(not layers.by_cycles)
+        self._title_layers()
+
+    def action_next_report(self) -> None:
+        reports = self.compared_reports
+        if reports:
+            self.vela_shown = (self.vela_shown + 1) % len(reports)
+            self._show_vela()
+            self.refresh_bindings()
+
+    def action_drop_report(self) -> None:
+        shown = self.shown_report
+        if shown is not None and self._is_added(shown):
+            self._added = [item for item in self._added if item[1] is not shown]
+            self._show_vela()
+            self.refresh_bindings()
+            self.notify(f"Dropped {shown.label} from the comparison.", markup=False)
+
+    async def action_on_npu(self, action: str) -> None:
+        """Open the NPU tab, then run ``action`` there (the palette's way to NPU keys)."""
+        self.action_show_tab(NPU_TAB)
+        await self.run_action(action)
 
     def action_copy_select_ops(self) -> None:
         if self.facts is None:
@@ -257,7 +470,11 @@ class EtuApp(App[int]):
 
     def action_show_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
-        focus = {PROGRAM_TAB: InstructionsTable, TENSORS_TAB: ValuesTable}.get(tab)
+        focus = {
+            PROGRAM_TAB: InstructionsTable,
+            TENSORS_TAB: ValuesTable,
+            NPU_TAB: LayerTable,
+        }.get(tab)
         if focus is not None:
             self.query_one(focus).focus()
         elif tab == DELEGATES_TAB:
@@ -279,9 +496,10 @@ class EtuApp(App[int]):
             assert isinstance(binding, Binding)
             if binding.action in self.PALETTE_TEXT:
                 title, text = self.PALETTE_TEXT[binding.action]
-                commands.append(
-                    PaletteCommand(title, f"{text} (key {binding.key})", binding.action)
-                )
+                action = binding.action
+                if action in NPU_ACTIONS:
+                    action = f"on_npu({action!r})"
+                commands.append(PaletteCommand(title, f"{text} (key {binding.key})", action))
         if self.facts is not None:
             for index, plan in enumerate(self.facts.program.plans):
                 commands.append(

@@ -18,17 +18,22 @@ from etu_tui.app import DEMO_WORKSPACE, EtuApp
 
 SIZE = (140, 45)
 SETTLE_TIMEOUT = 10.0
+# A real Vela run of another configuration, for the NPU tab's compare table.
+COMPARE_REPORT = (
+    DEMO_WORKSPACE.parent.parent / "tests" / "data" / "vela" / "30_u85_256_et_default_perf"
+)
 
 
 async def settle(pilot: Pilot, timeout: float = SETTLE_TIMEOUT) -> None:
-    """Wait until the program in flight is shown (or its error is), then for idle."""
+    """Wait until the program and Vela reports in flight are shown (or their errors are),
+    then for idle."""
     app = pilot.app
     assert isinstance(app, EtuApp)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    while app.load_state == "loading":
+    while app.busy:
         if loop.time() > deadline:
-            raise TimeoutError("the program did not load in time")
+            raise TimeoutError("the program or a Vela report did not load in time")
         await pilot.pause(0.02)
     await pilot.pause()
     await pilot.wait_for_scheduled_animations()
@@ -59,6 +64,25 @@ DEMO_VIEWS: list[tuple[str, tuple[str, ...]]] = [
 ]
 
 
+async def npu_steps(pilot: Pilot) -> None:
+    """The NPU tab of the demo, layers sorted by cycles, compared with a U85 run."""
+    app = pilot.app
+    assert isinstance(app, EtuApp)
+    await settle(pilot)
+    await _press(pilot, "n")
+    if COMPARE_REPORT.is_dir():
+        app.add_vela_report(COMPARE_REPORT)
+        await settle(pilot)
+    await _press(pilot, "s")
+
+
+async def render_npu(out_dir: Path, size: tuple[int, int] = SIZE) -> Path:
+    app = EtuApp(DEMO_WORKSPACE)
+    async with app.run_test(size=size) as pilot:
+        await npu_steps(pilot)
+        return Path(app.save_screenshot("npu.svg", str(out_dir)))
+
+
 async def render_demo(out_dir: Path, size: tuple[int, int] = SIZE) -> list[Path]:
     written = []
     app = EtuApp(DEMO_WORKSPACE)
@@ -83,7 +107,7 @@ async def render_error(out_dir: Path, size: tuple[int, int] = SIZE) -> Path:
 
 async def render_all(out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    return [*await render_demo(out_dir), await render_error(out_dir)]
+    return [*await render_demo(out_dir), await render_npu(out_dir), await render_error(out_dir)]
 
 
 def main(argv: list[str] | None = None) -> int:

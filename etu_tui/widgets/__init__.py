@@ -4,21 +4,35 @@ from etu_tui.widgets.cpu_ops import CpuOpsView, SelectOps
 from etu_tui.widgets.delegates import DelegatesView
 from etu_tui.widgets.error_panel import ErrorPanel
 from etu_tui.widgets.instructions import InstructionsLegend, InstructionsTable
+from etu_tui.widgets.npu import (
+    AddReportScreen,
+    CompareTable,
+    LayerTable,
+    VelaError,
+    VelaMessages,
+    VelaSummary,
+)
 from etu_tui.widgets.plan import PlanFacts
 from etu_tui.widgets.summary import ProgramSummary
 from etu_tui.widgets.values import ValuesTable
 from etu_tui.widgets.virtual_table import Column, VirtualTable
 
 __all__ = [
+    "AddReportScreen",
     "Column",
+    "CompareTable",
     "CpuOpsView",
     "DelegatesView",
     "ErrorPanel",
     "InstructionsLegend",
     "InstructionsTable",
+    "LayerTable",
     "PlanFacts",
     "ProgramSummary",
     "SelectOps",
     "ValuesTable",
+    "VelaError",
+    "VelaMessages",
+    "VelaSummary",
     "VirtualTable",
 ]

@@ -1,0 +1,410 @@
+"""A stand-in for the Arm Corstone FVPs, which cannot be downloaded on these machines.
+
+It has the real FVP's command-line shape (``-C name=value``, ``-a ELF``, ``--data``,
+``--timelimit``, ``--version``), rejects parameters the model does not have, reads the ELF
+it is given and the program baked into it with etu's own parsers, and prints what the
+ExecuTorch 1.5 ``arm_executor_runner`` prints, with numbers derived from those inputs:
+program size, planned buffers, pool sizes, allocator use, missing kernels, scratch; NPU
+cycles from a Vela estimate when one is given (``ETU_STANDIN_VELA``), else a rough figure.
+Every number is SIMULATED, and the banner says so.
+
+Faults for tests and demos (environment): ``ETU_STANDIN_FAULT`` = ``missing-operator`` |
+``alloc-failure`` | ``hard-fault`` | ``hang`` | ``crash``; ``ETU_STANDIN_INFERENCES=N``;
+``ETU_STANDIN_LINE_DELAY`` (seconds between lines, to watch a run stream).
+
+``install_standin(folder)`` writes executables under the real FVP names into ``folder``, so
+discovery and launch are exercised exactly as with real FVPs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import stat
+import sys
+import time
+from pathlib import Path
+
+from fvp.targets import FVP_EXECUTABLES, NPU_MACS, SSE320
+
+STANDIN_VERSION = "11.27.42"
+STANDIN_MARKER = "etu stand-in FVP (simulated; not an Arm model)"
+STANDIN_REVISION = "e7u0s1m0"
+FAULTS = ("missing-operator", "alloc-failure", "hard-fault", "hang", "crash")
+RUNNER = "arm_executor_runner.cpp"
+U55_EVENTS = (
+    "ETHOSU_PMU_AXI0_RD_DATA_BEAT_RECEIVED, ETHOSU_PMU_AXI1_RD_DATA_BEAT_RECEIVED, "
+    "ETHOSU_PMU_AXI0_WR_DATA_BEAT_WRITTEN, ETHOSU_PMU_NPU_IDLE"
+)
+U85_EVENTS = (
+    "ETHOSU_PMU_SRAM_RD_DATA_BEAT_RECEIVED, ETHOSU_PMU_SRAM_WR_DATA_BEAT_WRITTEN, "
+    "ETHOSU_PMU_EXT_RD_DATA_BEAT_RECEIVED, ETHOSU_PMU_EXT_WR_DATA_BEAT_WRITTEN, "
+    "ETHOSU_PMU_NPU_IDLE, ETHOSU_PMU_MAC_ACTIVE, ETHOSU_PMU_WD_ACTIVE"
+)
+
+
+class UsageError(Exception):
+    """What the FVP would refuse: printed as ``ERROR: ...`` with exit status 1."""
+
+
+def known_parameters(executable: str) -> dict[str, tuple[str, ...] | None]:
+    """Parameter name → accepted values (None: any) for one of the three FVPs."""
+    if executable == SSE320:
+        board, cpu, npu = "mps4_board", "mps4_board.subsystem.cpu0", "mps4_board.subsystem.ethosu"
+        macs = NPU_MACS["ethos-u85"]
+    else:
+        board, cpu, npu = "mps3_board", "cpu0", "ethosu"
+        macs = NPU_MACS["ethos-u65" if executable.endswith("U65") else "ethos-u55"]
+    flags = ("0", "1")
+    params: dict[str, tuple[str, ...] | None] = {
+        f"{npu}.num_macs": tuple(str(m) for m in macs),
+        f"{npu}.extra_args": None,
+        f"{board}.visualisation.disable-visualisation": flags,
+        f"{board}.telnetterminal0.start_telnet": flags,
+        f"{board}.uart0.out_file": None,
+        f"{board}.uart0.shutdown_on_eot": flags,
+        f"{board}.uart0.unbuffered_output": flags,
+        f"{cpu}.semihosting-enable": flags,
+        f"{cpu}.semihosting-stack_base": None,
+        f"{cpu}.semihosting-heap_limit": None,
+        f"{cpu}.semihosting-cwd": None,
+        f"{cpu}.semihosting-cmd_line": None,
+        f"{cpu}.CFGITCMSZ": None,
+    }
+    if executable == SSE320:
+        params["vis_hdlcd.disable_visualisation"] = flags
+    return params
+
+
+def parse_args(executable: str, argv: list[str]) -> dict:
+    """The FVP's options; UsageError for anything the real model would reject."""
+    known = known_parameters(executable)
+    options: dict = {"params": {}, "elf": None, "timelimit": None, "data": [], "version": False}
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        if arg in ("--version", "-v"):
+            options["version"] = True
+        elif arg in ("-C", "--parameter") or arg.startswith("-C"):
+            text = (
+                arg[2:] if arg.startswith("-C") and arg != "-C" else (args.pop(0) if args else "")
+            )
+            name, sep, value = text.partition("=")
+            if not sep:
+                raise UsageError(f'Parameter "{text}" has no value (expected NAME=VALUE)')
+            if name not in known:
+                raise UsageError(f'Could not find parameter "{name}" in the model')
+            accepted = known[name]
+            value = value.strip("'\"")
+            if accepted is not None and value not in accepted:
+                raise UsageError(
+                    f'Invalid value "{value}" for parameter "{name}" '
+                    f"(allowed: {', '.join(accepted)})"
+                )
+            options["params"][name] = value
+        elif arg in ("-a", "--application"):
+            if not args:
+                raise UsageError("option -a needs an application file")
+            options["elf"] = args.pop(0)
+        elif arg == "--timelimit":
+            try:
+                options["timelimit"] = float(args.pop(0))
+            except (IndexError, ValueError):
+                raise UsageError("--timelimit needs a number of seconds") from None
+        elif arg == "--data":
+            if not args:
+                raise UsageError("--data needs FILE@ADDRESS")
+            options["data"].append(args.pop(0))
+        else:
+            raise UsageError(f"Unrecognised option '{arg}'")
+    return options
+
+
+class Transcript:
+    """Prints runner lines the way the target's UART reaches the FVP's stdout."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+
+    def raw(self, text: str) -> None:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+        if self.delay:
+            time.sleep(self.delay)
+
+    def log(self, level: str, line: int, function: str, message: str, file: str = RUNNER) -> None:
+        self.raw(f"{level} [executorch:{file}:{line} {function}()] {message}")
+
+
+def _npu_cycles(payload_words: int) -> int:
+    vela_dir = os.environ.get("ETU_STANDIN_VELA")
+    if vela_dir:
+        try:
+            from parsers.vela import load_vela_report
+
+            cycles = load_vela_report(Path(vela_dir)).cycles
+            if cycles:
+                return int(cycles)
+        except Exception:  # an estimate is optional: fall back to the rough figure
+            pass
+    return 120 * max(payload_words, 1)
+
+
+def simulate(executable: str, options: dict, out: Transcript) -> int:
+    """Print the run; the return value is the simulator's exit status."""
+    from parsers.elf_map import read_elf
+    from parsers.errors import ParseError
+    from parsers.fit import method_pool_need
+    from parsers.memory_map import build_memory_map
+    from parsers.program_facts import cpu_operators, delegates
+    from parsers.pte import decode_program
+
+    fault = os.environ.get("ETU_STANDIN_FAULT", "")
+    inferences = int(os.environ.get("ETU_STANDIN_INFERENCES", "1") or 1)
+    elf_path = options["elf"]
+    if not elf_path or not Path(elf_path).is_file():
+        raise UsageError(f"Could not load application '{elf_path}': file not found")
+    try:
+        image = read_elf(elf_path)
+        memory = build_memory_map(image)
+    except ParseError as error:
+        raise UsageError(f"Could not load application '{elf_path}': {error.detail}") from None
+    pools = memory.pools
+    pte_pool = pools.get("model_pte")
+    for port in (5000, 5001, 5002, 5003):
+        out.raw(f"telnetterminal{port - 5000}: Listening for serial connection on port {port}")
+    out.raw(
+        f"    Ethos-U rev {STANDIN_REVISION} --- {STANDIN_MARKER}"
+    )
+    if pte_pool is None:
+        out.log("F", 1021, "runner_init", "Model data is not initialized")
+        return _abort(out, fault)
+    data = image.read_bytes(pte_pool.address, pte_pool.size)
+    address = f"0x{pte_pool.address:x}"
+    out.log("I", 912, "runner_init", f"PTE @ {address} [----{data[4:8].decode('latin-1')}]")
+    try:
+        program = decode_program(data, "model_pte")
+    except ParseError:
+        out.log(
+            "F", 938, "runner_init",
+            f"In function runner_init(), assert failed (program_result.ok()): "
+            f"Program loading failed @ {address}: 0x23",
+        )  # fmt: skip
+        return _abort(out, fault)
+    out.log("I", 917, "runner_init", f"PTE Model data loaded. Size: {program.file_size} bytes.")
+    plan = program.plans[0]
+    out.log("I", 943, "runner_init", f"Model buffer loaded, has {len(program.plans)} methods")
+    out.log("I", 950, "runner_init", f"Running method {plan.name}")
+    method_pool = pools.get("method_allocator")
+    pool_size = method_pool.size if method_pool else 0
+    out.log("I", 968, "runner_init", f"Setup Method allocator pool. Size: {pool_size} bytes.")
+    used = 0
+    for mem_id, size in enumerate(plan.non_const_buffer_sizes):
+        if not mem_id:
+            continue
+        out.log(
+            "I", 995, "runner_init", f"Setting up planned buffer with mem_id={mem_id}, size {size}."
+        )
+        if fault == "alloc-failure" or used + size > pool_size:
+            available = max(pool_size - used, 0)
+            out.log("E", 61, "allocate",
+                    f"Memory allocation failed: {size}B requested (adjusted for alignment), "
+                    f"{available}B available", file="arm_memory_allocator.cpp")  # fmt: skip
+            out.log("F", 1004, "runner_init",
+                    f"In function runner_init(), assert failed (planned_buffer != nullptr): "
+                    f"Could not allocate memory for planned buffer with mem_id={mem_id}, "
+                    f"size {size} in SLOW_MEMORY_REGION")  # fmt: skip
+            return _abort(out, fault)
+        used += size
+    infos = delegates(program)
+    for info in infos:
+        span = program.delegate_span(info.delegate)
+        out.log(
+            "I", 215, "init", f"data:0x{pte_pool.address + span.offset:x}", file="EthosUBackend.cpp"
+        )
+    needed = [op.name for op in cpu_operators(program) if not op.is_prim]
+    present = memory.kernel_names
+    missing = [name for name in needed if present and name not in present]
+    if fault == "missing-operator" and needed and not missing:
+        missing = needed[-1:]
+    if missing:
+        for name in missing:
+            out.log("E", 742, "resolve_operator", f"kernel '{name}' not found.", file="method.cpp")
+            index = next(i for i, op in enumerate(plan.operators) if op.qualified_name == name)
+            out.log("E", 763, "init", f"Missing operator: [{index}] {name}", file="method.cpp")
+        out.log("E", 802, "init",
+                f"There are {len(missing)} instructions don't have corresponding operator "
+                "registered. See logs for details", file="method.cpp")  # fmt: skip
+        out.log("I", 1016, "runner_init", f"Loading of method {plan.name} failed with status 0x14")
+        out.log("I", 1023, "runner_init", f"Method '{plan.name}' loaded.")
+        out.log(
+            "F", 58, "CheckOk", "In function CheckOk(), assert failed: hasValue_", file="result.h"
+        )
+        return _abort(out, fault)
+    out.log("I", 1023, "runner_init", f"Method '{plan.name}' loaded.")
+    out.log("I", 1030, "runner_init", "Preparing inputs...")
+    inputs = sum(plan.values[i].nbytes for i in plan.inputs if plan.values[i].kind == "Tensor")
+    out.log("I", 1062, "runner_init", "Input prepared.")
+    out.log("I", 1140, "run_model", f"Starting running {inferences} inferences...")
+    if fault == "hang":
+        while True:  # the runner never returns; the FVP's --timelimit ends the simulation
+            time.sleep(0.2)
+    if fault == "crash":
+        sys.stdout.flush()
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if fault == "hard-fault":
+        out.raw("Hard fault. irq=-13, pc=0x10001a2c, lr=0x10001a05, xpsr=0x61000000, sp=0x3007fe90")
+        out.raw("            cfsr=0x00008200 bfar=0xfffffff0 mmfar=0xfffffff0")
+        out.raw("exit(1)")
+        return _abort(out, fault)
+    temp = pools.get("temp_allocator")
+    scratch = max((i.payload.scratch_size for i in infos if i.payload), default=0)
+    if temp is not None and scratch > temp.size:
+        out.log("E", 372, "execute",
+                f"Failed to allocate scratch buffer of {scratch} bytes from temp_allocator",
+                file="EthosUBackend.cpp")  # fmt: skip
+        out.log("E", 1531, "execute",
+                "CALL_DELEGATE execute failed at instruction 1: 0x21",
+                file="method.cpp")  # fmt: skip
+        out.log("F", 1163, "run_model",
+                "In function run_model(), assert failed (status == Error::Ok): Execution of "
+                f"method {plan.name} failed with status 0x21")  # fmt: skip
+        return _abort(out, fault)
+    words = sum(i.payload.command_stream_words or 0 for i in infos if i.payload)
+    npu_cycles = _npu_cycles(words) * inferences if infos else 0
+    delegations = len(infos) * inferences
+    cpu_cycles = npu_cycles + 40_000 * inferences
+    wait = npu_cycles + 2_000 * delegations
+    per = max(inferences, 1)
+    out.log(
+        "I", 165, "StopMeasurements", f"NPU Inferences : {inferences}", file="arm_perf_monitor.cpp"
+    )
+    perf = [
+        f"NPU delegations: {delegations} ({delegations / per:.2f} per inference)",
+        "Profiler report, CPU cycles per operator:",
+        f"ethos-u : cycle_cnt : {wait} cycles ({wait / per:.2f} per inference)",
+        f"Operator(s) total: {wait} CPU cycles ({wait / per:.2f} per inference)",
+        f"Inference runtime: {cpu_cycles} CPU cycles total ({cpu_cycles / per:.2f} per inference)",
+        "NOTE: CPU cycle values and ratio calculations require FPGA and identical CPU/NPU "
+        "frequency",
+        f"Inference CPU ratio: {100 * (cpu_cycles - wait) / cpu_cycles:.2f} %",
+        f"Inference NPU ratio: {100 * wait / cpu_cycles:.2f} %",
+        f"cpu_wait_for_npu_cntr : {wait} CPU cycles ({wait / per:.2f} per inference)",
+        "Ethos-U PMU report:",
+        f"ethosu_pmu_cycle_cntr : {npu_cycles} ({npu_cycles / per:.2f} per inference)",
+    ]
+    events = U85_EVENTS if executable == SSE320 else U55_EVENTS
+    for index, _name in enumerate(events.split(", ")):
+        value = (npu_cycles * (index + 3)) // 7
+        perf.append(f"ethosu_pmu_cntr{index} : {value} ({value / per:.2f} per inference)")
+    perf.append(f"Ethos-U PMU Events:[{events}]")
+    for line in perf:
+        out.log("I", 166, "StopMeasurements", line, file="arm_perf_monitor.cpp")
+    out.log("I", 1172, "run_model", f"{inferences} inferences finished")
+    outputs = [plan.values[i] for i in plan.outputs]
+    out.log("I", 1270, "print_outputs", f"{len(outputs)} outputs: ")
+    seed = int(hashlib.sha256(data[:4096]).hexdigest()[:8], 16)
+    for o_index, tensor in enumerate(outputs):
+        if tensor.kind != "Tensor":
+            out.raw(f"Output[{o_index}]: Not Tensor")
+            continue
+        for e_index in range(min(tensor.numel, 1000)):
+            value = ((seed >> (e_index % 24)) % 2000 - 1000) / 1000.0
+            out.raw(f"Output[{o_index}][{e_index}]: (float) {value:.6f}")
+    out.log("I", 1194, "run_model", "Model run: 1")
+    out.log("I", 1352, "main", "Model run: 1")
+    program_size = program.file_size
+    loaded = 96 * len(plan.values) + 64 * len(plan.instructions) + 256
+    planned = method_pool_need(program)[0]
+    total = planned + loaded + inputs
+    percent = 100 * total // pool_size if pool_size else 0
+    memory_lines = [
+        f"model_pte_program_size:     {program_size} bytes.",
+        f"model_pte_loaded_size:      {pte_pool.size} bytes.",
+        f"method_allocator_used:     {total} / {pool_size}  free: {pool_size - total} "
+        f"( used: {percent} % ) ",
+        f"method_allocator_planned:  {planned} bytes",
+        f"method_allocator_loaded:   {loaded} bytes",
+        f"method_allocator_input:    {inputs} bytes",
+        "method_allocator_executor: 0 bytes",
+        f"temp_allocator:            {temp.size if temp else 0}",
+    ]
+    for line in memory_lines:
+        out.log("I", 1210, "log_mem_status", line)
+    out.log("I", 1381, "main", "Program complete, exiting.")
+    out.log("I", 1383, "main", "\x04")
+    out.raw("Info: /OSCI/SystemC: Simulation stopped by user.")
+    return 0
+
+
+def _abort(out: Transcript, fault: str) -> int:
+    """The runner trapped: a non-semihosting build spins in the fault handler until the
+    time limit, so the stand-in (like the FVP) ends with the time-limit message."""
+    return -1
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    invoked_as = Path(argv.pop(0)).name if argv and not argv[0].startswith("-") else "FVP"
+    executable = invoked_as if invoked_as in FVP_EXECUTABLES else FVP_EXECUTABLES[0]
+    out = Transcript(float(os.environ.get("ETU_STANDIN_LINE_DELAY", "0") or 0))
+    try:
+        options = parse_args(executable, argv)
+        if options["version"]:
+            out.raw(f"Fast Models [{STANDIN_VERSION} (Nov 21 2026)]")
+            out.raw(STANDIN_MARKER)
+            return 0
+        limit = options["timelimit"]
+        if limit is not None:
+            signal.signal(signal.SIGALRM, _time_limit_reached)
+            signal.setitimer(signal.ITIMER_REAL, limit)
+        status = simulate(executable, options, out)
+        if status < 0:  # trapped: the simulation runs on until its time limit
+            while True:
+                time.sleep(0.2)
+        return status
+    except UsageError as error:
+        sys.stderr.write(f"ERROR: {error}\n")
+        return 1
+    except BrokenPipeError:
+        return 1
+
+
+def _time_limit_reached(signum, frame) -> None:
+    sys.stdout.write("Info: Simulation is stopping. Reason: CPU time has been exceeded.\n")
+    sys.stdout.write("Info: /OSCI/SystemC: Simulation stopped by user.\n")
+    sys.stdout.flush()
+    os._exit(0)
+
+
+def install_standin(folder: Path, python: str | None = None) -> list[Path]:
+    """Write executables named like the real FVPs that start this stand-in."""
+    folder.mkdir(parents=True, exist_ok=True)
+    python = python or sys.executable
+    project = Path(__file__).resolve().parent.parent
+    written = []
+    for name in FVP_EXECUTABLES:
+        path = folder / name
+        path.write_text(
+            "#!/bin/sh\n"
+            f"# {STANDIN_MARKER}\n"
+            f'PYTHONPATH="{project}${{PYTHONPATH:+:$PYTHONPATH}}" '
+            f'exec "{python}" -m fvp.standin "$0" "$@"\n'
+        )
+        path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        written.append(path)
+    return written
+
+
+def is_standin(path: Path) -> bool:
+    """True for an executable written by ``install_standin`` (the console labels it)."""
+    try:
+        with open(path, "rb") as handle:
+            return STANDIN_MARKER.encode() in handle.read(512)
+    except OSError:
+        return False
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
