@@ -22,6 +22,8 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from etu_tui.commands import EtuCommands, PaletteCommand
 from etu_tui.messages import (
+    FirmwareLoaded,
+    FirmwareResult,
     ProgramFacts,
     ProgramFailed,
     ProgramLoaded,
@@ -29,6 +31,8 @@ from etu_tui.messages import (
     VelaResult,
     decode_facts,
     error_line,
+    find_firmware,
+    load_firmware,
     load_vela,
     resolve_target,
     vela_label,
@@ -41,26 +45,41 @@ from etu_tui.widgets import (
     CpuOpsView,
     DelegatesView,
     ErrorPanel,
+    FirmwareError,
+    FitChecks,
+    FitHeadline,
     InstructionsLegend,
     InstructionsTable,
+    KernelsView,
     LayerTable,
+    MemoryWarnings,
+    PickElfScreen,
     PlanFacts,
+    PoolGauges,
     ProgramSummary,
+    RegionBars,
+    SectionsTable,
+    SymbolsTable,
     ValuesTable,
     VelaError,
     VelaMessages,
     VelaSummary,
 )
 from etu_tui.widgets.delegates import one_line
+from etu_tui.widgets.fit import tab_label
 from etu_tui.widgets.formatting import plural
+from etu_tui.widgets.memory import pools_height
 from parsers.pte import ExecutionPlan, Tensor
 
 DEMO_WORKSPACE = Path(__file__).resolve().parent.parent / "examples" / "demo"
 
-# Tab ids; later views (Memory, Fit, Run) add theirs here.
+# Tab ids; later views (Run) add theirs here.
 PROGRAM_TAB, TENSORS_TAB, DELEGATES_TAB, NPU_TAB = "program", "tensors", "delegates", "npu"
+MEMORY_TAB, FIT_TAB = "memory", "fit"
 # Keys that act on the NPU tab: shown in the footer there only; the palette opens the tab.
 NPU_ACTIONS = ("sort_layers", "next_report", "drop_report")
+# Keys of the Memory and Fit tabs: shown in the footer there only; the palette opens Memory.
+FIRMWARE_ACTIONS = ("pick_elf",)
 
 
 class EtuApp(App[int]):
@@ -72,12 +91,21 @@ class EtuApp(App[int]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("o", "open_file", "Open", id="open", tooltip="Open a .pte file or workspace"),
-        Binding("c", "copy_select_ops", "Copy select-ops", id="copy_select_ops"),
-        Binding("i", f"show_tab('{PROGRAM_TAB}')", "Instructions", id="instructions"),
+        # Labels are short: the footer holds every key of the NPU tab at 140 columns.
+        Binding(
+            "c",
+            "copy_select_ops",
+            "Copy ops",
+            id="copy_select_ops",
+            tooltip="Copy EXECUTORCH_SELECT_OPS_LIST",
+        ),
+        Binding("i", f"show_tab('{PROGRAM_TAB}')", "Program", id="instructions"),
         Binding("t", f"show_tab('{TENSORS_TAB}')", "Tensors", id="tensors"),
         Binding("d", f"show_tab('{DELEGATES_TAB}')", "Delegates", id="delegates"),
         Binding("n", f"show_tab('{NPU_TAB}')", "NPU", id="npu"),
-        Binding("p", "next_plan", "Next plan", id="next_plan"),
+        Binding("m", f"show_tab('{MEMORY_TAB}')", "Memory", id="memory"),
+        Binding("f", f"show_tab('{FIT_TAB}')", "Fit", id="fit"),
+        Binding("p", "next_plan", "Plan", id="next_plan", tooltip="Next plan"),
         Binding(
             "a",
             "add_vela_report",
@@ -89,6 +117,13 @@ class EtuApp(App[int]):
         Binding("r", "next_report", "Next report", id="next_report"),
         # No room in the footer at 140 columns: the compare table's title names the key.
         Binding("x", "drop_report", "Drop report", id="drop_report", show=False),
+        Binding(
+            "e",
+            "pick_elf",
+            "Pick ELF",
+            id="pick_elf",
+            tooltip="Read another firmware ELF and check the program against it",
+        ),
         Binding("q", "quit", "Quit", id="quit"),
         Binding("escape", "dismiss_error", "Dismiss error", show=False),
     ]
@@ -104,6 +139,14 @@ class EtuApp(App[int]):
         f"show_tab('{TENSORS_TAB}')": ("View: tensors and values", "Every value of the plan"),
         f"show_tab('{DELEGATES_TAB}')": ("View: delegates", "Ethos-U payloads, compile specs"),
         f"show_tab('{NPU_TAB}')": ("View: NPU (Vela estimate)", "Cycles, memory, per-layer"),
+        f"show_tab('{MEMORY_TAB}')": (
+            "View: firmware memory map",
+            "Regions, runner pools, sections, symbols of the ELF",
+        ),
+        f"show_tab('{FIT_TAB}')": (
+            "View: fit of the program on the firmware",
+            "Checks failing first, with the build flag that fixes each",
+        ),
         "next_plan": ("Plan: next plan", "Cycle through the execution plans"),
         "add_vela_report": (
             "NPU: add a Vela report to compare…",
@@ -117,6 +160,10 @@ class EtuApp(App[int]):
         "drop_report": (
             "NPU: drop the shown report from the comparison",
             "A report added with a (the program's own stays)",
+        ),
+        "pick_elf": (
+            "Firmware: pick another ELF…",
+            "Read its memory map and check the program against it",
         ),
     }
 
@@ -133,6 +180,11 @@ class EtuApp(App[int]):
         self.vela_add_error: str | None = None
         self.vela_shown = 0  # index into compared_reports
         self.vela_pending = 0  # add-report workers still reading
+        self.firmware: FirmwareResult | None = None  # the shown firmware (or why it is not)
+        self.firmware_pick: Path | None = None  # an ELF picked with e; else the workspace's
+        self.firmware_error: str | None = None  # a picked ELF that failed; the last one stays
+        self.firmware_pending = False  # a firmware worker is reading
+        self._fw_request = 0  # increases per firmware read; stale results are dropped
 
     # -- layout ------------------------------------------------------------------------
 
@@ -163,6 +215,20 @@ class EtuApp(App[int]):
                 with Horizontal(id="npu-details"):
                     yield CompareTable(id="compare")
                     yield VelaMessages(id="vela-messages")
+            with TabPane("Memory", id=MEMORY_TAB):
+                yield FirmwareError(id="memory-error")
+                yield RegionBars(id="regions")
+                with Horizontal(id="memory-pools"):
+                    yield PoolGauges(id="pools")
+                    yield KernelsView(id="kernels")
+                with Horizontal(id="memory-tables"):
+                    yield SectionsTable(id="sections")
+                    yield SymbolsTable(id="symbols")
+                yield MemoryWarnings(id="memory-warnings")
+            with TabPane(tab_label(None), id=FIT_TAB):
+                yield FirmwareError(id="fit-error")
+                yield FitHeadline(id="fit-headline")
+                yield FitChecks(id="fit-checks")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -177,8 +243,8 @@ class EtuApp(App[int]):
 
     @property
     def busy(self) -> bool:
-        """A program or a Vela report is still being read."""
-        return self.load_state == "loading" or self.vela_pending > 0
+        """A program, a Vela report or a firmware is still being read."""
+        return self.load_state == "loading" or self.vela_pending > 0 or self.firmware_pending
 
     def open_target(self, target: Path) -> None:
         """Decode ``target`` in a thread; the result arrives as a message."""
@@ -233,6 +299,7 @@ class EtuApp(App[int]):
                     markup=False,
                 )
             self._show_vela()
+        self.read_firmware(self.firmware_pick)
         self.action_show_tab(self.query_one(TabbedContent).active or PROGRAM_TAB)
         self.refresh_bindings()
         self.load_state = "ready"
@@ -256,6 +323,9 @@ class EtuApp(App[int]):
                 self.post_message(ProgramFailed(self.target, text, self._request))
             elif event.worker.group == "vela-add":
                 self.post_message(VelaAdded(VelaResult("Vela report", error=text)))
+            elif event.worker.group == "firmware":
+                result = FirmwareResult("firmware", error=text, request=self._fw_request)
+                self.post_message(FirmwareLoaded(result))
             else:
                 self.notify(text, severity="error", markup=False)
 
@@ -347,6 +417,80 @@ class EtuApp(App[int]):
         box.border_title = f"Per-layer · {layers.row_count} rows{source} · {order}"
         box.border_subtitle = "◆ NPU  ○ CPU · s sort"
 
+    # -- firmware ----------------------------------------------------------------------
+
+    def read_firmware(self, elf: Path | None = None) -> None:
+        """Read ``elf`` (else the workspace's firmware) in a thread and check the open
+        program against it; the result arrives as a FirmwareLoaded message."""
+        facts = self.facts
+        if facts is None:
+            return
+        self._fw_request += 1
+        self.firmware_pending = True
+        vela = self.vela if self.vela is not None and self.vela.report is not None else None
+        self._read_firmware(facts, elf, vela, self._fw_request)
+
+    @work(thread=True, exclusive=True, group="firmware", exit_on_error=False)
+    def _read_firmware(
+        self, facts: ProgramFacts, elf: Path | None, vela: VelaResult | None, request: int
+    ) -> None:
+        workspace = facts.path.parent
+        result = load_firmware(
+            elf if elf is not None else find_firmware(workspace),
+            facts.program,
+            vela.report if vela is not None else None,
+            workspace=workspace,
+            program_name=facts.name,
+            vela_name=vela.label if vela is not None else None,
+            picked=elf is not None,
+            request=request,
+        )
+        self.post_message(FirmwareLoaded(result))
+
+    @on(FirmwareLoaded)
+    async def _firmware_loaded(self, message: FirmwareLoaded) -> None:
+        result = message.result
+        if result.request != self._fw_request:
+            return  # a newer read (another program, another ELF) is under way
+        self.firmware_pending = False
+        kept = self.firmware
+        if result.error and result.picked and kept is not None and kept.memory_map is not None:
+            # A bad pick: say so above the firmware still shown, and forget the pick.
+            self.firmware_error = result.error
+            self.firmware_pick = kept.path if kept.picked else None
+        else:
+            self.firmware, self.firmware_error = result, None
+        if result.error and result.picked:
+            self.notify(result.error, title="Firmware not read", severity="error", markup=False)
+        await self._show_firmware()
+        self.refresh_bindings()
+
+    async def _show_firmware(self) -> None:
+        result = self.firmware
+        workspace = self.facts.name if self.facts is not None else ""
+        own = result.error if result is not None else None
+        kept = result.label if result is not None and self.firmware_error else None
+        hint = f"Still showing {kept}. Press e to pick another ELF." if kept else ""
+        line = self.firmware_error or own
+        self.query_one("#memory-error", FirmwareError).show_error("Firmware not read", line, hint)
+        fit_line = line or (result.fit_error if result is not None else None)
+        title = "Firmware not read" if line else "Fit not checked"
+        self.query_one("#fit-error", FirmwareError).show_error(title, fit_line, hint)
+        self.query_one(RegionBars).show(result, workspace)
+        self.query_one(PoolGauges).show(result)
+        self.query_one(KernelsView).show(result)
+        self.query_one("#memory-pools").styles.height = pools_height(result)
+        sections = self.query_one(SectionsTable)
+        sections.show(result)
+        sections.border_title = f"Sections ({sections.row_count})"
+        symbols = self.query_one(SymbolsTable)
+        symbols.show(result)
+        symbols.border_title = f"Largest symbols ({symbols.row_count})"
+        self.query_one(MemoryWarnings).show(result)
+        self.query_one(FitHeadline).show(result, workspace)
+        await self.query_one(FitChecks).show(result)
+        self.query_one(TabbedContent).get_tab(FIT_TAB).label = tab_label(result)
+
     # -- plans -------------------------------------------------------------------------
 
     @property
@@ -392,6 +536,8 @@ class EtuApp(App[int]):
             return (self.facts is not None and len(self.facts.program.plans) > 1) or None
         if action == "copy_select_ops":
             return self.facts is not None or None
+        if action in FIRMWARE_ACTIONS:
+            return self.query_one(TabbedContent).active in (MEMORY_TAB, FIT_TAB)
         if action in NPU_ACTIONS:
             if self.query_one(TabbedContent).active != NPU_TAB:
                 return False  # the footer shows them on the NPU tab; the palette opens it
@@ -407,11 +553,14 @@ class EtuApp(App[int]):
     def _tab_activated(self) -> None:
         self.refresh_bindings()
 
-    def action_dismiss_error(self) -> None:
+    async def action_dismiss_error(self) -> None:
         self.query_one(ErrorPanel).clear()
         if self.vela_add_error:
             self.vela_add_error = None
             self._show_vela()
+        if self.firmware_error:
+            self.firmware_error = None
+            await self._show_firmware()
 
     def action_open_file(self) -> None:
         start = f"{_short(self.facts.path.parent)}{os.sep}" if self.facts else ""
@@ -429,6 +578,28 @@ class EtuApp(App[int]):
         if path is not None:
             self.action_show_tab(NPU_TAB)
             self.add_vela_report(path)
+
+    def action_pick_elf(self) -> None:
+        shown = self.firmware.path if self.firmware is not None else None
+        if shown is not None:
+            start = _short(shown)
+        else:
+            start = f"{_short(self.facts.path.parent)}{os.sep}" if self.facts else ""
+        self.push_screen(PickElfScreen(start), callback=self._elf_chosen)
+
+    def _elf_chosen(self, path: Path | None) -> None:
+        if path is None:
+            return
+        if self.query_one(TabbedContent).active not in (MEMORY_TAB, FIT_TAB):
+            self.action_show_tab(MEMORY_TAB)
+        self.firmware_pick = path
+        self.read_firmware(path)
+
+    async def action_on_firmware(self, action: str) -> None:
+        """Open the Memory tab (unless Fit is shown), then run ``action`` there."""
+        if self.query_one(TabbedContent).active not in (MEMORY_TAB, FIT_TAB):
+            self.action_show_tab(MEMORY_TAB)
+        await self.run_action(action)
 
     def action_sort_layers(self) -> None:
         layers = self.query_one(LayerTable)
@@ -474,6 +645,8 @@ class EtuApp(App[int]):
             PROGRAM_TAB: InstructionsTable,
             TENSORS_TAB: ValuesTable,
             NPU_TAB: LayerTable,
+            MEMORY_TAB: SectionsTable,
+            FIT_TAB: FitChecks,
         }.get(tab)
         if focus is not None:
             self.query_one(focus).focus()
@@ -499,6 +672,8 @@ class EtuApp(App[int]):
                 action = binding.action
                 if action in NPU_ACTIONS:
                     action = f"on_npu({action!r})"
+                elif action in FIRMWARE_ACTIONS:
+                    action = f"on_firmware({action!r})"
                 commands.append(PaletteCommand(title, f"{text} (key {binding.key})", action))
         if self.facts is not None:
             for index, plan in enumerate(self.facts.program.plans):

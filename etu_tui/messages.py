@@ -8,12 +8,15 @@ all state from there.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from textual.message import Message
 
+from parsers.elf_map import Symbol
 from parsers.errors import ParseError, WrongKindError
+from parsers.fit import Verdict, check_fit
+from parsers.memory_map import MemoryMap, load_memory_map
 from parsers.program_facts import (
     CpuOperator,
     DelegateInfo,
@@ -25,6 +28,9 @@ from parsers.pte import DelegateCall, KernelCall, Program, open_program
 from parsers.vela import VelaReport, load_vela_report
 
 VELA_FOLDER = "vela"  # where `etu compile` leaves Vela's output, beside the .pte
+FIRMWARE_FOLDER = "firmware"  # where the runner's ELF (and its .map, .ld) sit in a workspace
+DEFAULT_PRESET = "corstone-300"  # the runner's layout when nothing else names the regions
+TOP_SYMBOLS = 50
 
 
 @dataclass(slots=True)
@@ -188,6 +194,175 @@ def workspace_vela(program: Path) -> VelaResult:
     return load_vela(found, vela_label(found, folder))
 
 
+# --------------------------------------------------------------------------- firmware
+
+
+@dataclass(slots=True)
+class FirmwareResult:
+    """One firmware ELF as the Memory and Fit tabs know it: its memory map, the verdicts of
+    the fit check against the open program, or why either could not be had.
+
+    ``label`` names the ELF for the views (``firmware/arm_executor_runner.elf`` relative to
+    the workspace, else its file name); None when the workspace has no firmware. Every text
+    here (warnings, errors) names files by label or name, never by an absolute path.
+    """
+
+    label: str | None
+    path: Path | None = None
+    memory_map: MemoryMap | None = None
+    regions_text: str = ""  # where the regions came from: "from ld map arm_executor_runner.map"
+    symbols: list[Symbol] = field(default_factory=list)  # the largest symbols, largest first
+    warnings: list[str] = field(default_factory=list)
+    verdicts: list[Verdict] | None = None  # failing first; None when the check did not run
+    error: str | None = None  # one line: the ELF (so the map) could not be read
+    fit_error: str | None = None  # one line: the fit check could not run
+    program: str = ""  # the file name of the program the verdicts are for
+    vela: str | None = None  # the label of the Vela report the check used, if any
+    picked: bool = False  # chosen with the pick-ELF action, not found in the workspace
+    request: int = 0  # tells a stale result from the current one
+
+
+def find_firmware(folder: Path) -> Path | None:
+    """A workspace's firmware: the first ``firmware/*.elf`` by name, else ``*.elf`` beside."""
+    for where in (folder / FIRMWARE_FOLDER, folder):
+        try:
+            found = sorted(p for p in where.glob("*.elf") if p.is_file())
+        except OSError:
+            continue
+        if found:
+            return found[0]
+    return None
+
+
+def sidecar(elf: Path, suffix: str) -> Path | None:
+    """The file beside ``elf`` with its stem and ``suffix``, else the only ``*suffix`` there."""
+    same = elf.with_suffix(suffix)
+    if same.is_file():
+        return same
+    try:
+        others = [p for p in elf.parent.glob(f"*{suffix}") if p.is_file()]
+    except OSError:
+        return None
+    return others[0] if len(others) == 1 else None
+
+
+def file_label(path: Path, workspace: Path | None) -> str:
+    """``path`` relative to ``workspace`` when inside it, else its file name."""
+    if workspace is not None:
+        try:
+            return str(path.resolve().relative_to(workspace.resolve()))
+        except (OSError, ValueError):
+            pass
+    return path.name or str(path)
+
+
+def _where(error: ParseError, names: dict[str, str], fallback: str) -> str:
+    """``file: detail`` with the file named by its label."""
+    source = error.source or ""
+    return f"{names.get(source, Path(source).name if source else fallback)}: {error.detail}"
+
+
+def _relative(text: str, names: dict[str, str]) -> str:
+    for path, name in sorted(names.items(), key=lambda item: -len(item[0])):
+        text = text.replace(path, name)
+    return text
+
+
+REGIONS_FROM = {
+    "ld_map": "ld map",
+    "linker_script": "linker script",
+    "regions": "given regions",
+    "preset": "preset",
+    "guessed": "guessed",
+}
+
+
+def read_memory_map(elf: Path, label: str) -> tuple[MemoryMap, str, list[str], dict[str, str]]:
+    """The map of ``elf``, its regions from the ``.map`` beside it, else the ``.ld`` beside
+    it, else the preset every section fits, else the runner's Corstone-300 layout.
+
+    Returns (map, where the regions came from, notes, path → label). A map or script that
+    cannot be read is skipped with a note; an ELF that cannot be read raises ParseError."""
+    names = {str(elf): label}
+    notes: list[str] = []
+    memory_map: MemoryMap | None = None
+    for suffix, option in ((".map", "map_path"), (".ld", "script_path")):
+        extra = sidecar(elf, suffix)
+        if extra is None:
+            continue
+        names[str(extra)] = extra.name
+        try:
+            memory_map = load_memory_map(elf, **{option: extra})
+            break
+        except ParseError as error:
+            if error.source is not None and Path(error.source) == elf:
+                raise
+            notes.append(f"{_where(error, names, extra.name)} (not used)")
+    if memory_map is None:
+        memory_map = load_memory_map(elf)
+        if not memory_map.regions and memory_map.elf.is_arm:
+            memory_map = load_memory_map(elf, preset=DEFAULT_PRESET)
+            notes.append(
+                f"no .map or .ld beside {elf.name}: regions are the runner's {DEFAULT_PRESET} "
+                "layout"
+            )
+    source = REGIONS_FROM.get(memory_map.regions_from or "", "nowhere")
+    if memory_map.regions_from == "ld_map" or memory_map.regions_from == "linker_script":
+        source += f" {Path(memory_map.regions_source or '').name}"
+    elif memory_map.regions_from in ("preset", "guessed") and memory_map.preset:
+        source += f" {memory_map.preset}"
+    return memory_map, f"from {source}", notes, names
+
+
+def load_firmware(
+    elf: Path | None,
+    program: Program | None,
+    vela: VelaReport | None,
+    *,
+    workspace: Path | None,
+    program_name: str = "",
+    vela_name: str | None = None,
+    picked: bool = False,
+    request: int = 0,
+) -> FirmwareResult:
+    """Read ``elf``'s memory map and check ``program`` against it. Blocking; never raises:
+    a bad file becomes a one-line error in the result."""
+    if elf is None:
+        return FirmwareResult(None, program=program_name, request=request)
+    label = file_label(elf, workspace)
+    result = FirmwareResult(
+        label, elf, program=program_name, vela=vela_name, picked=picked, request=request
+    )
+    try:
+        memory_map, source, notes, names = read_memory_map(elf, label)
+    except Exception as error:  # a bad file must become a message, never a crash
+        result.error = _firmware_error(error, {str(elf): label}, label)
+        return result
+    result.memory_map = memory_map
+    result.regions_text = source
+    result.symbols = memory_map.symbols_top(TOP_SYMBOLS)
+    result.warnings = [_relative(w, names) for w in [*notes, *memory_map.warnings]]
+    if program is None:
+        result.fit_error = "no program open to check"
+        return result
+    try:
+        result.verdicts = check_fit(program, memory_map, vela)
+    except Exception as error:
+        result.fit_error = _firmware_error(error, names, program_name or "program")
+    return result
+
+
+def _firmware_error(error: BaseException, names: dict[str, str], label: str) -> str:
+    found: BaseException | None = error
+    while found is not None and not isinstance(found, ParseError):
+        found = found.__context__
+    if isinstance(found, ParseError):
+        return _relative(_where(found, names, label), names)
+    text = str(error).splitlines()[0] if str(error) else ""
+    text = _relative(text, names)
+    return f"{label}: unexpected {type(error).__name__}" + (f": {text}" if text else "")
+
+
 # --------------------------------------------------------------------------- messages
 
 
@@ -221,3 +396,11 @@ class VelaAdded(Message):
         super().__init__()
         self.result = result
         self.order = order  # the add request's number: reports keep the order asked
+
+
+class FirmwareLoaded(Message):
+    """A firmware's memory map was read and checked (or failed: ``result.error``)."""
+
+    def __init__(self, result: FirmwareResult) -> None:
+        super().__init__()
+        self.result = result

@@ -1,7 +1,9 @@
 """Render the console's views to SVG through Textual itself, for docs and review.
 
 ``python -m etu_tui.screenshots OUT_DIR`` writes one SVG per view of the demo workspace
-(and one for a file that fails to open). Same size and steps every run, no clock.
+(and one for a file that fails to open). Same size and steps every run, no clock. The Fit
+view checks the demo against a firmware linked here with a temp pool too small for it
+(needs arm-none-eabi-gcc; without it the view shows the demo's own firmware).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from etu_tui.app import DEMO_WORKSPACE, EtuApp
+from etu_tui.widgets import PickElfScreen
 
 SIZE = (140, 45)
 SETTLE_TIMEOUT = 10.0
@@ -22,6 +25,8 @@ SETTLE_TIMEOUT = 10.0
 COMPARE_REPORT = (
     DEMO_WORKSPACE.parent.parent / "tests" / "data" / "vela" / "30_u85_256_et_default_perf"
 )
+DEMO_PROGRAM = DEMO_WORKSPACE / "demo_cnn.pte"
+SMALL_TEMP_POOL = 1024  # bytes: far below the demo's Ethos-U scratch, so the fit fails
 
 
 async def settle(pilot: Pilot, timeout: float = SETTLE_TIMEOUT) -> None:
@@ -83,6 +88,60 @@ async def render_npu(out_dir: Path, size: tuple[int, int] = SIZE) -> Path:
         return Path(app.save_screenshot("npu.svg", str(out_dir)))
 
 
+async def memory_steps(pilot: Pilot) -> None:
+    """The Memory tab of the demo's firmware."""
+    await settle(pilot)
+    await _press(pilot, "m")
+
+
+def small_scratch_firmware(out_dir: Path) -> Path:
+    """Link the demo program into a runner whose temp pool cannot hold its Ethos-U scratch.
+    Raises runner.firmware.FirmwareBuildError without arm-none-eabi-gcc."""
+    from parsers.program_facts import select_ops_list
+    from parsers.pte import open_program
+    from runner.firmware import build_stub_firmware
+
+    with open_program(DEMO_PROGRAM) as program:
+        ops = [op for op in select_ops_list(program).split(",") if op]
+    return build_stub_firmware(DEMO_PROGRAM, out_dir, ops=ops, temp_pool=SMALL_TEMP_POOL).elf
+
+
+async def fit_steps(pilot: Pilot, elf: Path | None = None) -> None:
+    """The Fit tab of the demo; with ``elf``, picked with e (the dialog is closed after)."""
+    app = pilot.app
+    assert isinstance(app, EtuApp)
+    await settle(pilot)
+    await _press(pilot, "f")
+    if elf is not None:
+        await pilot.press("e")
+        await pilot.pause()
+        assert isinstance(app.screen, PickElfScreen)
+        app.screen.query_one("#path", Input).value = str(elf)
+        await pilot.press("enter")
+        await settle(pilot)
+
+
+async def render_memory(out_dir: Path, size: tuple[int, int] = SIZE) -> Path:
+    app = EtuApp(DEMO_WORKSPACE)
+    async with app.run_test(size=size) as pilot:
+        await memory_steps(pilot)
+        return Path(app.save_screenshot("memory.svg", str(out_dir)))
+
+
+async def render_fit(out_dir: Path, size: tuple[int, int] = SIZE) -> Path:
+    from runner.firmware import FirmwareBuildError
+
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            elf: Path | None = small_scratch_firmware(Path(tmp))
+        except FirmwareBuildError:
+            elf = None
+        app = EtuApp(DEMO_WORKSPACE)
+        async with app.run_test(size=size) as pilot:
+            await fit_steps(pilot, elf)
+            return Path(app.save_screenshot("fit.svg", str(out_dir)))
+
+
 async def render_demo(out_dir: Path, size: tuple[int, int] = SIZE) -> list[Path]:
     written = []
     app = EtuApp(DEMO_WORKSPACE)
@@ -107,7 +166,13 @@ async def render_error(out_dir: Path, size: tuple[int, int] = SIZE) -> Path:
 
 async def render_all(out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    return [*await render_demo(out_dir), await render_npu(out_dir), await render_error(out_dir)]
+    return [
+        *await render_demo(out_dir),
+        await render_npu(out_dir),
+        await render_memory(out_dir),
+        await render_fit(out_dir),
+        await render_error(out_dir),
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

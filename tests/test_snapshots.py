@@ -1,4 +1,4 @@
-"""SVG snapshots of the Program and NPU views on the demo program (pytest-textual-snapshot).
+"""SVG snapshots of the Program, NPU, Memory and Fit views on the demo (pytest-textual-snapshot).
 
 Update after a reviewed UI change with ``pytest tests/test_snapshots.py --snapshot-update``.
 """
@@ -7,10 +7,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.pilot import Pilot
 
 from etu_tui.app import EtuApp
-from etu_tui.screenshots import COMPARE_REPORT, npu_steps, settle
+from etu_tui.screenshots import (
+    COMPARE_REPORT,
+    fit_steps,
+    memory_steps,
+    npu_steps,
+    settle,
+    small_scratch_firmware,
+)
 
 DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo" / "demo_cnn.pte"
 
@@ -28,3 +36,19 @@ def test_npu_view(snap_compare) -> None:
     """Vela summary with the estimate badge, layers by cycles, compare with a U85 run."""
     assert COMPARE_REPORT.is_dir()
     assert snap_compare(EtuApp(DEMO), terminal_size=(140, 45), run_before=npu_steps)
+
+
+def test_memory_view(snap_compare) -> None:
+    """Regions of the demo firmware from its ld map, runner pools, kernels, sections."""
+    assert snap_compare(EtuApp(DEMO), terminal_size=(140, 45), run_before=memory_steps)
+
+
+def test_fit_view(snap_compare, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A picked firmware whose temp pool is too small: ethosu_scratch fails first, with
+    the flag that fixes it; the tab says ✗."""
+    elf = small_scratch_firmware(tmp_path_factory.mktemp("fit_view"))
+
+    async def picked(pilot: Pilot) -> None:
+        await fit_steps(pilot, elf)
+
+    assert snap_compare(EtuApp(DEMO), terminal_size=(140, 45), run_before=picked)

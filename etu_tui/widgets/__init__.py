@@ -3,7 +3,18 @@
 from etu_tui.widgets.cpu_ops import CpuOpsView, SelectOps
 from etu_tui.widgets.delegates import DelegatesView
 from etu_tui.widgets.error_panel import ErrorPanel
+from etu_tui.widgets.fit import FitChecks, FitHeadline, VerdictRow
 from etu_tui.widgets.instructions import InstructionsLegend, InstructionsTable
+from etu_tui.widgets.memory import (
+    FirmwareError,
+    KernelsView,
+    MemoryWarnings,
+    PickElfScreen,
+    PoolGauges,
+    RegionBars,
+    SectionsTable,
+    SymbolsTable,
+)
 from etu_tui.widgets.npu import (
     AddReportScreen,
     CompareTable,
@@ -24,15 +35,26 @@ __all__ = [
     "CpuOpsView",
     "DelegatesView",
     "ErrorPanel",
+    "FirmwareError",
+    "FitChecks",
+    "FitHeadline",
     "InstructionsLegend",
     "InstructionsTable",
+    "KernelsView",
     "LayerTable",
+    "MemoryWarnings",
+    "PickElfScreen",
     "PlanFacts",
+    "PoolGauges",
     "ProgramSummary",
+    "RegionBars",
+    "SectionsTable",
     "SelectOps",
+    "SymbolsTable",
     "ValuesTable",
     "VelaError",
     "VelaMessages",
     "VelaSummary",
+    "VerdictRow",
     "VirtualTable",
 ]

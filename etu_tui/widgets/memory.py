@@ -1,0 +1,377 @@
+"""The Memory tab: a firmware ELF's memory regions, runner pools, sections and symbols.
+
+Usage numbers are the parser's replay of GNU ld's ``--print-memory-usage`` for the same
+link (``parsers.memory_map``); sizes are exact bytes, as a linker map prints them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
+from textual.widgets import Input, Label, Static
+
+from etu_tui.messages import FirmwareResult
+from etu_tui.screens.open_file import OpenFileScreen
+from etu_tui.widgets.formatting import nbytes
+from etu_tui.widgets.virtual_table import Column, VirtualTable, fit
+from parsers.elf_map import Symbol
+from parsers.memory_map import PlacedSection, Pool, Region
+
+MISSING = "–"
+REGION_BAR = 40
+POOL_BAR = 8
+FULL, EMPTY = "█", "░"
+BLOCKS = " ▏▎▍▌▋▊▉█"
+NEAR_FULL = 90.0  # percent: a region this full is shown in the warning colour
+
+
+def gauge(percentage: float, width: int) -> str:
+    """A share of 0–100 % as a bar of ``width`` cells (eighths of a cell), padded with ░."""
+    eighths = round(max(0.0, min(percentage, 100.0)) / 100 * width * 8)
+    full, part = divmod(eighths, 8)
+    text = FULL * full + (BLOCKS[part] if part else "")
+    return text + EMPTY * (width - len(text))
+
+
+def address(value: int) -> str:
+    return f"{value:#010x}"
+
+
+# ------------------------------------------------------------------------- errors
+
+
+class FirmwareError(Static):
+    """The firmware (or the fit check) could not be read, in one line; the rest is fine."""
+
+    DEFAULT_CSS = """
+    FirmwareError {
+        display: none;
+        height: auto;
+        border: heavy $error;
+        border-title-color: $text-error;
+        border-title-style: bold;
+        padding: 0 1;
+        &.-shown { display: block; }
+    }
+    """
+
+    def show_error(self, title: str, line: str | None, hint: str = "") -> None:
+        if not line:
+            self.remove_class("-shown")
+            self.update("")
+            return
+        self.border_title = title
+        parts = [Content.assemble(("✗ ", "$text-error bold"), (line, "bold"))]
+        if hint:
+            parts.append(Content.styled(hint, "dim"))
+        self.update(Content("\n").join(parts))
+        self.add_class("-shown")
+
+
+# ------------------------------------------------------------------------- regions
+
+
+def region_line(region: Region, name_width: int) -> Content:
+    """``SRAM ████░░ 2,097,152 / 2,097,152 B 100.0% free 0 B``, red past capacity."""
+    if region.overflow:
+        style = "$text-error"
+    elif region.percent >= NEAR_FULL:
+        style = "$text-warning"
+    else:
+        style = "$text-success"
+    used = f"{region.used:,} / {region.length:,} B"
+    tail = (
+        Content.styled(f"overflow {nbytes(region.overflow)}", "$text-error bold")
+        if region.overflow
+        else Content.styled(f"free {nbytes(region.free)}", "dim")
+    )
+    return Content.assemble(
+        (f"{region.name:<{name_width}} ", "bold"),
+        (gauge(region.percent, REGION_BAR), style),
+        " ",
+        (f"{used:>30}", "bold" if region.overflow else ""),
+        " ",
+        (f"{region.percent:6.1f}%", f"{style} bold"),
+        "  ",
+        tail,
+    )
+
+
+class RegionBars(Static):
+    """One bar per memory region: used of capacity, percent, and the overflow in red."""
+
+    DEFAULT_CSS = """
+    RegionBars {
+        height: auto;
+        border: round $primary;
+        border-title-style: bold;
+        border-subtitle-color: $text-muted;
+        padding: 0 1;
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.regions: list[Region] = []
+        self.lines: list[str] = []  # the plain text of each region's line, for tests
+
+    def show(self, result: FirmwareResult | None, workspace: str) -> None:
+        memory_map = result.memory_map if result else None
+        self.regions = list(memory_map.regions) if memory_map else []
+        if result is None or result.label is None:
+            self.border_title = "Regions"
+            self.border_subtitle = "e pick ELF"
+            self.lines = []
+            first = Content.assemble(
+                (f"No firmware ELF beside {workspace or 'the program'}", "bold"),
+                (" (looked for firmware/*.elf and *.elf).", "dim"),
+            )
+            hint = Content.styled(
+                "Press e to pick the runner's ELF: its .map or .ld beside it gives the regions.",
+                "dim",
+            )
+            self.update(Content("\n").join([first, hint]))
+            return
+        self.border_subtitle = "e pick another ELF"
+        if memory_map is None:
+            self.border_title = f"Regions · {result.label}"
+            self.lines = []
+            self.update(Content.styled("The firmware could not be read (see above).", "bold"))
+            return
+        preset = f" · {memory_map.preset} layout" if memory_map.preset else ""
+        self.border_title = f"Regions · {result.label} · {result.regions_text}{preset}"
+        if not self.regions:
+            self.lines = []
+            self.update(Content.styled("No memory regions: usage cannot be told.", "bold"))
+            return
+        width = max(len(r.name) for r in self.regions)
+        lines = [region_line(r, width) for r in self.regions]
+        self.lines = [line.plain for line in lines]
+        self.update(Content("\n").join(lines))
+
+
+# ------------------------------------------------------------------------- pools
+
+
+POOL_COLUMNS = (
+    Column("pool", 20),
+    Column("symbol", 26),
+    Column("size", 13, "right"),
+    Column("region", 6),
+    Column("share of region", POOL_BAR + 7),
+)  # 84 cells: what the box has at 140 columns beside the kernels
+
+
+def pool_cells(pool: Pool, region: Region | None) -> list[str]:
+    share = pool.size * 100.0 / region.length if region and region.length else None
+    return [
+        pool.role,
+        pool.symbol or f"({pool.source})",
+        nbytes(pool.size),
+        pool.region or "?",
+        MISSING if share is None else f"{gauge(share, POOL_BAR)} {share:5.1f}%",
+    ]
+
+
+def table_line(cells: Sequence[str], columns: Sequence[Column]) -> str:
+    return " ".join(fit(text, c.width, c.justify) for text, c in zip(cells, columns, strict=True))
+
+
+class PoolGauges(Static):
+    """The runner's pools by role: symbol, size, region and how much of the region it takes."""
+
+    DEFAULT_CSS = """
+    PoolGauges {
+        width: 1fr;
+        height: auto;
+        border: round $primary;
+        border-title-style: bold;
+        padding: 0 1;
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.pools: list[Pool] = []
+        self.lines: list[str] = []
+
+    def show(self, result: FirmwareResult | None) -> None:
+        memory_map = result.memory_map if result else None
+        self.pools = list(memory_map.pools.values()) if memory_map else []
+        self.border_title = f"Runner pools ({len(self.pools)})"
+        if memory_map is None:
+            self.lines = []
+            self.update(Content.styled("No firmware read.", "dim"))
+            return
+        if not self.pools:
+            self.lines = []
+            self.update(Content.styled("None of the runner's pool symbols are in this ELF.", "dim"))
+            return
+        header = table_line([c.label for c in POOL_COLUMNS], POOL_COLUMNS)
+        self.lines = [
+            table_line(pool_cells(p, memory_map.region_named(p.region or "")), POOL_COLUMNS)
+            for p in self.pools
+        ]
+        self.update(
+            Content("\n").join(
+                [Content.styled(header, "bold $text-primary"), *map(Content, self.lines)]
+            )
+        )
+
+
+class KernelsView(Static):
+    """The kernel registry found in the image: operator names and the kernels' code bytes."""
+
+    DEFAULT_CSS = """
+    KernelsView {
+        width: 52;
+        height: auto;
+        border: round $primary;
+        border-title-style: bold;
+        padding: 0 1;
+    }
+    """
+
+    def show(self, result: FirmwareResult | None) -> None:
+        memory_map = result.memory_map if result else None
+        if memory_map is None:
+            self.border_title = "Kernels"
+            self.update(Content.styled("No firmware read.", "dim"))
+            return
+        kernels = memory_map.kernels
+        self.border_title = f"Kernels ({len(kernels.names)})"
+        code = MISSING if kernels.code_bytes is None else nbytes(kernels.code_bytes)
+        where = {"ld_map": " (ld map)", "symbols": " (symbols)"}.get(kernels.code_from or "", "")
+        first = Content.assemble(
+            ("names found ", "dim"),
+            (str(len(kernels.names)), "bold"),
+            ("  code ", "dim"),
+            (code, "bold"),
+            (where, "dim"),
+        )
+        names = [Content(name) for name in kernels.names] or [
+            Content.styled("no operator names in the image", "dim")
+        ]
+        self.update(Content("\n").join([first, *names]))
+
+
+# ------------------------------------------------------------------------- tables
+
+
+class SectionsTable(VirtualTable):
+    """Allocated output sections by run address: where each runs, loads, and its region."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.sections: list[PlacedSection] = []
+
+    def show(self, result: FirmwareResult | None) -> None:
+        memory_map = result.memory_map if result else None
+        self.sections = sorted(
+            (s for s in memory_map.sections if s.size) if memory_map else (),
+            key=lambda s: (s.address, s.name),
+        )
+        name = max((len(s.name) for s in self.sections), default=0)
+        columns = [
+            Column("section", min(max(name, 8), 24), shrink=True),
+            Column("run addr", 10),
+            Column("load addr", 10),
+            Column("size", 14, "right"),
+            Column("region", 6),
+            Column("loads in", 8),
+        ]
+        self.reset(len(self.sections), columns)
+
+    def row_cells(self, index: int) -> Sequence[str]:
+        s = self.sections[index]
+        moved = s.load_address != s.address
+        return (
+            s.name,
+            address(s.address),
+            address(s.load_address) if moved else "=",
+            nbytes(s.size),
+            s.region or "?",
+            (s.load_region or "?") if moved else "",
+        )
+
+
+class SymbolsTable(VirtualTable):
+    """The largest sized symbols, code and data."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.symbols: list[Symbol] = []
+
+    def show(self, result: FirmwareResult | None) -> None:
+        self.symbols = list(result.symbols) if result and result.memory_map else []
+        name = max((len(s.name) for s in self.symbols), default=0)
+        section = max((len(s.section or "") for s in self.symbols), default=0)
+        columns = [
+            Column("symbol", min(max(name, 8), 40), shrink=True),
+            Column("size", 14, "right"),
+            Column("section", min(max(section, 7), 16)),
+        ]
+        self.reset(len(self.symbols), columns)
+
+    def row_cells(self, index: int) -> Sequence[str]:
+        s = self.symbols[index]
+        return (s.name, nbytes(s.size), s.section or MISSING)
+
+
+# ------------------------------------------------------------------------- warnings
+
+
+class MemoryWarnings(VerticalScroll):
+    """The parser's warnings on the ELF, its map and their agreement."""
+
+    DEFAULT_CSS = """
+    MemoryWarnings {
+        height: auto;
+        max-height: 9;
+        border: round $primary;
+        border-title-style: bold;
+        & > Static { height: auto; padding: 0 1; }
+    }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="memory-warnings-text")
+
+    def show(self, result: FirmwareResult | None) -> None:
+        warnings = result.warnings if result and result.memory_map else []
+        self.border_title = f"Warnings ({len(warnings)})"
+        text = self.query_one("#memory-warnings-text", Static)
+        if not warnings:
+            text.update(Content.styled("No warnings.", "dim"))
+            return
+        text.update(
+            Content("\n").join(
+                Content.assemble(("⚠ ", "$text-warning bold"), warning) for warning in warnings
+            )
+        )
+
+
+def pools_height(result: FirmwareResult | None) -> int:
+    """Rows of the pools-and-kernels strip, borders included: the taller of the two."""
+    memory_map = result.memory_map if result else None
+    if memory_map is None:
+        return 3
+    pools = len(memory_map.pools) + 1 if memory_map.pools else 1
+    kernels = 1 + max(len(memory_map.kernels.names), 1)
+    return min(max(pools, kernels), 8) + 2
+
+
+# ------------------------------------------------------------------------- pick
+
+
+class PickElfScreen(OpenFileScreen):
+    """The open-file modal, asking for a firmware ELF instead."""
+
+    def compose(self) -> ComposeResult:
+        with Vertical() as box:
+            box.border_title = "Pick a firmware ELF"
+            yield Input(self._start, placeholder="path/to/arm_executor_runner.elf", id="path")
+            yield Label("Enter read · Escape cancel · its .map or .ld beside it gives the regions")
