@@ -21,6 +21,8 @@ COMMANDS = {
     "vela": "read Vela's output (folder, summary/per-layer CSV, debug DB or saved stdout)",
     "elf": "firmware memory map: regions, sections, largest symbols, the runner's pools",
     "fit": "does a program fit a firmware? verdicts with the shortfall and the build fix",
+    "run": "run the firmware on a Corstone FVP, stream and record its output",
+    "log": "summarise a saved runner log or a recorded session",
 }
 
 
@@ -81,8 +83,34 @@ def _run_command(argv: list[str]) -> int:
     fit.add_argument("--target", help="the NPU the run will use, e.g. ethos-u55-128")
     _add_region_options(fit)
     fit.add_argument("--json", action="store_true", help="one JSON object")
+    run = sub.add_parser("run", help=COMMANDS["run"], description=COMMANDS["run"])
+    run.add_argument("--fvp", action="store_true", help="run on a Corstone FVP (the default)")
+    run.add_argument("--target", default="ethos-u55-128", help="e.g. ethos-u55-128, ethos-u85-256")
+    run.add_argument("--elf", type=Path, required=True, help="the runner firmware")
+    run.add_argument("--timelimit", type=int, default=600, help="seconds (FVP --timelimit)")
+    run.add_argument("--fast", action="store_true", help="the Ethos-U plugin's --fast mode")
+    run.add_argument("--fvp-path", type=Path, help="the simulator executable to use")
+    run.add_argument(
+        "--param", action="append", default=[], metavar="NAME=VALUE",
+        help="an extra FVP parameter (-C), repeatable",
+    )  # fmt: skip
+    run.add_argument(
+        "--sessions", type=Path, default=Path(".etu/sessions"),
+        help="where recorded sessions go (default .etu/sessions)",
+    )  # fmt: skip
+    run.add_argument("--dry-run", action="store_true", help="print the command, start nothing")
+    run.add_argument("--json", action="store_true", help="events as JSON Lines")
+    log = sub.add_parser("log", help=COMMANDS["log"], description=COMMANDS["log"])
+    log.add_argument("path", type=Path, metavar="FILE", help="a saved log or a session folder")
+    mode = log.add_mutually_exclusive_group()
+    mode.add_argument("--json", action="store_true", help="one JSON summary object")
+    mode.add_argument("--events", action="store_true", help="every event as JSON Lines")
     args = parser.parse_args(argv)
     out, err = sys.stdout, sys.stderr
+    if args.command == "run":
+        return run_command(args, out=out, err=err)
+    if args.command == "log":
+        return log_command(args.path, as_json=args.json, events=args.events, out=out, err=err)
     if args.command == "vela":
         return vela_command(args.path, as_json=args.json, out=out, err=err)
     if args.command == "elf":
@@ -319,6 +347,102 @@ def format_inspect(record: dict) -> str:
         lines.append("  CPU operators: none (everything is delegated)")
     lines.extend(f"  warning: {w}" for w in record["warnings"])
     return "\n".join(lines)
+
+
+def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    """Exit status says how the run ended (see runner.run.EXIT_STATUS); 2: could not start."""
+    from fvp.command import FvpOptions, format_command, parse_param
+    from fvp.launch import LaunchError, prepare_fvp_launch
+
+    try:
+        params = tuple(parse_param(p) for p in args.param)
+        options = FvpOptions(timelimit=args.timelimit, fast=args.fast, extra_params=params)
+        launch = prepare_fvp_launch(args.target, args.elf, options, fvp_path=args.fvp_path)
+    except (LaunchError, ValueError) as error:
+        err.write(f"etu: {error}\n")
+        return 2
+    if args.dry_run:
+        if args.json:
+            record = {"argv": launch.argv, "simulator": str(launch.executable),
+                      "simulated": launch.simulated, "found_via": launch.found_via}  # fmt: skip
+            out.write(json.dumps(record) + "\n")
+        else:
+            out.write(format_command(launch.argv) + "\n")
+        return 0
+    return _stream_run(launch, args, out=out, err=err)
+
+
+def _stream_run(launch, args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    from etu_tui.safe_text import printable
+    from parsers.runner_events import LogLine
+    from runner.run import RunController, RunListener
+
+    if launch.simulated:
+        err.write(f"etu: {launch.executable} is the etu stand-in FVP: numbers are SIMULATED\n")
+
+    class Printer(RunListener):
+        def on_events(self, events) -> None:
+            for event in events:
+                if args.json:
+                    out.write(json.dumps(event.to_json()) + "\n")
+                elif isinstance(event, LogLine):
+                    out.write(printable(event.text) + "\n")
+            out.flush()
+
+    controller = RunController(
+        launch.argv, sessions=args.sessions, kind="fvp", meta=launch.meta(),
+        listener=Printer(), npu=launch.target.npu,
+    ).start()  # fmt: skip
+    try:
+        outcome = controller.wait()
+    except KeyboardInterrupt:
+        controller.stop()
+        outcome = controller.wait()
+    if args.json:
+        out.write(json.dumps({**outcome.to_json(), "session": str(controller.folder)}) + "\n")
+    else:
+        line = f" (line {outcome.proof_line})" if outcome.proof_line else ""
+        err.write(f"etu: run ended: {outcome.reason}{line}: {printable(outcome.proof)}\n")
+        err.write(f"etu: session recorded in {controller.folder}\n")
+    return outcome.exit_status
+
+
+def log_command(path: Path, *, as_json: bool, events: bool, out: TextIO, err: TextIO) -> int:
+    """A saved log (or a session folder's raw.log) re-read through the same parser."""
+    from etu_tui.safe_text import printable
+    from parsers.runner_log import parse_log_bytes, summarize
+    from runner.session import RAW
+
+    source = path / RAW if path.is_dir() else path
+    try:
+        data = source.read_bytes()
+    except OSError as error:
+        err.write(f"etu: {source}: {error.strerror or error}\n")
+        return 2
+    parsed = parse_log_bytes(data)
+    if events:
+        for event in parsed:
+            out.write(json.dumps(event.to_json()) + "\n")
+        return 0
+    summary = summarize(parsed)
+    if as_json:
+        out.write(json.dumps(summary) + "\n")
+        return 0
+    out.write(f"{source}: {summary['lines']} lines, verdict {summary['verdict']}\n")
+    model = summary["model"]
+    if model.get("pte_size"):
+        out.write(f"  program {model['pte_size']:,} B, method {model.get('method')}\n")
+    for report in summary["pmu"]:
+        out.write(
+            f"  PMU: {report['npu_inferences']} inferences, NPU {report['npu_cycles']} cycles, "
+            f"CPU {report['cpu_cycles']} cycles\n"
+        )
+    pool = summary["allocators"].get("method_allocator") or {}
+    if pool.get("size"):
+        out.write(f"  method allocator: {pool['used']:,} / {pool['size']:,} B\n")
+    for error in summary["errors"]:
+        out.write(f"  error {error.get('status_name') or ''}: {printable(error['text'])}\n")
+    return 0
 
 
 if __name__ == "__main__":

@@ -174,9 +174,7 @@ def simulate(executable: str, options: dict, out: Transcript) -> int:
     pte_pool = pools.get("model_pte")
     for port in (5000, 5001, 5002, 5003):
         out.raw(f"telnetterminal{port - 5000}: Listening for serial connection on port {port}")
-    out.raw(
-        f"    Ethos-U rev {STANDIN_REVISION} --- {STANDIN_MARKER}"
-    )
+    out.raw(f"    Ethos-U rev {STANDIN_REVISION} --- {STANDIN_MARKER}")
     if pte_pool is None:
         out.log("F", 1021, "runner_init", "Model data is not initialized")
         return _abort(out, fault)
@@ -339,9 +337,10 @@ def simulate(executable: str, options: dict, out: Transcript) -> int:
 
 
 def _abort(out: Transcript, fault: str) -> int:
-    """The runner trapped: a non-semihosting build spins in the fault handler until the
-    time limit, so the stand-in (like the FVP) ends with the time-limit message."""
-    return -1
+    """The runner aborted. The stand-in ends the simulation at once with status 1; on a
+    real FVP a trapped non-semihosting runner may instead spin until ``--timelimit``
+    (unverified), which the parser reports as a runner error all the same."""
+    return 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -359,11 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         if limit is not None:
             signal.signal(signal.SIGALRM, _time_limit_reached)
             signal.setitimer(signal.ITIMER_REAL, limit)
-        status = simulate(executable, options, out)
-        if status < 0:  # trapped: the simulation runs on until its time limit
-            while True:
-                time.sleep(0.2)
-        return status
+        return simulate(executable, options, out)
     except UsageError as error:
         sys.stderr.write(f"ERROR: {error}\n")
         return 1

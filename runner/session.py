@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 RAW, INDEX, EVENTS, META = "raw.log", "raw.index", "events.jsonl", "meta.json"
+# stderr of a simulator is kept apart from its UART (stdout), so neither splits the other's lines
+STREAM_FILES = {"stdout": (RAW, INDEX), "stderr": ("stderr.log", "stderr.index")}
 
 
 def file_sha256(path: Path | None) -> str | None:
@@ -53,28 +55,12 @@ class SessionWriter:
         self.folder = folder
         self.meta = {"kind": kind, "started": time.time(), "ended": None, **meta}
         _write_json_atomically(folder / META, self.meta)
-        self._raw = open(folder / RAW, "ab", buffering=0)  # noqa: SIM115 (held for the run)
-        self._index = open(folder / INDEX, "a", buffering=1)  # noqa: SIM115
-        self._events = open(folder / EVENTS, "a", buffering=1)  # noqa: SIM115
-        self._offset = 0
-        self._at_line_start = True
+        self._streams = {name: _StreamFile(folder, *files) for name, files in STREAM_FILES.items()}
+        self._events = open(folder / EVENTS, "a", buffering=1)  # noqa: SIM115 (held for the run)
 
-    def write_output(self, chunk: bytes, when: float | None = None) -> None:
+    def write_output(self, chunk: bytes, when: float | None = None, stream: str = "stdout") -> None:
         """Store ``chunk`` as received, and the host time of each line that starts in it."""
-        when = time.time() if when is None else when
-        self._raw.write(chunk)
-        starts = []
-        if self._at_line_start and chunk:
-            starts.append(self._offset)
-        position = chunk.find(b"\n")
-        while position != -1 and position + 1 < len(chunk):
-            starts.append(self._offset + position + 1)
-            position = chunk.find(b"\n", position + 1)
-        if starts:
-            self._index.write("".join(f"{offset} {when:.6f}\n" for offset in starts))
-        self._offset += len(chunk)
-        if chunk:
-            self._at_line_start = chunk.endswith(b"\n")
+        self._streams[stream].write(chunk, time.time() if when is None else when)
 
     def write_events(self, events: Iterable) -> None:
         lines = [json.dumps(_event_json(event)) + "\n" for event in events]
@@ -87,9 +73,38 @@ class SessionWriter:
 
     def finish(self, **fields) -> None:
         """Record how the run ended and close the files."""
-        self.update_meta(ended=time.time(), bytes=self._offset, **fields)
-        for handle in (self._raw, self._index, self._events):
-            handle.close()
+        sizes = {name: stream.offset for name, stream in self._streams.items()}
+        self.update_meta(ended=time.time(), bytes=sizes, **fields)
+        for stream in self._streams.values():
+            stream.close()
+        self._events.close()
+
+
+class _StreamFile:
+    """One stream's bytes (unbuffered) and its index of line start times."""
+
+    def __init__(self, folder: Path, raw: str, index: str) -> None:
+        self._raw = open(folder / raw, "ab", buffering=0)  # noqa: SIM115 (held for the run)
+        self._index = open(folder / index, "a", buffering=1)  # noqa: SIM115
+        self.offset = 0
+        self._at_line_start = True
+
+    def write(self, chunk: bytes, when: float) -> None:
+        self._raw.write(chunk)
+        starts = [self.offset] if self._at_line_start and chunk else []
+        position = chunk.find(b"\n")
+        while position != -1 and position + 1 < len(chunk):
+            starts.append(self.offset + position + 1)
+            position = chunk.find(b"\n", position + 1)
+        if starts:
+            self._index.write("".join(f"{offset} {when:.6f}\n" for offset in starts))
+        self.offset += len(chunk)
+        if chunk:
+            self._at_line_start = chunk.endswith(b"\n")
+
+    def close(self) -> None:
+        self._raw.close()
+        self._index.close()
 
 
 def _event_json(event) -> dict:

@@ -1,0 +1,88 @@
+"""Everything needed to launch one FVP run: which executable, the exact argv, and what the
+session should remember about it (hashes of the ELF and of the program inside it)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from fvp.command import FvpOptions, build_command
+from fvp.discovery import find_fvps
+from fvp.standin import is_standin
+from fvp.targets import FvpTarget, fvp_target
+from runner.session import file_sha256
+
+
+class LaunchError(Exception):
+    """The run cannot start: no such target, no simulator, no ELF. One line."""
+
+
+@dataclass(frozen=True)
+class FvpLaunch:
+    target: FvpTarget
+    executable: Path
+    found_via: str
+    simulated: bool  # the etu stand-in, not an Arm model
+    argv: list[str]
+    elf: Path
+
+    def meta(self) -> dict:
+        return {
+            "target": self.target.target,
+            "platform": self.target.platform,
+            "simulator": str(self.executable),
+            "simulator_found_via": self.found_via,
+            "simulated": self.simulated,
+            "elf": str(self.elf),
+            "elf_sha256": file_sha256(self.elf),
+            "program_sha256": embedded_program_sha256(self.elf),
+        }
+
+
+def prepare_fvp_launch(
+    target: str,
+    elf: Path,
+    options: FvpOptions | None = None,
+    *,
+    fvp_path: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> FvpLaunch:
+    try:
+        fvp = fvp_target(target)
+    except ValueError as error:
+        raise LaunchError(str(error)) from None
+    if not Path(elf).is_file():
+        raise LaunchError(f"{elf}: no such firmware ELF")
+    if fvp_path is not None:
+        if not (Path(fvp_path).is_file() and os.access(fvp_path, os.X_OK)):
+            raise LaunchError(f"{fvp_path}: not an executable simulator")
+        executable, found_via = Path(fvp_path), "--fvp-path"
+    else:
+        found = find_fvps(env).get(fvp.executable)
+        if found is None:
+            raise LaunchError(
+                f"{fvp.executable} not found (looked in ETU_FVP_DIR, PATH and "
+                "examples/arm/ethos-u-scratch); install Arm's Corstone FVPs or point "
+                "ETU_FVP_DIR at them"
+            )
+        executable, found_via = found.path, found.found_via
+    argv = build_command(executable, fvp, Path(elf), options)
+    return FvpLaunch(fvp, executable, found_via, is_standin(executable), argv, Path(elf))
+
+
+def embedded_program_sha256(elf: Path) -> str | None:
+    """Hash of the program baked into the firmware (``model_pte``), if there is one."""
+    from parsers.elf_map import read_elf
+    from parsers.errors import ParseError
+    from parsers.memory_map import build_memory_map
+
+    try:
+        with read_elf(elf) as image:
+            pool = build_memory_map(image).pools.get("model_pte")
+            if pool is None:
+                return None
+            return hashlib.sha256(image.read_bytes(pool.address, pool.size)).hexdigest()
+    except (ParseError, OSError):
+        return None

@@ -1,0 +1,235 @@
+"""One run of the runner firmware: process → parser → session, and how it ended.
+
+FVP output (and, later, a board's UART) goes through the same incremental parser; every
+chunk is recorded before it is parsed, events are recorded as they are emitted, and the
+listener sees both. The end is classified from what the runner printed, with the line that
+proves it: a simulator's own exit status is not trusted on its own (run_fvp.sh's
+"No problems found!" for an FVP that never started is the cautionary tale).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from parsers.runner_events import (
+    AssertFailed,
+    Event,
+    FvpStopped,
+    HardFault,
+    LogLine,
+    MissingKernel,
+    RunError,
+    RunSucceeded,
+)
+from parsers.runner_log import LogSummary, RunnerLogParser
+from runner.process import ProcessStats, StreamingProcess
+from runner.session import SessionWriter
+
+# How a run ended → the exit status of `etu run`.
+EXIT_STATUS = {
+    "success": 0,
+    "runner_error": 1,
+    "hard_fault": 3,
+    "time_limit": 4,
+    "crash": 5,
+    "killed": 6,
+    "incomplete": 7,
+}
+_VERDICT_REASON = {
+    "success": "success",
+    "error": "runner_error",
+    "hard_fault": "hard_fault",
+    "timeout": "time_limit",
+}
+_DECISIVE = (RunSucceeded, RunError, AssertFailed, MissingKernel, HardFault, FvpStopped)
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    reason: str  # a key of EXIT_STATUS
+    returncode: int | None
+    proof: str  # the line (or fact) that shows it
+    proof_line: int | None
+    summary: dict = field(default_factory=dict)
+
+    @property
+    def exit_status(self) -> int:
+        return EXIT_STATUS[self.reason]
+
+    def to_json(self) -> dict:
+        return {
+            "type": "RunEnded",
+            "reason": self.reason,
+            "returncode": self.returncode,
+            "proof": self.proof,
+            "proof_line": self.proof_line,
+            "verdict": self.summary.get("verdict"),
+        }
+
+
+def classify(
+    summary: dict,
+    decisive: list[tuple[Event, str]],
+    returncode: int | None,
+    stopped: bool,
+    last_stderr: str | None = None,
+) -> RunOutcome:
+    """The run's end from the runner's own words first, the process second.
+
+    The proof of an error is the first error (the cause; later asserts are consequences);
+    of a time limit, the simulator's stop reason; of success, the runner's last word."""
+    verdict = summary.get("verdict", "incomplete")
+    reason = _VERDICT_REASON.get(verdict)
+    if stopped and reason not in ("success", "runner_error", "hard_fault"):
+        return RunOutcome("killed", returncode, "stopped by the user", None, summary)
+    if reason is not None:
+        wanted = {
+            "success": (RunSucceeded,),
+            "runner_error": (RunError, AssertFailed, MissingKernel),
+            "hard_fault": (HardFault,),
+            "time_limit": (FvpStopped,),
+        }[reason]
+        candidates = [(e, t) for e, t in decisive if isinstance(e, wanted)]
+        if reason == "time_limit":
+            candidates = [(e, t) for e, t in candidates if e.kind == "time_limit"] or candidates
+        if candidates:
+            event, text = candidates[0] if reason != "success" else candidates[-1]
+            return RunOutcome(reason, returncode, text, event.line_no, summary)
+        return RunOutcome(reason, returncode, verdict, None, summary)
+    if returncode is not None and returncode != 0:
+        how = f"signal {-returncode}" if returncode < 0 else f"status {returncode}"
+        proof = f"the simulator exited with {how} before the runner finished"
+        if last_stderr:
+            proof += f": {last_stderr}"
+        return RunOutcome("crash", returncode, proof, None, summary)
+    return RunOutcome(
+        "incomplete", returncode, "the output ended without a runner verdict", None, summary
+    )
+
+
+class RunListener:
+    """What a caller hears during a run; called on the process's threads."""
+
+    def on_events(self, events: list[Event]) -> None: ...
+    def on_stats(self, stats: ProcessStats) -> None: ...
+    def on_end(self, outcome: RunOutcome) -> None: ...
+
+
+class RunController:
+    """Start ``argv``, record and parse everything it prints, report how it ended."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        sessions: Path,
+        kind: str,
+        meta: dict,
+        listener: RunListener | None = None,
+        env: dict[str, str] | None = None,
+        npu: str | None = None,
+    ) -> None:
+        self.argv = list(argv)
+        self.listener = listener or RunListener()
+        self._lock = threading.Lock()
+        self._parsers = {
+            name: RunnerLogParser(stream=name, npu=npu) for name in ("stdout", "stderr")
+        }
+        self._summary = LogSummary()
+        self._decisive: list[tuple[Event, str]] = []
+        self._recent: dict[tuple[str, int], str] = {}
+        self._last_stderr: str | None = None
+        self.session = SessionWriter(sessions, kind, {"command": self.argv, **meta})
+        self.outcome: RunOutcome | None = None
+        self._done = threading.Event()
+        self._peak_rss = 0
+        self._process = StreamingProcess(
+            self.argv,
+            on_output=self._on_output,
+            on_exit=self._on_exit,
+            on_stats=self._on_stats,
+            env=env,
+        )
+
+    @property
+    def folder(self) -> Path:
+        return self.session.folder
+
+    def start(self) -> RunController:
+        try:
+            self._process.start()
+        except OSError as error:
+            text = f"{self.argv[0]}: could not start: {error.strerror or error}"
+            self.outcome = RunOutcome("crash", None, text, None, self._summary.to_json())
+            self.session.finish(exit_reason="crash", proof=text, returncode=None)
+            self._done.set()
+            self.listener.on_end(self.outcome)
+        return self
+
+    def stop(self) -> None:
+        self._process.stop()
+
+    def kill(self) -> None:
+        self._process.kill()
+
+    def wait(self, timeout: float | None = None) -> RunOutcome | None:
+        self._done.wait(timeout)
+        return self.outcome
+
+    def _on_output(self, chunk: bytes, stream: str) -> None:
+        with self._lock:
+            self.session.write_output(chunk, stream=stream)  # recorded before anything else
+            events = self._parsers[stream].feed(chunk)
+            self._take(events, stream)
+        if events:
+            self.listener.on_events(events)
+
+    def _take(self, events: list[Event], stream: str) -> None:
+        for event in events:
+            if isinstance(event, LogLine):
+                self._recent[(stream, event.line_no)] = event.text
+                if stream == "stderr" and event.text.strip():
+                    self._last_stderr = event.text.strip()
+                if len(self._recent) > 512:
+                    self._recent.pop(next(iter(self._recent)))
+            elif isinstance(event, _DECISIVE):
+                text = self._recent.get((stream, event.line_no), type(event).__name__)
+                self._decisive.append((event, text))
+            self._summary.add(event)
+        self.session.write_events(events)
+
+    def _on_stats(self, stats: ProcessStats) -> None:
+        self._peak_rss = max(self._peak_rss, stats.rss_bytes)
+        self.listener.on_stats(stats)
+
+    def _on_exit(self, returncode: int) -> None:
+        with self._lock:
+            tail: list[Event] = []
+            for stream, parser in self._parsers.items():
+                events = parser.close()
+                self._take(events, stream)
+                tail += events
+            summary = self._summary.to_json()
+            self.outcome = classify(
+                summary,
+                self._decisive,
+                returncode,
+                self._process.stopped_by_user,
+                self._last_stderr,
+            )
+            self.session.write_events([self.outcome])
+            self.session.finish(
+                exit_reason=self.outcome.reason,
+                proof=self.outcome.proof,
+                proof_line=self.outcome.proof_line,
+                returncode=returncode,
+                verdict=summary.get("verdict"),
+                peak_rss_bytes=self._peak_rss,
+            )
+        if tail:
+            self.listener.on_events(tail)
+        self._done.set()
+        self.listener.on_end(self.outcome)
