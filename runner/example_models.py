@@ -73,10 +73,60 @@ class Transformer(nn.Module):
         return self.blocks(x)
 
 
+class InvertedResidual(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int, expand: int) -> None:
+        super().__init__()
+        hidden = cin * expand
+        layers: list[nn.Module] = []
+        if expand != 1:
+            layers += [nn.Conv2d(cin, hidden, 1, bias=False), nn.BatchNorm2d(hidden), nn.ReLU6()]
+        layers += [
+            nn.Conv2d(hidden, hidden, 3, stride, 1, groups=hidden, bias=False),
+            nn.BatchNorm2d(hidden),
+            nn.ReLU6(),
+            nn.Conv2d(hidden, cout, 1, bias=False),
+            nn.BatchNorm2d(cout),
+        ]
+        self.block = nn.Sequential(*layers)
+        self.residual = stride == 1 and cin == cout
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.block(x) if self.residual else self.block(x)
+
+
+class MobileNetV2Like(nn.Module):
+    """MobileNetV2's layer shapes (inverted residuals, ReLU6, depthwise convs), random
+    weights: torchvision is not installed and no weights can be downloaded here."""
+
+    SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                (6, 160, 3, 2), (6, 320, 1, 1))  # fmt: skip
+
+    def __init__(self, num_classes: int = 1000, width: float = 1.0) -> None:
+        super().__init__()
+        channels = int(32 * width)
+        layers: list[nn.Module] = [
+            nn.Conv2d(3, channels, 3, 2, 1, bias=False), nn.BatchNorm2d(channels), nn.ReLU6(),
+        ]  # fmt: skip
+        for expand, cout, repeats, stride in self.SETTINGS:
+            cout = int(cout * width)
+            for i in range(repeats):
+                layers.append(InvertedResidual(channels, cout, stride if i == 0 else 1, expand))
+                channels = cout
+        last = int(1280 * max(width, 1.0))
+        layers += [nn.Conv2d(channels, last, 1, bias=False), nn.BatchNorm2d(last), nn.ReLU6()]
+        self.features = nn.Sequential(*layers)
+        self.classifier = nn.Linear(last, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = nn.functional.adaptive_avg_pool2d(self.features(x), 1)
+        return self.classifier(torch.flatten(x, 1))
+
+
 # name → (factory, example input shapes)
 EXAMPLES: dict[str, tuple[type[nn.Module], list[tuple[int, ...]]]] = {
     "add": (Add, [(1, 8)]),
     "add2": (AddTwo, [(1, 4, 8, 8), (1, 4, 8, 8)]),
     "softmax": (Softmax, [(1, 16)]),
     "cnn": (SmallCNN, [(1, 3, 32, 32)]),
+    "mv2": (MobileNetV2Like, [(1, 3, 224, 224)]),
 }

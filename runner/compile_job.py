@@ -1,0 +1,285 @@
+"""Compile jobs: the worker process, progress, the cache, and sweeps.
+
+Each job owns one output folder named after the model, target, memory mode and cache key.
+The worker writes into a ``.partial`` sibling that is renamed into place only when the
+whole job succeeded, so a failed, cancelled or killed job never leaves something that
+looks like a result. An unchanged job finds its folder and returns at once.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from runner.compile_request import CompileRequest, cache_key, tool_versions
+from runner.process import StreamingProcess
+
+JOB_RECORD = "job.json"
+
+
+@dataclass
+class CompileResult:
+    request: CompileRequest
+    status: str  # ok | failed | cancelled
+    folder: Path | None
+    pte: Path | None = None
+    vela_dir: Path | None = None
+    cached: bool = False
+    key: str = ""
+    stages: dict[str, float] = field(default_factory=dict)
+    failed_stage: str | None = None
+    message: str | None = None
+    traceback: str | None = None
+    log: str = ""
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return {
+            "status": self.status,
+            "cached": self.cached,
+            "key": self.key,
+            "folder": str(self.folder) if self.folder else None,
+            "pte": str(self.pte) if self.pte else None,
+            "vela_dir": str(self.vela_dir) if self.vela_dir else None,
+            "stages": self.stages,
+            "failed_stage": self.failed_stage,
+            "message": self.message,
+            "traceback": self.traceback,
+            "seconds": round(self.seconds, 3),
+            "request": self.request.to_json(),
+        }
+
+
+class CompileListener:
+    """Progress of one job, called on the worker's reader threads."""
+
+    def on_stage(self, stage: str, state: str, seconds: float | None) -> None: ...
+    def on_log(self, text: str) -> None: ...
+
+
+def job_folder(out_dir: Path, request: CompileRequest, key: str) -> Path:
+    mode = request.memory_mode if request.delegate else "cpu"
+    return Path(out_dir) / f"{request.model_name}-{request.target}-{mode}-{key[:10]}"
+
+
+def find_cached(out_dir: Path, request: CompileRequest, key: str) -> CompileResult | None:
+    folder = job_folder(out_dir, request, key)
+    try:
+        record = json.loads((folder / JOB_RECORD).read_text())
+    except (OSError, ValueError):
+        return None
+    pte = folder / Path(record.get("pte") or "").name
+    if record.get("key") != key or record.get("status") != "ok" or not pte.is_file():
+        return None
+    vela = folder / "vela"
+    return CompileResult(
+        request, "ok", folder, pte, vela if vela.is_dir() else None, cached=True, key=key,
+        stages=record.get("stages", {}),
+    )  # fmt: skip
+
+
+class CompileJob:
+    """One request compiled in a worker process; ``run()`` blocks, ``cancel()`` stops it."""
+
+    def __init__(
+        self,
+        request: CompileRequest,
+        out_dir: Path,
+        listener: CompileListener | None = None,
+        *,
+        use_cache: bool = True,
+    ) -> None:
+        self.request = request.resolved()  # RequestError before any work
+        self.out_dir = Path(out_dir)
+        self.listener = listener or CompileListener()
+        self.use_cache = use_cache
+        self.key = cache_key(self.request)
+        self._process: StreamingProcess | None = None
+        self._cancelled = threading.Event()
+        self._buffer = b""
+        self._messages: list[dict] = []
+        self._log: list[str] = []
+        self._lock = threading.Lock()
+
+    @property
+    def folder(self) -> Path:
+        return job_folder(self.out_dir, self.request, self.key)
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+        if self._process is not None:
+            self._process.stop(grace=1.0)
+
+    def run(self) -> CompileResult:
+        started = time.perf_counter()
+        if self.use_cache and (hit := find_cached(self.out_dir, self.request, self.key)):
+            hit.seconds = time.perf_counter() - started
+            return hit
+        partial = self.folder.with_name(self.folder.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        (partial / "request.json").write_text(json.dumps(self.request.to_json(), indent=2))
+        argv = [sys.executable, "-m", "runner.compile_worker", str(partial / "request.json"),
+                str(partial)]  # fmt: skip
+        self._process = StreamingProcess(argv, on_output=self._on_output)
+        if self._cancelled.is_set():
+            return self._finish(partial, None, started)
+        self._process.start()
+        returncode = self._process.wait()
+        return self._finish(partial, returncode, started)
+
+    def _on_output(self, chunk: bytes, stream: str) -> None:
+        if stream == "stderr":
+            text = chunk.decode("utf-8", "replace")
+            with self._lock:
+                self._log.append(text)
+            self.listener.on_log(text)
+            return
+        with self._lock:
+            self._buffer += chunk
+            *lines, self._buffer = self._buffer.split(b"\n")
+        for line in lines:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                self.listener.on_log(line.decode("utf-8", "replace") + "\n")
+                continue
+            self._messages.append(message)
+            if "stage" in message:
+                self.listener.on_stage(message["stage"], message["state"], message.get("seconds"))
+
+    def _finish(self, partial: Path, returncode: int | None, started: float) -> CompileResult:
+        log = "".join(self._log)
+        result = next((m["result"] for m in self._messages if "result" in m), None)
+        error = next((m["error"] for m in self._messages if "error" in m), None)
+        running = [m["stage"] for m in self._messages if m.get("state") == "start"]
+        stages = {m["stage"]: m["seconds"] for m in self._messages if m.get("state") == "done"}
+        outcome = CompileResult(
+            self.request, "failed", None, key=self.key, stages=stages, log=log,
+            seconds=time.perf_counter() - started,
+        )  # fmt: skip
+        (partial / "worker.log").write_text(log)
+        if self._cancelled.is_set():
+            outcome.status, outcome.message = "cancelled", "cancelled by the user"
+            outcome.failed_stage = running[-1] if running else None
+        elif error is not None:
+            outcome.failed_stage = error.get("stage")
+            outcome.message = error.get("message")
+            outcome.traceback = error.get("traceback")
+            said = [line for line in log.splitlines() if "error" in line.lower()]
+            if outcome.message.startswith("SystemExit") and said:
+                outcome.message += f" ({said[-1].strip()})"  # a tool exited through argparse
+        elif result is None or returncode != 0:
+            how = (
+                f"signal {-returncode}" if returncode and returncode < 0 else f"status {returncode}"
+            )
+            stage = running[-1] if running else "start"
+            outcome.failed_stage = stage
+            outcome.message = f"the compile worker died ({how}) during {stage}"
+            outcome.traceback = log[-4000:] or None
+        else:
+            record = {"key": self.key, "status": "ok", "stages": stages,
+                      "pte": Path(result["pte"]).name, "versions": tool_versions(),
+                      "request": self.request.to_json()}  # fmt: skip
+            (partial / JOB_RECORD).write_text(json.dumps(record, indent=2) + "\n")
+            shutil.rmtree(self.folder, ignore_errors=True)
+            partial.rename(self.folder)  # only now does it look like a result
+            outcome.status, outcome.folder = "ok", self.folder
+            outcome.pte = self.folder / Path(result["pte"]).name
+            vela = self.folder / "vela"
+            outcome.vela_dir = vela if vela.is_dir() else None
+            return outcome
+        failed = partial.with_name(self.folder.name + ".failed")
+        shutil.rmtree(failed, ignore_errors=True)
+        partial.rename(failed)  # kept for its log, named so nothing mistakes it for a result
+        outcome.folder = failed
+        return outcome
+
+
+# ------------------------------------------------------------------------------ sweeps
+
+
+def sweep_requests(
+    base: CompileRequest, targets: Sequence[str] = (), memory_modes: Sequence[str] = (),
+    system_configs: Sequence[str] = (),
+) -> list[CompileRequest]:  # fmt: skip
+    """Every combination; system config/memory mode default per target when not swept."""
+    requests = []
+    for target in targets or [base.target]:
+        for config in system_configs or [None]:
+            for mode in memory_modes or [None]:
+                requests.append(
+                    replace(
+                        base, target=target,
+                        system_config=config or (base.system_config if not targets else None),
+                        memory_mode=mode or (base.memory_mode if not targets else None),
+                    )
+                )  # fmt: skip
+    return requests
+
+
+def run_sweep(
+    requests: Sequence[CompileRequest],
+    out_dir: Path,
+    *,
+    workers: int = 1,
+    on_result: Callable[[CompileResult], None] | None = None,
+) -> list[CompileResult]:
+    """Compile each request (in turn, or ``workers`` at a time); results in request order."""
+
+    def one(request: CompileRequest) -> CompileResult:
+        from runner.compile_request import RequestError
+
+        try:
+            result = CompileJob(request, out_dir).run()
+        except RequestError as error:
+            result = CompileResult(request, "failed", None, failed_stage="request",
+                                   message=str(error))  # fmt: skip
+        if on_result:
+            on_result(result)
+        return result
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        return list(pool.map(one, requests))
+
+
+def comparison_row(result: CompileResult) -> dict:
+    """One row of the sweep table, from the job's own artifacts."""
+    from parsers.errors import ParseError
+    from parsers.program_facts import cpu_operators, delegates
+    from parsers.pte import open_program
+    from parsers.vela import load_vela_report
+
+    request = result.request
+    row = {
+        "target": request.target, "system_config": request.system_config,
+        "memory_mode": request.memory_mode, "status": result.status,
+        "cycles": None, "inference_time_s": None, "sram_kib": None, "flash_kib": None,
+        "dram_kib": None, "npu_operators": None, "cpu_operators": None,
+        "program_bytes": None, "scratch_bytes": None, "message": result.message,
+    }  # fmt: skip
+    if result.status != "ok" or result.pte is None:
+        return row
+    try:
+        with open_program(result.pte) as program:
+            row["program_bytes"] = program.file_size
+            row["cpu_operators"] = len([op for op in cpu_operators(program) if not op.is_prim])
+            scratch = [d.payload.scratch_size for d in delegates(program) if d.payload]
+            row["scratch_bytes"] = max(scratch) if scratch else 0
+        if result.vela_dir:
+            report = load_vela_report(result.vela_dir)
+            row.update(
+                cycles=report.cycles, inference_time_s=report.inference_time_s,
+                sram_kib=report.sram_used_kib, flash_kib=report.flash_used_kib,
+                dram_kib=report.dram_used_kib, npu_operators=report.npu_operators,
+            )  # fmt: skip
+    except ParseError as error:
+        row["message"] = str(error)
+    return row

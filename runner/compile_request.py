@@ -1,0 +1,198 @@
+"""What to compile and for what: validated before any work starts, hashed for the cache.
+
+No torch here: a request that Vela or the runner cannot use is refused in milliseconds,
+with the reason, and the cache key is computed without importing the compile stack.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field, replace
+from importlib import metadata
+from pathlib import Path
+
+from parsers.fit import RUNNER_SYSTEM_CONFIGS, is_dedicated_sram
+
+TARGETS = (
+    "ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256",
+    "ethos-u65-256", "ethos-u65-512",
+    "ethos-u85-128", "ethos-u85-256", "ethos-u85-512", "ethos-u85-1024", "ethos-u85-2048",
+)  # fmt: skip
+# Vela 5.x's Arm/vela.ini sections.
+SYSTEM_CONFIGS = {
+    "Ethos_U55_Deep_Embedded": "OffChipFlash",
+    "Ethos_U55_High_End_Embedded": "OffChipFlash",
+    "Ethos_U65_Embedded": "OffChipFlash",
+    "Ethos_U65_Mid_End": "Dram",
+    "Ethos_U65_High_End": "Dram",
+    "Ethos_U65_Client_Server": "Dram",
+    "Ethos_U85_SYS_Flash_Low": "OffChipFlash",
+    "Ethos_U85_SYS_Flash_High": "OffChipFlash",
+    "Ethos_U85_SYS_DRAM_Low": "Dram",
+    "Ethos_U85_SYS_DRAM_Mid": "Dram",
+    "Ethos_U85_SYS_DRAM_High": "Dram",
+}  # system config → what its AXI1 port is
+MEMORY_MODES = (
+    "Sram_Only", "Shared_Sram", "Dedicated_Sram",
+    "Dedicated_Sram_256KB", "Dedicated_Sram_384KB", "Dedicated_Sram_512KB",
+)  # fmt: skip
+# EthosUCompileSpec's defaults when none are given (ExecuTorch 1.5.1).
+DEFAULTS = {
+    "ethos-u55": ("Ethos_U55_High_End_Embedded", "Shared_Sram"),
+    "ethos-u65": ("Ethos_U65_High_End", "Dedicated_Sram_384KB"),
+    "ethos-u85": ("Ethos_U85_SYS_DRAM_Mid", "Sram_Only"),
+}
+DTYPES = ("float32", "float16", "bfloat16", "int8", "uint8", "int16", "int32", "int64", "bool")
+BUILTIN_MODELS = ("add", "add2", "softmax", "cnn", "mv2")
+
+
+class RequestError(ValueError):
+    """The request cannot work; the message says why (one line)."""
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+
+    @classmethod
+    def parse(cls, text: str) -> InputSpec:
+        """``1x3x224x224`` or ``1x3x224x224:float32``."""
+        shape_text, _, dtype = text.partition(":")
+        dtype = dtype or "float32"
+        if dtype not in DTYPES:
+            raise RequestError(f"input {text!r}: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
+        if not re.fullmatch(r"\d+(x\d+)*", shape_text):
+            raise RequestError(f"input {text!r}: expected a shape like 1x3x224x224[:float32]")
+        shape = tuple(int(d) for d in shape_text.split("x"))
+        if 0 in shape:
+            raise RequestError(f"input {text!r}: dimensions must be positive")
+        return cls(shape, dtype)
+
+    def __str__(self) -> str:
+        return "x".join(map(str, self.shape)) + f":{self.dtype}"
+
+
+@dataclass(frozen=True)
+class CompileRequest:
+    source: str  # model.py:Name | file.pt2 | a built-in name
+    inputs: tuple[InputSpec, ...] = ()
+    input_file: str | None = None  # .pt / .npy: example inputs and calibration data
+    target: str = "ethos-u55-128"
+    system_config: str | None = None
+    memory_mode: str | None = None
+    quantize: bool = True
+    per_channel: bool = True
+    delegate: bool = True
+    delegate_segments: bool = False
+    vela_flags: tuple[str, ...] = ()
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def npu(self) -> str:
+        return self.target.rsplit("-", 1)[0]
+
+    @property
+    def model_name(self) -> str:
+        base = self.source.split(":")[-1] if ".py:" in self.source else Path(self.source).stem
+        return re.sub(r"[^A-Za-z0-9_.-]", "_", base) or "model"
+
+    def resolved(self) -> CompileRequest:
+        """The request with ExecuTorch's defaults filled in, checked; RequestError if not."""
+        if self.target not in TARGETS:
+            raise RequestError(f"unknown target {self.target!r}; one of {', '.join(TARGETS)}")
+        default_config, default_mode = DEFAULTS[self.npu]
+        request = replace(
+            self,
+            system_config=self.system_config or default_config,
+            memory_mode=self.memory_mode or default_mode,
+        )
+        request.check()
+        return request
+
+    def check(self) -> None:
+        config, mode = self.system_config, self.memory_mode
+        if config not in SYSTEM_CONFIGS:
+            raise RequestError(
+                f"unknown system config {config!r}; one of {', '.join(SYSTEM_CONFIGS)}"
+            )
+        if mode not in MEMORY_MODES:
+            raise RequestError(f"unknown memory mode {mode!r}; one of {', '.join(MEMORY_MODES)}")
+        family = config.split("_")[1].lower()  # U55 / U65 / U85
+        if f"ethos-{family}" != self.npu:
+            raise RequestError(
+                f"system config {config} is for Ethos-{family.upper()}, the target is "
+                f"{self.target}: the runner's build would not pair them"
+            )
+        if is_dedicated_sram(mode) and SYSTEM_CONFIGS[config] != "Dram":
+            raise RequestError(
+                f"{mode} needs a system config whose AXI1 is DRAM; {config} has off-chip "
+                "flash (Vela: Invalid configuration of arena_mem_area=OffChipFlash)"
+            )
+        accepted = RUNNER_SYSTEM_CONFIGS.get(config)
+        if accepted is None:
+            raise RequestError(
+                f"the runner cannot be built for {config} (Unsupported SYSTEM_CONFIG); use one "
+                f"of {', '.join(RUNNER_SYSTEM_CONFIGS)}"
+            )
+        _platform, modes = accepted
+        if self.npu != "ethos-u85" and not any(
+            mode == m or (m.endswith("*") and is_dedicated_sram(mode)) for m in modes
+        ):
+            raise RequestError(
+                f"the runner builds {config} only with {', '.join(modes)}, not {mode}"
+            )
+        has_inputs = self.inputs or self.input_file
+        if not has_inputs and self.source not in BUILTIN_MODELS and ".py:" in self.source:
+            raise RequestError("give example inputs (--input 1x3x224x224:float32) or a file")
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["inputs"] = [str(spec) for spec in self.inputs]
+        data.pop("extra")
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> CompileRequest:
+        data = dict(data)
+        data["inputs"] = tuple(InputSpec.parse(text) for text in data.get("inputs", ()))
+        data["vela_flags"] = tuple(data.get("vela_flags", ()))
+        return cls(**data)
+
+
+def tool_versions() -> dict[str, str | None]:
+    """torch/executorch/vela versions from package metadata (no import of the packages)."""
+    versions: dict[str, str | None] = {}
+    for dist in ("torch", "executorch", "ethos-u-vela", "tosa-tools"):
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            versions[dist] = None
+    return versions
+
+
+def source_digest(source: str) -> str:
+    """What the model's source is made of: file bytes for files, the project's own model
+    definitions for built-ins. Changing either changes the cache key."""
+    digest = hashlib.sha256()
+    path = Path(source.rsplit(":", 1)[0]) if ".py:" in source else Path(source)
+    if source in BUILTIN_MODELS:
+        digest.update(source.encode())
+        path = Path(__file__).with_name("example_models.py")
+    if not path.is_file():
+        raise RequestError(f"{path}: no such model file")
+    digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def cache_key(request: CompileRequest) -> str:
+    digest = hashlib.sha256()
+    digest.update(source_digest(request.source).encode())
+    if request.input_file:
+        digest.update(Path(request.input_file).read_bytes())
+    digest.update(json.dumps(request.to_json(), sort_keys=True).encode())
+    digest.update(json.dumps(tool_versions(), sort_keys=True).encode())
+    digest.update(Path(__file__).with_name("aot.py").read_bytes())  # the flow itself
+    return digest.hexdigest()

@@ -1,0 +1,252 @@
+"""The compile worker: ``python -m runner.compile_worker REQUEST.json OUT_DIR``.
+
+Runs the ExecuTorch Ethos-U flow in its own process, so the console never imports torch.
+Speaks JSON Lines on stdout, one object per message:
+``{"stage": NAME, "state": "start"|"done", "seconds": S}``, ``{"log": TEXT}``, and last
+``{"result": {...}}`` or ``{"error": {"stage", "message", "traceback"}}``. Anything else
+a library prints goes to stderr, which the parent keeps as the job's log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from runner.compile_request import CompileRequest
+
+STAGES = ("load", "export", "quantize", "calibrate", "tosa", "vela", "serialize", "write")
+_PROTOCOL = sys.stdout  # the JSON channel; everything else is redirected to stderr
+
+
+def emit(message: dict) -> None:
+    _PROTOCOL.write(json.dumps(message) + "\n")
+    _PROTOCOL.flush()
+
+
+class StageError(Exception):
+    def __init__(self, stage: str, message: str) -> None:
+        super().__init__(message)
+        self.stage = stage
+
+
+class Stages:
+    """Stage bookkeeping: start/done messages and which stage an exception belongs to."""
+
+    def __init__(self) -> None:
+        self.current = "load"
+        self.seconds: dict[str, float] = {}
+        self.vela_seconds = 0.0
+        emit({"stage": "load", "state": "start"})
+
+    def done(self, stage: str, seconds: float, following: str | None) -> None:
+        self.seconds[stage] = round(seconds, 4)
+        emit({"stage": stage, "state": "done", "seconds": round(seconds, 4)})
+        if following:
+            self.current = following
+            emit({"stage": following, "state": "start"})
+
+
+def load_model(request: CompileRequest):
+    """(model, example inputs or None) for any of the three source forms."""
+    import torch
+
+    source = request.source
+    if source.endswith(".pt2"):
+        exported = torch.export.load(source)
+        return exported.module(check_guards=False), tuple(exported.example_inputs[0])
+    if ".py:" in source:
+        path, name = source.rsplit(":", 1)
+        spec = importlib.util.spec_from_file_location(f"etu_user_model_{Path(path).stem}", path)
+        if spec is None or spec.loader is None:
+            raise StageError("load", f"{path}: cannot be imported as a Python module")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)  # the user's code: its traceback is shown as-is
+        if not hasattr(module, name):
+            found = [
+                n
+                for n, v in vars(module).items()
+                if isinstance(v, type)
+                and issubclass(v, torch.nn.Module)
+                and v.__module__ == module.__name__
+            ]
+            raise StageError(
+                "load",
+                f"{path} has no {name!r}; nn.Module classes in it: {', '.join(found) or 'none'}",
+            )
+        factory = getattr(module, name)
+        model = factory()
+        if not isinstance(model, torch.nn.Module):
+            raise StageError("load", f"{name}() returned {type(model).__name__}, not an nn.Module")
+        return model, None
+    from runner.example_models import EXAMPLES
+
+    if source not in EXAMPLES:
+        raise StageError("load", f"{source!r} is not a model file, a .pt2 or a built-in example")
+    factory, _shapes = EXAMPLES[source]
+    return factory(), None
+
+
+def make_inputs(request: CompileRequest, exported_inputs):
+    """(example inputs, calibration samples) from the request, a file or the model."""
+    import torch
+
+    from runner.example_models import EXAMPLES
+
+    generator = torch.Generator().manual_seed(0)
+
+    def random(spec):
+        dtype = getattr(torch, spec.dtype)
+        if dtype.is_floating_point:
+            return torch.rand(spec.shape, generator=generator, dtype=dtype)
+        if dtype == torch.bool:
+            return torch.randint(0, 2, spec.shape, generator=generator).bool()
+        return torch.randint(0, 100, spec.shape, generator=generator, dtype=dtype)
+
+    if request.input_file:
+        path = Path(request.input_file)
+        if path.suffix == ".npy":
+            import numpy
+
+            data = torch.from_numpy(numpy.load(path))
+            return (data,), [(data,)]
+        loaded = torch.load(path, weights_only=True)
+        if isinstance(loaded, torch.Tensor):
+            return (loaded,), [(loaded,)]
+        samples = [tuple(s) if isinstance(s, list | tuple) else (s,) for s in loaded]
+        if samples and all(isinstance(t, torch.Tensor) for t in samples[0]):
+            if isinstance(loaded, tuple):  # one tuple of inputs, not a list of samples
+                return tuple(loaded), [tuple(loaded)]
+            return samples[0], samples
+        raise StageError("load", f"{path}: expected a tensor, a tuple of tensors or a list")
+    if request.inputs:
+        samples = [tuple(random(s) for s in request.inputs) for _ in range(4)]
+        return samples[0], samples
+    if exported_inputs is not None:
+        return exported_inputs, [exported_inputs]
+    from runner.compile_request import InputSpec
+
+    shapes = EXAMPLES[request.source][1] if request.source in EXAMPLES else [(1, 3, 224, 224)]
+    specs = [InputSpec(tuple(s)) for s in shapes]
+    samples = [tuple(random(s) for s in specs) for _ in range(4)]
+    return samples[0], samples
+
+
+def run(request: CompileRequest, out_dir: Path, stages: Stages) -> dict:
+    started = time.perf_counter()  # importing torch is most of the load stage
+    with contextlib.redirect_stdout(sys.stderr):
+        from runner import aot
+
+        model, exported_inputs = load_model(request)
+        example, calibration = make_inputs(request, exported_inputs)
+        stages.done("load", time.perf_counter() - started, "export")
+        _time_vela(stages)
+        order = iter(["quantize", "calibrate", "tosa"] if request.quantize else ["tosa"])
+
+        def progress(stage: str, seconds: float) -> None:
+            if stage == "export":
+                stages.done("export", seconds, next(order))
+            elif stage in ("quantize", "calibrate"):
+                stages.done(stage, seconds, next(order))
+            elif stage == "lower":
+                stages.done("tosa", max(seconds - stages.vela_seconds, 0.0), "serialize")
+                if request.delegate:
+                    stages.seconds.setdefault("vela", round(stages.vela_seconds, 4))
+            elif stage == "serialize":
+                stages.done("serialize", seconds, "write")
+            elif stage == "write":
+                stages.done("write", seconds, None)
+
+        spec = aot.LoweringSpec(
+            target=request.target,
+            system_config=request.system_config,
+            memory_mode=request.memory_mode,
+            quantize=request.quantize,
+            per_channel=request.per_channel,
+            delegate=request.delegate,
+            extract_delegate_segments=request.delegate_segments,
+            extra_vela_flags=("--verbose-performance", *request.vela_flags),
+        )
+        result = aot.lower_to_pte(
+            model,
+            example,
+            spec,
+            out_dir / f"{request.model_name}.pte",
+            vela_dir=out_dir / "vela" if request.delegate else None,
+            calibration=calibration,
+            progress=progress,
+        )
+    return {
+        "pte": str(result.pte),
+        "vela_dir": str(result.vela_dir) if result.vela_dir else None,
+        "stages": stages.seconds,
+    }
+
+
+def _time_vela(stages: Stages) -> None:
+    """Report Vela as its own stage: wrap the function the Ethos-U backend calls."""
+    from executorch.backends.arm.ethosu import backend
+
+    original = backend.vela_compile
+
+    def timed(*args, **kwargs):
+        emit({"stage": "vela", "state": "start"})
+        stages.current = "vela"
+        started = time.perf_counter()
+        result = original(*args, **kwargs)  # an exception leaves the stage at "vela"
+        seconds = time.perf_counter() - started
+        stages.vela_seconds += seconds
+        stages.seconds["vela"] = round(stages.vela_seconds, 4)
+        emit({"stage": "vela", "state": "done", "seconds": round(seconds, 4)})
+        stages.current = "tosa"
+        return result
+
+    backend.vela_compile = timed
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    request = CompileRequest.from_json(json.loads(Path(argv[0]).read_text()))
+    out_dir = Path(argv[1])
+    stages = Stages()
+    try:
+        emit({"result": run(request, out_dir, stages)})
+        return 0
+    except StageError as error:
+        emit({"error": {"stage": error.stage, "message": str(error), "traceback": None}})
+    except BaseException as error:  # the user's model or the tools failed: report, don't die
+        stage = stages.current or _stage_from_traceback(error)
+        text = "".join(traceback.format_exception(error))
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        message = f"{type(error).__name__}: {first}"
+        emit({"error": {"stage": stage, "message": message, "traceback": text}})
+    return 1
+
+
+def _stage_from_traceback(error: BaseException) -> str:
+    """Best guess of the stage from where the exception came from."""
+    names = [frame.name for frame in traceback.extract_tb(error.__traceback__)]
+    files = " ".join(frame.filename for frame in traceback.extract_tb(error.__traceback__))
+    if "vela" in files and "ethosu" in files:
+        return "vela"
+    if "exec_module" in names or "load_model" in names:
+        return "load"
+    if "make_inputs" in names:
+        return "load"
+    if "prepare_pt2e" in names or "convert_pt2e" in names:
+        return "quantize"
+    if "to_edge_transform_and_lower" in names:
+        return "tosa"
+    if "to_executorch" in names:
+        return "serialize"
+    if "export" in names:
+        return "export"
+    return "unknown"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
