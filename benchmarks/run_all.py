@@ -9,7 +9,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-BENCHMARKS = ["benchmarks.bench_inspect", "benchmarks.bench_elf", "benchmarks.bench_runner_log"]
+BENCHMARKS = [
+    "benchmarks.bench_inspect",
+    "benchmarks.bench_elf",
+    "benchmarks.bench_runner_log",
+    "benchmarks.bench_compile",
+]
 
 
 def main() -> None:
