@@ -16,8 +16,9 @@ import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from importlib import metadata
 from pathlib import Path
+
+from runner.compile_request import tool_versions
 
 ETHOS_U_TARGETS = (
     "ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256",
@@ -184,17 +185,6 @@ def _keep_vela_outputs(scratch_dir: Path, vela_dir: Path) -> Path | None:
             tosa.rename(vela_dir / tosa.name)
     shutil.rmtree(scratch_dir, ignore_errors=True)
     return vela_dir
-
-
-def tool_versions() -> dict[str, str | None]:
-    """Versions of the tools whose output a compile produced (Vela's numbers depend on them)."""
-    versions: dict[str, str | None] = {}
-    for dist in ("torch", "executorch", "ethos-u-vela", "tosa-tools"):
-        try:
-            versions[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            versions[dist] = None
-    return versions
 
 
 def example_inputs_for(shapes: Sequence[tuple[int, ...]], seed: int = 0) -> tuple:

@@ -6,11 +6,11 @@ from textual.content import Content
 from textual.widgets import Static
 
 
-class ErrorPanel(Static):
-    """Hidden until a file fails to open; the previous program (if any) stays below."""
+class ProblemBox(Static):
+    """Hidden until something could not be read; then one ✗ line per problem, and a hint."""
 
     DEFAULT_CSS = """
-    ErrorPanel {
+    ProblemBox {
         display: none;
         height: auto;
         border: heavy $error;
@@ -21,18 +21,29 @@ class ErrorPanel(Static):
     }
     """
 
-    def show_error(self, message: str, still_showing: str | None) -> None:
-        self.border_title = "Could not open"
-        hint = (
-            f"Still showing {still_showing}. Press o to open another file."
-            if still_showing
-            else "Press o to open another file."
-        )
-        self.update(
-            Content.assemble(("✗ ", "$text-error bold"), (message, "bold"), "\n", (hint, "dim"))
-        )
+    def show_lines(self, title: str, lines: list[str], hint: str = "") -> None:
+        if not lines:
+            self.clear()
+            return
+        self.border_title = title
+        parts = [Content.assemble(("✗ ", "$text-error bold"), (line, "bold")) for line in lines]
+        if hint:
+            parts.append(Content.styled(hint, "dim"))
+        self.update(Content("\n").join(parts))
         self.add_class("-shown")
 
     def clear(self) -> None:
         self.remove_class("-shown")
         self.update("")
+
+
+class ErrorPanel(ProblemBox):
+    """Hidden until a file fails to open; the previous program (if any) stays below."""
+
+    def show_error(self, message: str, still_showing: str | None) -> None:
+        hint = (
+            f"Still showing {still_showing}. Press o to open another file."
+            if still_showing
+            else "Press o to open another file."
+        )
+        self.show_lines("Could not open", [message], hint)

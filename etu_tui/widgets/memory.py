@@ -15,6 +15,7 @@ from textual.widgets import Input, Label, Static
 
 from etu_tui.messages import FirmwareResult
 from etu_tui.screens.open_file import OpenFileScreen
+from etu_tui.widgets.error_panel import ProblemBox
 from etu_tui.widgets.formatting import nbytes
 from etu_tui.widgets.virtual_table import Column, VirtualTable, fit
 from parsers.elf_map import Symbol
@@ -43,32 +44,11 @@ def address(value: int) -> str:
 # ------------------------------------------------------------------------- errors
 
 
-class FirmwareError(Static):
+class FirmwareError(ProblemBox):
     """The firmware (or the fit check) could not be read, in one line; the rest is fine."""
 
-    DEFAULT_CSS = """
-    FirmwareError {
-        display: none;
-        height: auto;
-        border: heavy $error;
-        border-title-color: $text-error;
-        border-title-style: bold;
-        padding: 0 1;
-        &.-shown { display: block; }
-    }
-    """
-
     def show_error(self, title: str, line: str | None, hint: str = "") -> None:
-        if not line:
-            self.remove_class("-shown")
-            self.update("")
-            return
-        self.border_title = title
-        parts = [Content.assemble(("✗ ", "$text-error bold"), (line, "bold"))]
-        if hint:
-            parts.append(Content.styled(hint, "dim"))
-        self.update(Content("\n").join(parts))
-        self.add_class("-shown")
+        self.show_lines(title, [line] if line else [], hint)
 
 
 # ------------------------------------------------------------------------- regions

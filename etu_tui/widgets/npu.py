@@ -16,6 +16,7 @@ from textual.widgets import Input, Label, Static
 
 from etu_tui.messages import VelaResult
 from etu_tui.screens.open_file import OpenFileScreen
+from etu_tui.widgets.error_panel import ProblemBox
 from etu_tui.widgets.virtual_table import Column, VirtualTable
 from parsers.vela import LayerRow, VelaReport
 
@@ -428,33 +429,11 @@ class VelaMessages(VerticalScroll):
         self.query_one("#vela-messages-text", Static).update(messages_content(result))
 
 
-class VelaError(Static):
+class VelaError(ProblemBox):
     """A Vela report that could not be read, in one line; the rest of the console is fine."""
 
-    DEFAULT_CSS = """
-    VelaError {
-        display: none;
-        height: auto;
-        border: heavy $error;
-        border-title-color: $text-error;
-        border-title-style: bold;
-        padding: 0 1;
-        &.-shown { display: block; }
-    }
-    """
-
     def show_errors(self, lines: list[str]) -> None:
-        if not lines:
-            self.remove_class("-shown")
-            self.update("")
-            return
-        self.border_title = "Vela report not read"
-        self.update(
-            Content("\n").join(
-                Content.assemble(("✗ ", "$text-error bold"), (line, "bold")) for line in lines
-            )
-        )
-        self.add_class("-shown")
+        self.show_lines("Vela report not read", lines)
 
 
 class AddReportScreen(OpenFileScreen):
