@@ -10,7 +10,8 @@ Every number is SIMULATED, and the banner says so.
 
 Faults for tests and demos (environment): ``ETU_STANDIN_FAULT`` = ``missing-operator`` |
 ``alloc-failure`` | ``hard-fault`` | ``hang`` | ``crash``; ``ETU_STANDIN_INFERENCES=N``;
-``ETU_STANDIN_LINE_DELAY`` (seconds between lines, to watch a run stream).
+``ETU_STANDIN_LINE_DELAY`` (seconds between lines, to watch a run stream);
+``ETU_STANDIN_ETDUMP=1`` (print an ETDump base64 block, as ETDump builds do).
 
 ``install_standin(folder)`` writes executables under the real FVP names into ``folder``, so
 discovery and launch are exercised exactly as with real FVPs.
@@ -330,10 +331,27 @@ def simulate(executable: str, options: dict, out: Transcript) -> int:
     ]
     for line in memory_lines:
         out.log("I", 1210, "log_mem_status", line)
+    if os.environ.get("ETU_STANDIN_ETDUMP"):
+        _print_etdump(out, seed)
     out.log("I", 1381, "main", "Program complete, exiting.")
     out.log("I", 1383, "main", "\x04")
     out.raw("Info: /OSCI/SystemC: Simulation stopped by user.")
     return 0
+
+
+def _print_etdump(out: Transcript, seed: int) -> None:
+    """An ETDump-build block (§4.5); its bytes are a stand-in, labelled by an ED00 header."""
+    import base64
+
+    payload = b"\x10\x00\x00\x00ED00" + seed.to_bytes(4, "little") + bytes(range(52))
+    encoded = base64.b64encode(payload).decode()
+    out.log("I", 1290, "write_etdump", f"[base64] buffer size: {len(payload)}")
+    for line in ("#[RUN THIS]", "# Writing etdump.bin [base64]",
+                 f'echo "{encoded}" | base64 -d >etdump.bin',
+                 "# Generate cpu cycle table with:",
+                 "python3 -m devtools.inspector.inspector_cli --etdump_path etdump.bin "
+                 "--source_time_scale cycles --target_time_scale cycles", "#[END]"):  # fmt: skip
+        out.raw(line)
 
 
 def _abort(out: Transcript, fault: str) -> int:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from parsers.runner_events import (
     AssertFailed,
+    EtdumpBlock,
     Event,
     FvpStopped,
     HardFault,
@@ -142,6 +143,7 @@ class RunController:
         self._decisive: list[tuple[Event, str]] = []
         self._recent: dict[tuple[str, int], str] = {}
         self._last_stderr: str | None = None
+        self._etdumps = 0
         self.session = SessionWriter(sessions, kind, {"command": self.argv, **meta})
         self.outcome: RunOutcome | None = None
         self._done = threading.Event()
@@ -195,11 +197,20 @@ class RunController:
                     self._last_stderr = event.text.strip()
                 if len(self._recent) > 512:
                     self._recent.pop(next(iter(self._recent)))
+            elif isinstance(event, EtdumpBlock):
+                self._save_etdump(event)
             elif isinstance(event, _DECISIVE):
                 text = self._recent.get((stream, event.line_no), type(event).__name__)
                 self._decisive.append((event, text))
             self._summary.add(event)
         self.session.write_events(events)
+
+    def _save_etdump(self, block: EtdumpBlock) -> None:
+        """Decoded base64 files go into the session under names etu chooses: the device
+        only says what kind of file it is (``etdump`` or ``debug_buffer``)."""
+        kind = "debug_buffer" if "debug" in block.file_name else "etdump"
+        self._etdumps += 1
+        (self.session.folder / f"{kind}-{self._etdumps:03d}.bin").write_bytes(block.data)
 
     def _on_stats(self, stats: ProcessStats) -> None:
         self._peak_rss = max(self._peak_rss, stats.rss_bytes)

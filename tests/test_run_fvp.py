@@ -212,3 +212,13 @@ def test_log_command_on_a_saved_transcript(env, tmp_path: Path) -> None:
     kinds = {json.loads(line)["type"] for line in events.stdout.splitlines()}
     assert {"LogLine", "PmuReport", "MemoryReport", "OutputTensor"} <= kinds
     assert PmuReport.__name__ in kinds
+
+
+def test_etdump_block_is_saved_under_a_name_etu_chooses(env, tmp_path: Path) -> None:
+    env = {**env, "ETU_STANDIN_ETDUMP": "1"}
+    result = run_cli("run", "--elf", str(ELF), "--json", env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    folder = tmp_path / json.loads(result.stdout.splitlines()[-1])["session"]
+    (saved,) = folder.glob("etdump-*.bin")
+    assert saved.name == "etdump-001.bin" and saved.read_bytes()[4:8] == b"ED00"
+    assert not (tmp_path / "etdump.bin").exists() and not (folder / "etdump.bin").exists()
