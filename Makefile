@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 # The stamp is keyed on the dependency list: re-running with nothing changed is a no-op.
-DEPS_KEY := $(shell cat pyproject.toml Makefile | sha256sum | cut -c1-16)
+DEPS_KEY := $(shell cat pyproject.toml | sha256sum | cut -c1-16)
 STAMP  := $(VENV)/.installed-$(DEPS_KEY)
 
 .PHONY: setup system-deps run test demo bench screenshots lint clean
@@ -35,6 +35,7 @@ test: setup
 
 demo: setup
 	$(BIN)/python examples/demo/build_demo.py
+	$(BIN)/python examples/demo/build_firmware.py
 
 bench: setup
 	$(BIN)/python benchmarks/run_all.py
