@@ -14,6 +14,7 @@ BENCHMARKS = [
     "benchmarks.bench_elf",
     "benchmarks.bench_runner_log",
     "benchmarks.bench_compile",
+    "benchmarks.bench_console_flood",
 ]
 
 

@@ -34,6 +34,8 @@ from etu_tui.messages import (
     find_firmware,
     load_firmware,
     load_vela,
+    output_shapes,
+    program_target,
     resolve_target,
     vela_label,
     workspace_vela,
@@ -58,6 +60,7 @@ from etu_tui.widgets import (
     PoolGauges,
     ProgramSummary,
     RegionBars,
+    RunPanel,
     SectionsTable,
     SymbolsTable,
     ValuesTable,
@@ -69,17 +72,39 @@ from etu_tui.widgets.delegates import one_line
 from etu_tui.widgets.fit import tab_label
 from etu_tui.widgets.formatting import plural
 from etu_tui.widgets.memory import pools_height
+from etu_tui.widgets.run import RunElfScreen
+from etu_tui.widgets.run_log import TIME_MODES, LogView
+from etu_tui.widgets.run_model import LEVELS
 from parsers.pte import ExecutionPlan, Tensor
 
 DEMO_WORKSPACE = Path(__file__).resolve().parent.parent / "examples" / "demo"
 
-# Tab ids; later views (Run) add theirs here.
+# Tab ids.
 PROGRAM_TAB, TENSORS_TAB, DELEGATES_TAB, NPU_TAB = "program", "tensors", "delegates", "npu"
-MEMORY_TAB, FIT_TAB = "memory", "fit"
+MEMORY_TAB, FIT_TAB, RUN_TAB = "memory", "fit", "run"
+# Tabs that show one plan: the plan key is in the footer there only.
+PLAN_TABS = (PROGRAM_TAB, TENSORS_TAB, DELEGATES_TAB)
 # Keys that act on the NPU tab: shown in the footer there only; the palette opens the tab.
 NPU_ACTIONS = ("sort_layers", "next_report", "drop_report")
 # Keys of the Memory and Fit tabs: shown in the footer there only; the palette opens Memory.
 FIRMWARE_ACTIONS = ("pick_elf",)
+# Keys of the Run tab: shown in the footer there only (it has room for five of them once
+# the program's own keys step aside); the palette opens the tab first.
+RUN_ACTIONS = (
+    "start_run",
+    "stop_run",
+    "pick_run_elf",
+    "log_find",
+    "log_follow",
+    "log_hex",
+    "log_time",
+    "log_filter",
+    "log_next",
+    "log_prev",
+    "past_runs",
+)
+# The program's keys that the Run tab hides from its footer (the palette still has them).
+PROGRAM_ACTIONS = ("copy_select_ops", "add_vela_report")
 
 
 class EtuApp(App[int]):
@@ -105,6 +130,7 @@ class EtuApp(App[int]):
         Binding("n", f"show_tab('{NPU_TAB}')", "NPU", id="npu"),
         Binding("m", f"show_tab('{MEMORY_TAB}')", "Memory", id="memory"),
         Binding("f", f"show_tab('{FIT_TAB}')", "Fit", id="fit"),
+        Binding("u", f"show_tab('{RUN_TAB}')", "Run", id="run"),
         Binding("p", "next_plan", "Plan", id="next_plan", tooltip="Next plan"),
         Binding(
             "a",
@@ -113,6 +139,10 @@ class EtuApp(App[int]):
             id="add_vela_report",
             tooltip="Add a Vela report to compare side by side",
         ),
+        # The Run tab's keys share letters with other tabs' keys: each is only enabled on
+        # its own tab (check_action), so one key does one thing wherever you are.
+        Binding("r", "start_run", "Start", id="start_run", tooltip="Run the firmware"),
+        Binding("s", "stop_run", "Stop", id="stop_run", tooltip="Stop the run"),
         Binding("s", "sort_layers", "Sort", id="sort_layers", tooltip="By cycles / Vela's order"),
         Binding("r", "next_report", "Next report", id="next_report"),
         # No room in the footer at 140 columns: the compare table's title names the key.
@@ -124,6 +154,15 @@ class EtuApp(App[int]):
             id="pick_elf",
             tooltip="Read another firmware ELF and check the program against it",
         ),
+        Binding("slash", "log_find", "Find", id="log_find", tooltip="Find in the log"),
+        Binding("l", "log_follow", "Follow", id="log_follow", tooltip="Follow the log's end"),
+        Binding("h", "log_hex", "Hex", id="log_hex", tooltip="The cursor line's bytes"),
+        # No room in the footer: the log's border names these keys.
+        Binding("e", "pick_run_elf", "ELF", id="pick_run_elf", show=False),
+        Binding("w", "log_time", "Time", id="log_time", show=False),
+        Binding("ctrl+f", "log_filter", "Filter", id="log_filter", show=False),
+        Binding("right_square_bracket", "log_next", "Next match", id="log_next", show=False),
+        Binding("left_square_bracket", "log_prev", "Previous match", id="log_prev", show=False),
         Binding("q", "quit", "Quit", id="quit"),
         Binding("escape", "dismiss_error", "Dismiss error", show=False),
     ]
@@ -165,6 +204,24 @@ class EtuApp(App[int]):
             "Firmware: pick another ELF…",
             "Read its memory map and check the program against it",
         ),
+        f"show_tab('{RUN_TAB}')": (
+            "View: run on the FVP",
+            "Run the firmware, watch its log, PMU, allocators and outputs",
+        ),
+        "start_run": ("Run: start the firmware on the FVP", "Recorded as a session"),
+        "stop_run": ("Run: stop the run", "Stops the simulator's whole process group"),
+        "pick_run_elf": ("Run: pick the firmware ELF to run…", "Instead of the workspace's"),
+        "log_find": ("Log: find…", "Type a text; Enter finds the next line with it"),
+        "log_next": ("Log: next match", "The next line with the find text"),
+        "log_prev": ("Log: previous match", "The line before with the find text"),
+        "log_filter": ("Log: filter…", "Show only the lines with a text"),
+        "log_follow": ("Log: follow on / off", "Keep the newest line in view"),
+        "log_time": (
+            "Log: timestamps relative / delta / absolute / off",
+            "Host arrival time of each line",
+        ),
+        "log_hex": ("Log: hex view of the line", "The cursor line's bytes as received"),
+        "past_runs": ("Run: past runs of this workspace", "Reopen a recorded session"),
     }
 
     def __init__(self, target: Path | None = None) -> None:
@@ -229,6 +286,8 @@ class EtuApp(App[int]):
                 yield FirmwareError(id="fit-error")
                 yield FitHeadline(id="fit-headline")
                 yield FitChecks(id="fit-checks")
+            with TabPane("Run", id=RUN_TAB):
+                yield RunPanel(id="run-panel")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -236,6 +295,8 @@ class EtuApp(App[int]):
         self.open_target(self.target)
 
     def on_unmount(self) -> None:
+        with suppress(Exception):
+            self.query_one(RunPanel).close()  # no simulator outlives the console
         if self.facts is not None:
             _close(self.facts)
 
@@ -243,8 +304,14 @@ class EtuApp(App[int]):
 
     @property
     def busy(self) -> bool:
-        """A program, a Vela report or a firmware is still being read."""
-        return self.load_state == "loading" or self.vela_pending > 0 or self.firmware_pending
+        """A program, a Vela report, a firmware or (Run tab) a preview or past session is
+        still being read. A run under way is not: it may never end by itself."""
+        if self.load_state == "loading" or self.vela_pending > 0 or self.firmware_pending:
+            return True
+        try:
+            return self.query_one(RunPanel).busy
+        except Exception:  # not mounted yet
+            return False
 
     def open_target(self, target: Path) -> None:
         """Decode ``target`` in a thread; the result arrives as a message."""
@@ -300,6 +367,13 @@ class EtuApp(App[int]):
                 )
             self._show_vela()
         self.read_firmware(self.firmware_pick)
+        own = self.vela.report if self.vela is not None else None
+        self.query_one(RunPanel).set_program(
+            message.facts.path.parent,
+            target=program_target(message.facts),
+            vela_cycles=own.cycles if own is not None else None,
+            shapes=output_shapes(message.facts),
+        )
         self.action_show_tab(self.query_one(TabbedContent).active or PROGRAM_TAB)
         self.refresh_bindings()
         self.load_state = "ready"
@@ -532,10 +606,24 @@ class EtuApp(App[int]):
     # -- actions -----------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        active = self.query_one(TabbedContent).active
         if action == "next_plan":
+            if active not in PLAN_TABS:
+                return False  # the palette opens the Program tab first
             return (self.facts is not None and len(self.facts.program.plans) > 1) or None
+        if action in PROGRAM_ACTIONS and active == RUN_TAB:
+            return False
         if action == "copy_select_ops":
             return self.facts is not None or None
+        if action in RUN_ACTIONS:
+            if active != RUN_TAB:
+                return False
+            panel = self.query_one(RunPanel)
+            if action == "start_run":
+                return (panel.workspace is not None and not panel.running) or None
+            if action == "stop_run":
+                return panel.running or None
+            return True
         if action in FIRMWARE_ACTIONS:
             return self.query_one(TabbedContent).active in (MEMORY_TAB, FIT_TAB)
         if action in NPU_ACTIONS:
@@ -647,11 +735,82 @@ class EtuApp(App[int]):
             NPU_TAB: LayerTable,
             MEMORY_TAB: SectionsTable,
             FIT_TAB: FitChecks,
+            RUN_TAB: LogView,
         }.get(tab)
         if focus is not None:
             self.query_one(focus).focus()
         elif tab == DELEGATES_TAB:
             self.query_one(DelegatesView).focus()
+
+    async def action_on_program(self, action: str) -> None:
+        """Run a key of the program's from the palette: on a tab that hides it, the
+        Program tab opens first."""
+        if self.check_action(action, ()) is False:
+            self.action_show_tab(PROGRAM_TAB)
+        await self.run_action(action)
+
+    # -- the Run tab -------------------------------------------------------------------
+
+    async def action_on_run(self, action: str) -> None:
+        """Open the Run tab, then run ``action`` there (the palette's way to Run keys)."""
+        self.action_show_tab(RUN_TAB)
+        await self.run_action(action)
+
+    @property
+    def run_panel(self) -> RunPanel:
+        return self.query_one(RunPanel)
+
+    def action_start_run(self) -> None:
+        if self.run_panel.start_run():
+            self.refresh_bindings()
+
+    def action_stop_run(self) -> None:
+        self.run_panel.stop_run()
+
+    def action_pick_run_elf(self) -> None:
+        panel = self.run_panel
+        if panel.running:
+            self.notify("A run is under way: stop it first.", severity="warning")
+            return
+        if panel.elf is not None:
+            start = _short(panel.elf)
+        else:
+            start = f"{_short(panel.workspace)}{os.sep}" if panel.workspace else ""
+        self.push_screen(RunElfScreen(start), callback=self._run_elf_chosen)
+
+    def _run_elf_chosen(self, path: Path | None) -> None:
+        if path is not None:
+            self.run_panel.set_elf(path)
+
+    def action_log_find(self) -> None:
+        self.run_panel.focus_find()
+
+    def action_log_next(self) -> None:
+        self.run_panel.find(True)
+
+    def action_log_prev(self) -> None:
+        self.run_panel.find(False)
+
+    def action_log_filter(self) -> None:
+        self.run_panel.focus_filter()
+
+    def action_log_follow(self) -> None:
+        self.run_panel.toggle_follow()
+
+    def action_log_time(self) -> None:
+        self.run_panel.cycle_time()
+
+    def action_log_time_mode(self, mode: str) -> None:
+        self.run_panel.set_time_mode(mode)
+
+    def action_log_hex(self) -> None:
+        self.run_panel.toggle_hex()
+
+    def action_log_level(self, level: str) -> None:
+        self.run_panel.toggle_level(level)
+
+    def action_past_runs(self) -> None:
+        self.run_panel.focus_past_runs()
 
     async def action_next_plan(self) -> None:
         if self.facts is not None and self.facts.program.plans:
@@ -674,7 +833,31 @@ class EtuApp(App[int]):
                     action = f"on_npu({action!r})"
                 elif action in FIRMWARE_ACTIONS:
                     action = f"on_firmware({action!r})"
-                commands.append(PaletteCommand(title, f"{text} (key {binding.key})", action))
+                elif action in RUN_ACTIONS:
+                    action = f"on_run({action!r})"
+                elif action in (*PROGRAM_ACTIONS, "next_plan"):
+                    action = f"on_program({action!r})"
+                key = self.get_key_display(binding)
+                commands.append(PaletteCommand(title, f"{text} (key {key})", action))
+        for action in ("past_runs",):
+            title, text = self.PALETTE_TEXT[action]
+            commands.append(PaletteCommand(title, text, f"on_run({action!r})"))
+        for mode in TIME_MODES:
+            commands.append(
+                PaletteCommand(
+                    f"Log: timestamps {mode}",
+                    "Host arrival time of each line",
+                    f'on_run("log_time_mode({mode!r})")',
+                )
+            )
+        for level in LEVELS:
+            commands.append(
+                PaletteCommand(
+                    f"Log: show / hide level {level} lines",
+                    "Filter the log by level",
+                    f'on_run("log_level({level!r})")',
+                )
+            )
         if self.facts is not None:
             for index, plan in enumerate(self.facts.program.plans):
                 commands.append(

@@ -404,3 +404,109 @@ class FirmwareLoaded(Message):
     def __init__(self, result: FirmwareResult) -> None:
         super().__init__()
         self.result = result
+
+
+# --------------------------------------------------------------------------- runs
+#
+# A run's listener (on the process's reader threads) and the Run tab's workers post these
+# straight to the Run panel, which owns the run's state; they do not bubble to the App.
+
+
+def program_target(facts: ProgramFacts) -> str | None:
+    """The Ethos-U target the program was compiled for (its delegate's ``target`` compile
+    spec, e.g. ``ethos-u55-128``), when it says."""
+    for info in facts.delegates:
+        for spec in info.delegate.compile_specs:
+            if spec.key == "target" and spec.text:
+                return spec.text.strip()
+    return None
+
+
+def output_shapes(facts: ProgramFacts) -> list[tuple[int, ...]]:
+    """The shapes of the first plan's outputs (the runner prints values, not shapes)."""
+    plans = facts.program.plans
+    if not plans:
+        return []
+    plan = plans[0]
+    shapes = []
+    for index in plan.outputs:
+        value = plan.values[index] if 0 <= index < len(plan.values) else None
+        shapes.append(tuple(getattr(value, "sizes", ()) or ()))
+    return shapes
+
+
+class RunMessage(Message):
+    """Base of the Run panel's messages: handled there, never bubbled."""
+
+    bubble = False
+
+
+class RunStarted(RunMessage):
+    """The process of run ``run_id`` is about to start; ``controller`` can stop it."""
+
+    def __init__(self, run_id: int, controller, launch) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.controller = controller  # runner.run.RunController
+        self.launch = launch  # etu_tui.widgets.run_model.LaunchInfo
+
+
+class RunBatch(RunMessage):
+    """Events of a run coalesced by its listener: ``chunks`` of (host arrival time,
+    events). ``bridge.delivered()`` lets the listener post the next batch."""
+
+    def __init__(self, run_id: int, chunks: list, bridge) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.chunks = chunks
+        self.bridge = bridge
+
+
+class RunStats(RunMessage):
+    def __init__(self, run_id: int, stats) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.stats = stats  # runner.process.ProcessStats
+
+
+class RunEnded(RunMessage):
+    """The run ended (``outcome``: runner.run.RunOutcome); ``chunks`` are its last events."""
+
+    def __init__(self, run_id: int, outcome, chunks: list) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.outcome = outcome
+        self.chunks = chunks
+
+
+class RunFailed(RunMessage):
+    """The run could not start (no FVP, no ELF, no session folder): one line."""
+
+    def __init__(self, run_id: int, message: str) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.message = message
+
+
+class LaunchPreviewed(RunMessage):
+    """What the next run would start (``launch``: fvp.launch.FvpLaunch), or why it cannot."""
+
+    def __init__(self, request: int, launch, error: str | None) -> None:
+        super().__init__()
+        self.request = request
+        self.launch = launch
+        self.error = error
+
+
+class PastRunsListed(RunMessage):
+    def __init__(self, request: int, runs: list) -> None:
+        super().__init__()
+        self.request = request
+        self.runs = runs  # etu_tui.widgets.run_model.PastRun, newest first
+
+
+class PastRunRead(RunMessage):
+    def __init__(self, request: int, record) -> None:
+        super().__init__()
+        self.request = request
+        self.record = record  # etu_tui.widgets.run_model.RunRecord

@@ -3,14 +3,20 @@
 ``python -m etu_tui.screenshots OUT_DIR`` writes one SVG per view of the demo workspace
 (and one for a file that fails to open). Same size and steps every run, no clock. The Fit
 view checks the demo against a firmware linked here with a temp pool too small for it
-(needs arm-none-eabi-gcc; without it the view shows the demo's own firmware).
+(needs arm-none-eabi-gcc; without it the view shows the demo's own firmware). The Run view
+runs the demo firmware on the stand-in FVP in a scratch copy of the workspace; what differs
+per run (host times, durations, process samples, session folder names) is masked.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from textual.pilot import Pilot
@@ -27,6 +33,8 @@ COMPARE_REPORT = (
 )
 DEMO_PROGRAM = DEMO_WORKSPACE / "demo_cnn.pte"
 SMALL_TEMP_POOL = 1024  # bytes: far below the demo's Ethos-U scratch, so the fit fails
+RUN_TIMEOUT = 60.0  # seconds for the stand-in run of the Run view
+STANDIN_SETTINGS = ("ETU_STANDIN_FAULT", "ETU_STANDIN_INFERENCES", "ETU_STANDIN_LINE_DELAY")
 
 
 async def settle(pilot: Pilot, timeout: float = SETTLE_TIMEOUT) -> None:
@@ -154,6 +162,70 @@ async def render_demo(out_dir: Path, size: tuple[int, int] = SIZE) -> list[Path]
     return written
 
 
+@contextmanager
+def standin_workspace(folder: Path) -> Iterator[Path]:
+    """A copy of the demo workspace and the stand-in FVP under ``folder``, which becomes the
+    working folder while in the block, both named by relative paths (``demo``, ``fvp``): the
+    command on the Run tab then reads the same on every machine. Yields the workspace."""
+    from fvp.standin import install_standin
+
+    workspace = folder / "demo"
+    workspace.mkdir(parents=True)
+    shutil.copyfile(DEMO_PROGRAM, workspace / DEMO_PROGRAM.name)
+    for sub in ("firmware", "vela"):
+        shutil.copytree(DEMO_WORKSPACE / sub, workspace / sub)
+    install_standin(folder / "fvp")
+    names = ("ETU_FVP_DIR", *STANDIN_SETTINGS)
+    saved = {name: os.environ.get(name) for name in names}
+    cwd = Path.cwd()
+    os.chdir(folder)
+    os.environ["ETU_FVP_DIR"] = "fvp"
+    for name in STANDIN_SETTINGS:
+        os.environ.pop(name, None)
+    try:
+        yield Path("demo")
+    finally:
+        os.chdir(cwd)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+async def run_steps(pilot: Pilot, timeout: float = RUN_TIMEOUT) -> None:
+    """The Run tab after a completed stand-in run, the log's time column off and what
+    differs per run masked."""
+    app = pilot.app
+    assert isinstance(app, EtuApp)
+    await settle(pilot)
+    await _press(pilot, "u")
+    await settle(pilot)
+    panel = app.run_panel
+    panel.stable = True
+    panel.set_time_mode("off")
+    await pilot.press("r")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while panel.running:
+        if loop.time() > deadline:
+            raise TimeoutError("the stand-in run did not end in time")
+        await pilot.pause(0.05)
+    await settle(pilot)
+    still_cursors(app)
+    await pilot.pause()
+    await pilot.wait_for_scheduled_animations()
+
+
+async def render_run(out_dir: Path, size: tuple[int, int] = SIZE) -> Path:
+    folder = out_dir.resolve()  # the block below changes the working folder
+    with tempfile.TemporaryDirectory() as tmp, standin_workspace(Path(tmp)) as workspace:
+        app = EtuApp(workspace)
+        async with app.run_test(size=size) as pilot:
+            await run_steps(pilot)
+            return out_dir / Path(app.save_screenshot("run.svg", str(folder))).name
+
+
 async def render_error(out_dir: Path, size: tuple[int, int] = SIZE) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         bad = Path(tmp) / "notes.pte"
@@ -171,6 +243,7 @@ async def render_all(out_dir: Path) -> list[Path]:
         await render_npu(out_dir),
         await render_memory(out_dir),
         await render_fit(out_dir),
+        await render_run(out_dir),
         await render_error(out_dir),
     ]
 

@@ -24,12 +24,24 @@ from etu_tui.widgets.npu import (
     VelaSummary,
 )
 from etu_tui.widgets.plan import PlanFacts
+from etu_tui.widgets.run import RunBridge, RunElfScreen, RunPanel
+from etu_tui.widgets.run_log import HexView, LogView
+from etu_tui.widgets.run_model import LogStore, RunRecord
+from etu_tui.widgets.run_panes import (
+    AllocatorPane,
+    OutputsPane,
+    PastRunsList,
+    PmuPane,
+    ProcessPane,
+    RunBanner,
+)
 from etu_tui.widgets.summary import ProgramSummary
 from etu_tui.widgets.values import ValuesTable
 from etu_tui.widgets.virtual_table import Column, VirtualTable
 
 __all__ = [
     "AddReportScreen",
+    "AllocatorPane",
     "Column",
     "CompareTable",
     "CpuOpsView",
@@ -38,16 +50,28 @@ __all__ = [
     "FirmwareError",
     "FitChecks",
     "FitHeadline",
+    "HexView",
     "InstructionsLegend",
     "InstructionsTable",
     "KernelsView",
     "LayerTable",
+    "LogStore",
+    "LogView",
     "MemoryWarnings",
+    "OutputsPane",
+    "PastRunsList",
     "PickElfScreen",
     "PlanFacts",
+    "PmuPane",
     "PoolGauges",
+    "ProcessPane",
     "ProgramSummary",
     "RegionBars",
+    "RunBanner",
+    "RunBridge",
+    "RunElfScreen",
+    "RunPanel",
+    "RunRecord",
     "SectionsTable",
     "SelectOps",
     "SymbolsTable",

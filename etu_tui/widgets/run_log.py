@@ -1,0 +1,503 @@
+"""The Run tab's log: a Line-API view of a run's ring of lines, and a hex view of one line.
+
+Only the rows on screen are ever formatted (the toolong LogLines design), so a run printing
+20,000 lines a second costs the UI a list append per line and a repaint per batch. Filtering
+keeps a list of matching line numbers, extended as lines arrive. Every line is shown through
+:func:`etu_tui.safe_text.printable`: nothing a device prints can act on the terminal.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections import deque
+from collections.abc import Iterable
+from typing import ClassVar
+
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.content import Content
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widgets import Static
+
+from etu_tui.safe_text import printable
+from etu_tui.widgets.run_model import (
+    LEVEL,
+    LEVELS,
+    STREAM,
+    TEXT,
+    WHEN,
+    Entry,
+    LogStore,
+    entry_level,
+)
+from parsers.runner_events import LogLine
+
+TIME_MODES = ("relative", "delta", "absolute", "off")
+_TIME_WIDTH = {"relative": 10, "delta": 10, "absolute": 13, "off": 0}
+_LEVEL_CLASS = {"D": "log--debug", "E": "log--error", "F": "log--fatal"}
+HEX_LIMIT = 128  # bytes of a line shown in the hex view
+
+
+def time_text(mode: str, when: float, start: float | None, before: float | None) -> str:
+    """The time column of a line: host arrival time, absolute / since the start / since the
+    line before."""
+    if mode == "absolute":
+        stamp = time.strftime("%H:%M:%S", time.localtime(when))
+        return f"{stamp}.{int(when * 1000) % 1000:03d} "
+    if mode == "relative":
+        return f"{when - (start if start is not None else when):9.3f} "
+    if mode == "delta":
+        return f"+{when - (before if before is not None else when):8.3f} "
+    return ""
+
+
+def hexdump(data: bytes, limit: int = HEX_LIMIT) -> list[str]:
+    """``0000  49 20 5b …  I [e…``: 16 bytes a row, printable ASCII on the right."""
+    rows = []
+    for offset in range(0, min(len(data), limit), 16):
+        block = data[offset : offset + 16]
+        left = " ".join(f"{b:02x}" for b in block[:8])
+        right = " ".join(f"{b:02x}" for b in block[8:])
+        text = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in block)
+        rows.append(f"{offset:04x}  {left:<23}  {right:<23}  {text}")
+    if len(data) > limit:
+        rows.append(f"… {len(data) - limit:,} more bytes")
+    return rows
+
+
+class LogView(ScrollView, can_focus=True):
+    """A run's lines: follow mode, filter by text and level, search, time column, cursor."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "log--time",
+        "log--debug",
+        "log--error",
+        "log--fatal",
+        "log--stderr",
+        "log--match",
+        "log--cursor",
+    }
+
+    DEFAULT_CSS = """
+    LogView {
+        height: 1fr;
+        scrollbar-size-vertical: 1;
+        scrollbar-size-horizontal: 1;
+        & > .log--time { color: $text-muted; }
+        & > .log--debug { color: $text-muted; }
+        & > .log--error { color: $text-error; }
+        & > .log--fatal { color: $text-error; text-style: bold reverse; }
+        & > .log--stderr { color: $text-warning; }
+        & > .log--match { background: $warning 60%; text-style: bold; }
+        & > .log--cursor { background: $block-cursor-blurred-background; }
+        &:focus > .log--cursor { background: $block-cursor-background; }
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown,space", "page(1)", "Page down", show=False),
+        Binding("home", "first", "First", show=False),
+        Binding("end", "last", "Last, follow", show=False),
+        Binding("left", "scroll_left", "Left", show=False),
+        Binding("right", "scroll_right", "Right", show=False),
+    ]
+
+    class CursorMoved(Message):
+        """The cursor is on line ``seq`` (None: no lines)."""
+
+        def __init__(self, view: LogView, seq: int | None) -> None:
+            super().__init__()
+            self.view = view
+            self.seq = seq
+
+        @property
+        def control(self) -> LogView:
+            return self.view
+
+    class FollowChanged(Message):
+        def __init__(self, view: LogView, follow: bool) -> None:
+            super().__init__()
+            self.view = view
+            self.follow = follow
+
+        @property
+        def control(self) -> LogView:
+            return self.view
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.store: LogStore | None = None
+        self.start: float | None = None  # relative times count from here
+        self.filter_text = ""
+        self.levels: frozenset[str] = frozenset(LEVELS)
+        self._matches: deque[int] | None = None  # seqs shown, when a filter is on
+        self._seen = 0  # store.total when the shown rows were last brought up to date
+        self._first = 0  # store.first then
+        self.search = ""
+        self._follow = True
+        self._time_mode = "relative"
+        self.cursor: int | None = None  # the seq under the cursor
+
+    # -- state -------------------------------------------------------------------------
+
+    @property
+    def follow(self) -> bool:
+        return self._follow
+
+    @follow.setter
+    def follow(self, value: bool) -> None:
+        if value == self._follow:
+            return
+        self._follow = value
+        if value:
+            self._to_end()
+        self.post_message(self.FollowChanged(self, value))
+
+    @property
+    def time_mode(self) -> str:
+        return self._time_mode
+
+    @time_mode.setter
+    def time_mode(self, mode: str) -> None:
+        if mode not in TIME_MODES:
+            raise ValueError(f"time mode is one of {', '.join(TIME_MODES)}")
+        self._time_mode = mode
+        self._update_size()
+        self.refresh()
+
+    @property
+    def filtering(self) -> bool:
+        return self._matches is not None
+
+    @property
+    def row_count(self) -> int:
+        if self.store is None:
+            return 0
+        return len(self._matches) if self._matches is not None else len(self.store)
+
+    def seq_at(self, row: int) -> int:
+        assert self.store is not None
+        return self._matches[row] if self._matches is not None else self.store.first + row
+
+    def row_of(self, seq: int) -> int:
+        """The row showing ``seq``, or the row of the next shown line after it."""
+        if self.store is None:
+            return 0
+        if self._matches is not None:
+            return bisect.bisect_left(self._matches, seq)
+        return seq - self.store.first
+
+    def line(self, seq: int | None) -> tuple[float, LogLine] | None:
+        """Line ``seq`` and its arrival time, when it is kept."""
+        store = self.store
+        if store is None or seq is None or not store.first <= seq < store.total:
+            return None
+        return store.line(seq)
+
+    def rows(self) -> Iterable[tuple[int, LogLine]]:
+        """Every shown line as (seq, line), for tests and copying."""
+        store = self.store
+        for row in range(self.row_count):
+            seq = self.seq_at(row)
+            yield seq, store.line(seq)[1]  # type: ignore[union-attr]
+
+    def _shown(self, entry: Entry) -> bool:
+        if entry_level(entry) not in self.levels:
+            return False
+        return not self.filter_text or self.filter_text in entry[TEXT].lower()
+
+    # -- data --------------------------------------------------------------------------
+
+    def show(self, store: LogStore | None, start: float | None) -> None:
+        """Point the view at another run's lines (filter and time mode stay)."""
+        self.store, self.start = store, start
+        self._rebuild()
+        self.cursor = None
+        if self._follow:
+            self._to_end()
+        else:
+            self._move_to_row(0)
+            self.scroll_to(0, 0, animate=False, immediate=True, force=True)
+        self.refresh()
+
+    def set_filter(self, text: str, levels: Iterable[str]) -> None:
+        self.filter_text = text.lower()
+        self.levels = frozenset(levels)
+        keep = self.cursor
+        self._rebuild()
+        if self._follow or keep is None:
+            self._to_end()
+        else:
+            self._move_to_row(min(self.row_of(keep), max(self.row_count - 1, 0)))
+        self.refresh()
+
+    def _rebuild(self) -> None:
+        store = self.store
+        filtering = bool(self.filter_text) or self.levels != frozenset(LEVELS)
+        if store is None or not filtering:
+            self._matches = None
+        else:
+            shown = self._shown
+            kept = store.iter_from(store.first)
+            self._matches = deque(seq for seq, entry in kept if shown(entry))
+        self._seen = store.total if store else 0
+        self._first = store.first if store else 0
+        self._update_size()
+
+    def appended(self) -> None:
+        """The store got lines: show them (matching the filter), drop what the ring
+        dropped, keep the viewport on the same lines unless following."""
+        store = self.store
+        if store is None:
+            return
+        new = store.total - self._seen
+        dropped_rows = 0
+        if self._matches is not None:
+            shown = self._shown
+            self._matches.extend(seq for seq, entry in store.last(new) if shown(entry))
+            first, matches = store.first, self._matches
+            while matches and matches[0] < first:
+                matches.popleft()
+                dropped_rows += 1
+        else:
+            dropped_rows = store.first - self._first
+        self._seen, self._first = store.total, store.first
+        self._update_size()
+        if self._follow:
+            self._to_end()
+        else:
+            if dropped_rows:
+                self.scroll_to(y=max(self.scroll_y - dropped_rows, 0), animate=False, force=True)
+            if self.cursor is not None and self.cursor < store.first:
+                self._move_to_row(0)
+        self.refresh()
+
+    def _update_size(self) -> None:
+        widest = self.store.widest if self.store else 0
+        size = Size(_TIME_WIDTH[self._time_mode] + 1 + widest, self.row_count)
+        old = self.virtual_size
+        if size == old:
+            return
+        view = self.container_size
+        if size.width == old.width and min(size.height, old.height) > view.height > 0:
+            # Only more (or fewer) rows past a full view: the scrollbars stay as they are,
+            # so skip the screen-wide layout a virtual_size change asks for (at 20 batches a
+            # second that layout is most of the cost of a flood) and resize them in place.
+            self.set_reactive(ScrollView.virtual_size, size)
+            self._scroll_update(size)
+            self.refresh()
+            return
+        self.virtual_size = size
+        if self._follow:  # scrollbars may come or go with the layout: end there again
+            self.call_after_refresh(self._end_if_following)
+
+    def _end_if_following(self) -> None:
+        if self._follow:
+            self._to_end()
+
+    # -- cursor and scrolling ----------------------------------------------------------
+
+    @property
+    def cursor_row(self) -> int | None:
+        return None if self.cursor is None else self.row_of(self.cursor)
+
+    def _move_to_row(self, row: int) -> None:
+        count = self.row_count
+        seq = self.seq_at(max(0, min(row, count - 1))) if count else None
+        if seq != self.cursor:
+            self.cursor = seq
+            self.post_message(self.CursorMoved(self, seq))
+        if seq is not None:
+            self._scroll_row_into_view(self.row_of(seq))
+        self.refresh()
+
+    def _scroll_row_into_view(self, row: int) -> None:
+        top = round(self.scroll_y)
+        height = max(self.scrollable_content_region.height, 1)
+        if row < top:
+            self.scroll_to(y=row, animate=False, immediate=True, force=True)
+        elif row > top + height - 1:
+            self.scroll_to(y=row - height + 1, animate=False, immediate=True, force=True)
+
+    def _to_end(self) -> None:
+        count = self.row_count
+        seq = self.seq_at(count - 1) if count else None
+        if seq != self.cursor:
+            self.cursor = seq
+            self.post_message(self.CursorMoved(self, seq))
+        height = max(self.scrollable_content_region.height, 1)
+        self.scroll_to(y=max(count - height, 0), animate=False, immediate=True, force=True)
+
+    def jump_to(self, seq: int) -> None:
+        """Put the cursor on line ``seq`` (following stops)."""
+        self.follow = False
+        self._move_to_row(self.row_of(seq))
+
+    def action_cursor(self, delta: int) -> None:
+        self.follow = False
+        row = self.cursor_row
+        self._move_to_row((self.row_count - 1 if row is None else row) + delta)
+
+    def action_page(self, direction: int) -> None:
+        self.action_cursor(direction * max(self.scrollable_content_region.height - 1, 1))
+
+    def action_first(self) -> None:
+        self.follow = False
+        self._move_to_row(0)
+
+    def action_last(self) -> None:
+        self.follow = True
+        self._to_end()
+        self.refresh()
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is not None and self.row_count:
+            self.follow = False
+            self._move_to_row(round(self.scroll_y) + offset.y)
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        self.follow = False
+
+    # -- search ------------------------------------------------------------------------
+
+    def find(self, term: str, forward: bool = True) -> int | None:
+        """Move the cursor to the next (previous) shown line containing ``term``, wrapping
+        around; returns its seq, or None when no shown line has it."""
+        self.search = term
+        self.refresh()
+        needle = term.lower()
+        count = self.row_count
+        if not needle or not count:
+            return None
+        here = self.cursor_row
+        if here is None:
+            here = -1 if forward else count
+        order = (
+            [*range(here + 1, count), *range(0, min(here + 1, count))]
+            if forward
+            else [*range(here - 1, -1, -1), *range(count - 1, max(here - 1, -1), -1)]
+        )
+        store = self.store
+        assert store is not None
+        for row in order:
+            seq = self.seq_at(row)
+            if needle in store.entry(seq)[TEXT].lower():
+                self.jump_to(seq)
+                return seq
+        return None
+
+    # -- rendering ---------------------------------------------------------------------
+
+    def line_style(self, line: LogLine | Entry) -> Style:
+        if isinstance(line, LogLine):
+            level, stream = line.level, line.stream
+        else:
+            level, stream = line[LEVEL], line[STREAM]
+        name = _LEVEL_CLASS.get(level or "")
+        style = self.get_component_rich_style(name, partial=True) if name else Style()
+        if stream == "stderr" and not name:
+            style += self.get_component_rich_style("log--stderr", partial=True)
+        return style
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.size.width
+        base = self.rich_style
+        row = scroll_y + y
+        store = self.store
+        if store is None or not 0 <= row < self.row_count:
+            return Strip.blank(width, base)
+        seq = self.seq_at(row)
+        entry = store.entry(seq)
+        when = entry[WHEN]
+        cursor = seq == self.cursor
+        extra = self.get_component_rich_style("log--cursor", partial=True) if cursor else None
+        segments = []
+        if self._time_mode != "off":
+            before = store.time_before(seq) if self._time_mode == "delta" else None
+            stamp = time_text(self._time_mode, when, self.start, before)
+            style = base + self.get_component_rich_style("log--time", partial=True)
+            segments.append(Segment(stamp, style + extra if extra else style))
+        text = printable(entry[TEXT])
+        style = base + self.line_style(entry)
+        if extra:
+            style += extra
+        segments.extend(self._highlight(text, style))
+        strip = Strip(segments)
+        fill = base + extra if extra else base
+        if cell_len(text) + _TIME_WIDTH[self._time_mode] + 1 > self.virtual_size.width:
+            self.call_later(self._widen, cell_len(text))
+        return strip.crop_extend(scroll_x, scroll_x + width, fill)
+
+    def _highlight(self, text: str, style: Style) -> list[Segment]:
+        needle = self.search.lower()
+        if not needle:
+            return [Segment(text, style)]
+        folded = text.lower()
+        if len(folded) != len(text) or needle not in folded:
+            return [Segment(text, style)]
+        match = style + self.get_component_rich_style("log--match", partial=True)
+        out, at = [], 0
+        while (found := folded.find(needle, at)) != -1:
+            if found > at:
+                out.append(Segment(text[at:found], style))
+            out.append(Segment(text[found : found + len(needle)], match))
+            at = found + len(needle)
+        if at < len(text):
+            out.append(Segment(text[at:], style))
+        return out
+
+    def _widen(self, cells: int) -> None:
+        if self.store is not None and cells > self.store.widest:
+            self.store.widest = cells
+            self._update_size()
+
+    def on_resize(self) -> None:
+        if self._follow:
+            self._to_end()
+
+
+class HexView(Static):
+    """The bytes of the line under the log's cursor, exactly as received."""
+
+    DEFAULT_CSS = """
+    HexView {
+        display: none;
+        height: auto;
+        max-height: 11;
+        border-top: solid $primary;
+        padding: 0 1;
+        &.-shown { display: block; }
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.lines: list[str] = []
+
+    def show_line(self, seq: int | None, line: LogLine | None) -> None:
+        if line is None or seq is None:
+            self.lines = []
+            self.update(Content.styled("No line under the cursor.", "dim"))
+            return
+        data = line.raw + line.end
+        ending = {b"\n": "LF", b"\r\n": "CR LF", b"\r": "CR"}.get(line.end, "no line end")
+        head = (
+            f"line {line.line_no:,} · {line.stream or 'stdout'} · {len(line.raw):,} bytes "
+            f"+ {ending}" + (" · piece of a longer line" if line.partial else "")
+        )
+        self.lines = [head, *hexdump(data)]
+        self.update(
+            Content("\n").join([Content.styled(head, "bold"), *map(Content, self.lines[1:])])
+        )

@@ -1,0 +1,297 @@
+"""What the Run tab knows about one run, live or read back from its session folder.
+
+Plain data, no widgets: the listener's batches (live) and a session re-read (past) both go
+through :meth:`RunRecord.add`, so a reopened run shows exactly what the live one showed.
+The log is a bounded ring (the full record is the session on disk).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+
+from parsers.runner_events import (
+    Event,
+    LogLine,
+    MemoryReport,
+    OutputTensor,
+    PmuReport,
+)
+from parsers.runner_log import LogSummary, parse_log_bytes
+from runner.process import ProcessStats
+from runner.run import RunOutcome
+from runner.session import META, list_sessions, read_session
+
+RING_LINES = 100_000  # lines kept on screen; the session's raw.log keeps every byte
+LEVELS = ("D", "I", "E", "F", "other")
+_NAMED_LEVELS = frozenset(LEVELS[:4])
+
+# How a run ended → the banner's colour class.
+REASON_CLASS = {
+    "success": "-success",
+    "runner_error": "-error",
+    "hard_fault": "-error",
+    "crash": "-error",
+    "time_limit": "-warning",
+    "killed": "-warning",
+    "incomplete": "-warning",
+}
+_VERDICT_REASON = {
+    "success": "success",
+    "error": "runner_error",
+    "hard_fault": "hard_fault",
+    "timeout": "time_limit",
+    "incomplete": "incomplete",
+}
+
+# A kept line: (host time, line_no, raw, end, text, level, stream, partial). A plain tuple of
+# strings and numbers, which the garbage collector stops tracking: 100,000 LogLine objects
+# made every full collection walk them all (80 ms pauses in a flood); these it never visits.
+Entry = tuple[float, int, bytes, bytes, str, "str | None", "str | None", bool]
+WHEN, NUMBER, RAW, END, TEXT, LEVEL, STREAM, PARTIAL = range(8)
+# One read of a run: its lines as entries, and the other events (reports, outputs, ...).
+Chunk = tuple[list[Entry], list[Event]]
+
+
+def split_events(events: Iterable[Event], when: float) -> Chunk:
+    """Lines → entries stamped ``when`` (the host arrival time); the rest as they are.
+    Called on the reader thread, so the UI only appends."""
+    entries: list[Entry] = []
+    others: list[Event] = []
+    for event in events:
+        if type(event) is LogLine:
+            entries.append(
+                (when, event.line_no, event.raw, event.end, event.text, event.level,
+                 event.stream, event.partial)
+            )  # fmt: skip
+        else:
+            others.append(event)
+    return entries, others
+
+
+def entry_level(entry: Entry) -> str:
+    level = entry[LEVEL]
+    return level if level in _NAMED_LEVELS else "other"
+
+
+class LogStore:
+    """The last ``capacity`` lines of a run with their host arrival times.
+
+    Lines are numbered by ``seq`` from 0 in arrival order; ``first`` is the oldest kept.
+    """
+
+    def __init__(self, capacity: int = RING_LINES) -> None:
+        self.capacity = max(int(capacity), 1)
+        self._entries: deque[Entry] = deque(maxlen=self.capacity)
+        self.total = 0  # lines ever added
+        self.widest = 0  # the longest line's length in characters (for horizontal scroll)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def first(self) -> int:
+        return self.total - len(self._entries)
+
+    def add(self, entries: Sequence[Entry]) -> None:
+        self._entries.extend(entries)
+        self.total += len(entries)
+        widest = max((len(entry[TEXT]) for entry in entries), default=0)
+        if widest > self.widest:
+            self.widest = widest
+
+    def entry(self, seq: int) -> Entry:
+        return self._entries[seq - self.first]
+
+    def line(self, seq: int) -> tuple[float, LogLine]:
+        """Line ``seq`` as a LogLine (without the parsed fields) and its arrival time."""
+        e = self._entries[seq - self.first]
+        return e[WHEN], LogLine(e[NUMBER], e[RAW], e[END], e[TEXT], e[LEVEL],
+                                partial=e[PARTIAL], stream=e[STREAM])  # fmt: skip
+
+    def time_before(self, seq: int) -> float | None:
+        """The arrival time of the line before ``seq``, if it is still kept."""
+        return self._entries[seq - 1 - self.first][WHEN] if seq - 1 >= self.first else None
+
+    def last(self, count: int) -> list[tuple[int, Entry]]:
+        """The newest ``count`` kept lines as (seq, entry), oldest first."""
+        count = min(count, len(self._entries))
+        newest = list(islice(reversed(self._entries), count))
+        newest.reverse()
+        start = self.total - count
+        return list(enumerate(newest, start))
+
+    def iter_from(self, seq: int, backwards: bool = False) -> Iterator[tuple[int, Entry]]:
+        """Kept lines from ``seq`` on (or down), as (seq, entry)."""
+        first = self.first
+        if backwards:
+            index = min(seq, self.total - 1) - first
+            if index < 0:
+                return
+            skip = len(self._entries) - 1 - index
+            for offset, entry in enumerate(islice(reversed(self._entries), skip, None)):
+                yield first + index - offset, entry
+            return
+        index = max(seq, first) - first
+        yield from enumerate(islice(self._entries, index, None), first + index)
+
+
+@dataclass(slots=True)
+class LaunchInfo:
+    """What the top of the tab says about a run's simulator and command."""
+
+    command: list[str]
+    simulator: str = ""  # the executable, as found
+    found_via: str = ""
+    simulated: bool = False
+    target: str = ""
+
+
+class RunRecord:
+    """One run as the panes show it: its log ring, reports, outputs, stats and end."""
+
+    def __init__(self, label: str, *, live: bool, capacity: int = RING_LINES) -> None:
+        self.label = label  # "current run" or the session folder's name
+        self.live = live
+        self.store = LogStore(capacity)
+        self.pmu: list[PmuReport] = []
+        self.memory: MemoryReport | None = None
+        self.outputs: dict[int, OutputTensor] = {}
+        self.errors = 0  # E and F lines
+        self.stats: ProcessStats | None = None
+        self.outcome: RunOutcome | None = None
+        self.failure: str | None = None  # could not start: one line
+        self.folder: Path | None = None
+        self.launch: LaunchInfo | None = None
+        self.started: float | None = time.time() if live else None
+        self.ended: float | None = None
+        self.warnings: list[str] = []
+
+    @property
+    def running(self) -> bool:
+        return self.live and self.outcome is None and self.failure is None
+
+    def take(self, chunks: Iterable[Chunk]) -> set[str]:
+        """Add the listener's batches; returns which parts changed (log, pmu, ...)."""
+        entries: list[Entry] = []
+        others: list[Event] = []
+        for chunk_entries, chunk_others in chunks:
+            entries += chunk_entries
+            others += chunk_others
+        return self.add(entries, others)
+
+    def add(self, entries: Sequence[Entry], others: Iterable[Event]) -> set[str]:
+        changed: set[str] = set()
+        if entries:
+            self.store.add(entries)
+            self.errors += sum(1 for entry in entries if entry[LEVEL] in ("E", "F"))
+            changed.add("log")
+        for event in others:
+            kind = type(event)
+            if kind is PmuReport:
+                self.pmu.append(event)
+                changed.add("pmu")
+            elif kind is MemoryReport:
+                self.memory = event
+                changed.add("memory")
+            elif kind is OutputTensor:
+                self.outputs[event.index] = event
+                changed.add("outputs")
+        return changed
+
+
+# --------------------------------------------------------------------- past sessions
+
+
+def _outcome_from(meta: dict, events: list[Event]) -> RunOutcome:
+    reason = meta.get("exit_reason")
+    if reason in REASON_CLASS:
+        return RunOutcome(
+            reason, meta.get("returncode"), str(meta.get("proof") or reason),
+            meta.get("proof_line"),
+        )  # fmt: skip
+    verdict = LogSummary.from_events(events).verdict
+    return RunOutcome(
+        _VERDICT_REASON.get(verdict, "incomplete"),
+        meta.get("returncode"),
+        "no end recorded (the console or the run was killed); verdict from the log",
+        None,
+    )
+
+
+def read_past_run(folder: Path, capacity: int = RING_LINES) -> RunRecord:
+    """A recorded session re-read into a record (read_session + parse_log_bytes). Blocking;
+    never raises: an unreadable session becomes a record with a failure line."""
+    record = RunRecord(folder.name, live=False, capacity=capacity)
+    record.folder = folder
+    try:
+        session = read_session(folder)
+    except OSError as error:
+        record.failure = f"{folder.name}: {error.strerror or error}"
+        return record
+    meta = session.meta
+    target = str(meta.get("target") or "")
+    npu = target.rpartition("-")[0] or None
+    events = parse_log_bytes(session.raw, npu=npu)
+    starts = [offset for offset, _ in session.line_times]
+    stamps = [when for _, when in session.line_times]
+    started = meta.get("started")
+    record.started = float(started) if isinstance(started, int | float) else None
+    fallback = record.started or 0.0
+    entries: list[Entry] = []
+    others: list[Event] = []
+    offset = 0
+    for event in events:
+        if type(event) is LogLine:
+            at = bisect.bisect_right(starts, offset) - 1
+            entries.append(
+                (stamps[at] if at >= 0 else fallback, event.line_no, event.raw, event.end,
+                 event.text, event.level, event.stream, event.partial)
+            )  # fmt: skip
+            offset += len(event.raw) + len(event.end)
+        else:
+            others.append(event)
+    record.outcome = _outcome_from(meta, events)
+    del events  # the LogLine objects: only their entries are kept
+    record.add(entries, others)
+    ended = meta.get("ended")
+    record.ended = float(ended) if isinstance(ended, int | float) else None
+    command = meta.get("command")
+    record.launch = LaunchInfo(
+        [str(a) for a in command] if isinstance(command, list) else [],
+        simulator=str(meta.get("simulator") or ""),
+        found_via=str(meta.get("simulator_found_via") or ""),
+        simulated=bool(meta.get("simulated")),
+        target=target,
+    )
+    record.warnings = [w.replace(str(folder), folder.name) for w in session.warnings]
+    return record
+
+
+@dataclass(frozen=True, slots=True)
+class PastRun:
+    """One entry of the past-runs list."""
+
+    folder: Path
+    reason: str | None  # how it ended, from meta.json; None when no end is recorded
+    target: str
+
+
+def list_past_runs(root: Path, limit: int = 50) -> list[PastRun]:
+    """The newest recorded sessions under ``root`` with how each ended. Blocking."""
+    runs = []
+    for folder in list_sessions(root)[:limit]:
+        try:
+            meta = json.loads((folder / META).read_text())
+        except (OSError, ValueError):
+            meta = {}
+        reason = meta.get("exit_reason") if isinstance(meta, dict) else None
+        target = meta.get("target", "") if isinstance(meta, dict) else ""
+        runs.append(PastRun(folder, reason if isinstance(reason, str) else None, str(target)))
+    return runs

@@ -1,0 +1,455 @@
+"""The Run tab's small panes: PMU counters, allocator gauges, outputs, process, the banner
+that says how a run ended, and the list of past runs. Each shows a RunRecord; none loads.
+
+Text a device printed (counter names, dtypes, the proof line) goes through ``printable``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.widgets import Label, OptionList, Sparkline, Static
+from textual.widgets.option_list import Option
+
+from etu_tui.safe_text import printable
+from etu_tui.widgets.formatting import shape as shape_text
+from etu_tui.widgets.memory import gauge
+from etu_tui.widgets.run_model import REASON_CLASS, PastRun, RunRecord
+from parsers.runner_events import MemoryReport, OutputTensor, PmuReport
+from runner.process import ProcessStats
+
+MISSING = "–"
+GAUGE = 10
+PMU_PREFIX = "ETHOSU_PMU_"
+REASON_MARK = {"success": "✓", "runner_error": "✗", "hard_fault": "✗", "crash": "✗"}
+LIVE_OPTION = "live"
+
+
+def count(value: float | None) -> str:
+    return MISSING if value is None else f"{round(value):,}"
+
+
+def mib(value: int) -> str:
+    return f"{value / 2**20:,.1f} MiB"
+
+
+def per_inference(report: PmuReport) -> float | None:
+    """NPU cycles of one inference (the report sums every inference of the run)."""
+    if report.npu_cycles is None:
+        return None
+    return report.npu_cycles / report.npu_inferences if report.npu_inferences else report.npu_cycles
+
+
+def utilisation(report: PmuReport) -> tuple[float | None, str]:
+    """NPU share of the inference in percent, and where the figure comes from."""
+    if report.npu_ratio is not None:
+        return report.npu_ratio, "runner's NPU ratio"
+    if report.npu_cycles and report.cpu_cycles:
+        return min(100.0 * report.npu_cycles / report.cpu_cycles, 100.0), "NPU / CPU cycles"
+    return None, ""
+
+
+def _labelled(label: str, value: str, note: str = "") -> Content:
+    parts: list[tuple[str, str] | str] = [(label, "dim"), " ", (value, "bold")]
+    if note:
+        parts += [" ", (note, "dim")]
+    return Content.assemble(*parts)
+
+
+# ------------------------------------------------------------------------- PMU
+
+
+class PmuPane(Vertical):
+    """The latest PMU report: NPU cycles next to Vela's estimate, utilisation, counters,
+    and the history of per-inference NPU cycles as a sparkline."""
+
+    DEFAULT_CSS = """
+    PmuPane {
+        border: round $primary;
+        border-title-style: bold;
+        border-subtitle-color: $text-muted;
+        padding: 0 1;
+        & > #pmu-text { height: auto; }
+        & > Horizontal { height: 1; }
+        & Label { color: $text-muted; width: auto; margin-right: 1; }
+        & Sparkline { height: 1; width: 1fr; }
+        .-simulated { color: $text-warning; text-style: bold; }
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.lines: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="pmu-text")
+        with Horizontal():
+            yield Label("history", id="pmu-history-label")
+            yield Sparkline([], summary_function=max, id="pmu-history")
+
+    def show(
+        self,
+        reports: Sequence[PmuReport],
+        history: Sequence[float],
+        vela_cycles: float | None,
+        simulated: bool,
+    ) -> None:
+        text = self.query_one("#pmu-text", Static)
+        spark = self.query_one("#pmu-history", Sparkline)
+        spark.data = list(history)
+        self.query_one("#pmu-history-label", Label).update(
+            f"history ({len(history)})" if history else "history"
+        )
+        sim = " · SIMULATED" if simulated else ""
+        self.border_title = f"PMU · {len(reports)} report{'' if len(reports) == 1 else 's'}{sim}"
+        self.border_subtitle = "NPU cycles per inference" if history else ""
+        if not reports:
+            self.lines = []
+            lines = [Content.styled("No PMU report yet: Ethos-U runners print one", "dim")]
+            lines.append(Content.styled("after the inferences.", "dim"))
+            if vela_cycles:
+                lines.append(_labelled("Vela estimate", f"{count(vela_cycles)} cycles"))
+            text.update(Content("\n").join(lines))
+            return
+        report = reports[-1]
+        measured = "simulated" if simulated else "measured"
+        cycles = per_inference(report)
+        inferences = report.npu_inferences
+        first = Content.assemble(
+            ("NPU cycles ", "dim"),
+            (count(report.npu_cycles), "bold"),
+            (" simulated" if simulated else "", "$text-warning bold"),
+            (f" · {inferences} inference{'' if inferences == 1 else 's'}", "dim")
+            if inferences is not None
+            else "",
+        )
+        lines = [first]
+        if vela_cycles:
+            vela = f"Vela estimate {count(vela_cycles)} cycles · {measured} {count(cycles)}"
+            if cycles is not None:
+                vela += f" ({(cycles - vela_cycles) / vela_cycles * 100:+.1f}%)"
+            lines.append(Content(vela))
+        else:
+            lines.append(
+                Content.styled(f"{measured} {count(cycles)}/inference · no Vela estimate", "dim")
+            )
+        share, source = utilisation(report)
+        if share is not None:
+            lines.append(
+                Content.assemble(
+                    ("NPU utilisation ", "dim"),
+                    (gauge(share, GAUGE), "$text-success"),
+                    (f" {share:.1f}%", "bold"),
+                    (f" {source}", "dim"),
+                )
+            )
+        cpu = f"CPU cycles {count(report.cpu_cycles)}"
+        if report.delegations is not None:
+            cpu += f" · delegations {report.delegations}"
+        lines.append(Content.styled(cpu, "dim"))
+        counters = report.counters or {f"cntr{i}": v for i, v in enumerate(report.counter_values)}
+        for name, value in counters.items():
+            short = printable(name.removeprefix(PMU_PREFIX))
+            lines.append(Content.assemble(f"{short[:36]:<36}", (f"{count(value):>14}", "bold")))
+        self.lines = [line.plain for line in lines]
+        text.update(Content("\n").join(lines))
+
+
+# ------------------------------------------------------------------------- allocator
+
+
+def pool_line(name: str, used: int | None, size: int | None) -> Content:
+    """``used   ██░░░░░░░░   12.5%   29,536 B``: a share of ``size``."""
+    share = used * 100.0 / size if used is not None and size else None
+    bar = gauge(share, GAUGE) if share is not None else " " * GAUGE
+    return Content.assemble(
+        (f"{name:<9}", "dim"),
+        (bar, "$text-warning" if share is not None and share >= 90 else "$text-success"),
+        (f" {share:5.1f}%" if share is not None else f" {MISSING:>6}", ""),
+        (f" {count(used):>12} B", "bold"),
+    )
+
+
+class AllocatorPane(Static):
+    """The runner's memory summary: one gauge per pool and per phase of the method pool."""
+
+    DEFAULT_CSS = """
+    AllocatorPane {
+        border: round $primary;
+        border-title-style: bold;
+        padding: 0 1;
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.lines: list[str] = []
+
+    def show(self, memory: MemoryReport | None) -> None:
+        self.border_title = "Allocator"
+        if memory is None:
+            self.lines = []
+            self.update(
+                Content.styled("No memory summary yet: the runner prints one at the end.", "dim")
+            )
+            return
+        lines: list[Content] = []
+        method = memory.pools.get("method_allocator")
+        size = method.size if method is not None else None
+        if method is not None:
+            lines.append(_labelled("method pool", f"{count(size)} B"))
+            lines.append(pool_line("used", method.used, size))
+        for label, value in (
+            ("planned", memory.planned),
+            ("loaded", memory.loaded),
+            ("input", memory.input),
+            ("executor", memory.executor),
+        ):
+            if value is not None:
+                lines.append(pool_line(label, value, size))
+        for name, usage in memory.pools.items():
+            if name == "method_allocator":
+                continue
+            short = printable(name.removesuffix("_allocator"))[:8]
+            lines.append(pool_line(short, usage.used, usage.size))
+        if memory.temp_allocator_size is not None:
+            lines.append(_labelled("temp allocator", f"{count(memory.temp_allocator_size)} B"))
+        self.lines = [line.plain for line in lines]
+        self.update(Content("\n").join(lines))
+
+
+# ------------------------------------------------------------------------- outputs
+
+
+def values_text(values: Sequence[object], limit: int = 6) -> str:
+    shown = [f"{v:.4g}" if isinstance(v, float) else str(v) for v in values[:limit]]
+    return " ".join(shown) + (" …" if len(values) > limit else "")
+
+
+class OutputsPane(Static):
+    """Each output the runner dumped: index, dtype, element count (shape), first values."""
+
+    DEFAULT_CSS = """
+    OutputsPane {
+        height: auto;
+        max-height: 8;
+        border: round $primary;
+        border-title-style: bold;
+        padding: 0 1;
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.lines: list[str] = []
+
+    def show(self, outputs: dict[int, OutputTensor], shapes: Sequence[tuple[int, ...]]) -> None:
+        self.border_title = f"Outputs ({len(outputs)})"
+        if not outputs:
+            self.lines = []
+            self.update(Content.styled("None printed yet.", "dim"))
+            return
+        lines: list[Content] = []
+        for index in sorted(outputs):
+            output = outputs[index]
+            shape = output.shape
+            if shape is None and index < len(shapes):
+                expected = shapes[index]
+                numel = 1
+                for dim in expected:
+                    numel *= dim
+                shape = expected if numel == output.numel else None
+            dims = f" · {shape_text(shape)}" if shape else ""
+            dtype = printable(output.dtype or "untyped")
+            lines.append(
+                Content.assemble(
+                    (f"[{index}] {dtype}", "bold"), (f" · {output.numel:,} el.{dims}", "dim")
+                )
+            )
+            lines.append(Content("  " + values_text(output.values)))
+        self.lines = [line.plain for line in lines]
+        self.update(Content("\n").join(lines))
+
+
+# ------------------------------------------------------------------------- process
+
+
+class ProcessPane(Static):
+    """The simulator process as psutil last sampled it (once a second)."""
+
+    DEFAULT_CSS = """
+    ProcessPane {
+        height: 4;
+        border: round $primary;
+        border-title-style: bold;
+        padding: 0 1;
+    }
+    """
+
+    def show(self, record: RunRecord | None, stable: bool = False) -> None:
+        self.border_title = "Process"
+        if record is None or not record.live:
+            self.update(Content.styled("Sampled during live runs only.", "dim"))
+            return
+        stats: ProcessStats | None = record.stats
+        if stable:
+            # Screenshots: samples differ on every run (and may not have arrived at all).
+            self.update(Content.styled("CPU –% · RSS – MiB\nthreads – · children – · – s", "dim"))
+            return
+        if stats is None:
+            if record.outcome is not None or record.failure is not None:
+                text = "Ended before the first sample (psutil samples once a second)."
+            else:
+                text = "No sample yet (psutil samples once a second)."
+            self.update(Content.styled(text, "dim"))
+            return
+        first = Content.assemble(
+            ("CPU ", "dim"), (f"{stats.cpu_percent:.1f}%", "bold"),
+            (" · RSS ", "dim"), (mib(stats.rss_bytes), "bold"),
+        )  # fmt: skip
+        second = Content.assemble(
+            ("threads ", "dim"), (str(stats.threads), "bold"),
+            (" · children ", "dim"), (str(stats.children), "bold"),
+            (" · ", "dim"), (f"{stats.elapsed_s:.1f} s", "bold"),
+        )  # fmt: skip
+        self.update(Content("\n").join([first, second]))
+
+
+# ------------------------------------------------------------------------- banner
+
+
+class RunBanner(Static):
+    """How the shown run ended (reason and the line that proves it), or that it runs."""
+
+    DEFAULT_CSS = """
+    RunBanner {
+        height: auto;
+        padding: 0 1;
+        background: $panel;
+        &.-success { background: $success 35%; }
+        &.-error { background: $error 45%; }
+        &.-warning { background: $warning 40%; }
+        &.-running { background: $primary 30%; }
+    }
+    """
+
+    STATES = ("-success", "-error", "-warning", "-running", "-idle")
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.state = "-idle"
+        self.text = ""
+
+    def set_state(self, state: str, content: Content) -> None:
+        for name in self.STATES:
+            self.set_class(name == state, name)
+        self.state = state
+        self.text = content.plain
+        self.update(content)
+
+    def show(self, record: RunRecord | None, hint: str, session: str, stable: bool) -> None:
+        """``session`` names the record's folder as it may be shown (masked in screenshots)."""
+        if record is None:
+            self.set_state("-idle", Content.styled(hint, "dim"))
+            return
+        where = (
+            Content.assemble(("Past run ", ""), (session, "bold"), (" · read-only · ", ""))
+            if not record.live
+            else Content("")
+        )
+        if record.failure is not None:
+            self.set_state(
+                "-error",
+                Content.assemble(where, ("✗ could not start: ", "bold"), printable(record.failure)),
+            )
+            return
+        outcome = record.outcome
+        if outcome is None:
+            # Not redrawn per batch (a banner resize is a layout): the log's title counts.
+            target = record.launch.target if record.launch and record.launch.target else ""
+            self.set_state(
+                "-running",
+                Content.assemble(
+                    ("● running", "bold"), (f" on {target}" if target else "", ""),
+                    (" · s stops it", "dim"),
+                ),
+            )  # fmt: skip
+            return
+        state = REASON_CLASS.get(outcome.reason, "-warning")
+        mark = REASON_MARK.get(outcome.reason, "■")
+        line = f" · line {outcome.proof_line}" if outcome.proof_line else ""
+        took = ""
+        if record.started is not None and record.ended is not None and not stable:
+            took = f" · {record.ended - record.started:.1f} s"
+        tail = ""
+        if record.live and record.folder is not None:
+            tail = f" · session {session}"
+        self.set_state(
+            state,
+            Content.assemble(
+                where,
+                (f"{mark} {outcome.reason}", "bold"),
+                (line, ""),
+                ": ",
+                (printable(outcome.proof), "bold"),
+                (f"{took}{tail}", "dim"),
+            ),
+        )
+
+
+# ------------------------------------------------------------------------- past runs
+
+
+def session_name(name: str, stable: bool) -> str:
+    """A session folder's name; in screenshots its date and time are masked."""
+    if not stable:
+        return name
+    return "".join("#" if c.isdigit() else c for c in name[:15]) + name[15:]
+
+
+class PastRunsList(OptionList):
+    """Recorded sessions of this workspace, newest first; Enter re-reads one."""
+
+    DEFAULT_CSS = """
+    PastRunsList {
+        height: 1fr;
+        border: round $primary;
+        border-title-style: bold;
+        border-subtitle-color: $text-muted;
+        &:focus { border: round $accent; }
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.runs: list[PastRun] = []
+
+    def show_runs(self, runs: Sequence[PastRun], live: str | None, stable: bool) -> None:
+        """``live``: the folder name of this console's current run, if there is one."""
+        self.runs = list(runs)
+        highlighted = self.highlighted
+        self.clear_options()
+        options = []
+        if live is not None:
+            options.append(Option(Content.styled("▶ current run", "bold"), id=LIVE_OPTION))
+        for run in runs:
+            if run.folder.name == live:
+                continue
+            mark = REASON_MARK.get(run.reason or "", "■" if run.reason else "?")
+            label = Content.assemble(
+                (f"{mark} ", "bold"),
+                session_name(run.folder.name, stable),
+                (f" {run.reason or 'no end'}", "dim"),
+            )
+            options.append(Option(label, id=run.folder.name))
+        self.add_options(options)
+        self.border_title = f"Past runs ({len(runs)})"
+        self.border_subtitle = "enter opens"
+        if options:
+            self.highlighted = min(highlighted or 0, len(options) - 1)
+
+    def folder(self, option_id: str | None) -> PastRun | None:
+        return next((run for run in self.runs if run.folder.name == option_id), None)
