@@ -5,7 +5,8 @@ It has the real FVP's command-line shape (``-C name=value``, ``-a ELF``, ``--dat
 it is given and the program baked into it with etu's own parsers, and prints what the
 ExecuTorch 1.5 ``arm_executor_runner`` prints, with numbers derived from those inputs:
 program size, planned buffers, pool sizes, allocator use, missing kernels, scratch; NPU
-cycles from a Vela estimate when one is given (``ETU_STANDIN_VELA``), else a rough figure.
+cycles from the workspace's Vela estimate when there is one for the program's NPU (``vela/``
+beside the ELF or its folder, or ``ETU_STANDIN_VELA``), else a rough figure.
 Every number is SIMULATED, and the banner says so.
 
 Faults for tests and demos (environment): ``ETU_STANDIN_FAULT`` = ``missing-operator`` |
@@ -138,17 +139,29 @@ class Transcript:
         self.raw(f"{level} [executorch:{file}:{line} {function}()] {message}")
 
 
-def _npu_cycles(payload_words: int) -> int:
-    vela_dir = os.environ.get("ETU_STANDIN_VELA")
-    if vela_dir:
-        try:
-            from parsers.vela import load_vela_report
+def _vela_folders(elf: Path) -> list[Path]:
+    """``ETU_STANDIN_VELA``, else the workspace's ``vela/`` beside the ELF or its folder."""
+    if os.environ.get("ETU_STANDIN_VELA"):
+        return [Path(os.environ["ETU_STANDIN_VELA"])]
+    elf = elf.resolve()
+    return [folder / "vela" for folder in (elf.parent, elf.parent.parent)]
 
-            cycles = load_vela_report(Path(vela_dir)).cycles
-            if cycles:
-                return int(cycles)
-        except Exception:  # an estimate is optional: fall back to the rough figure
-            pass
+
+def _npu_cycles(payload_words: int, elf: Path, target: str | None) -> int:
+    """Vela's estimate for this program's NPU when the workspace has one, else rough."""
+    from parsers.errors import ParseError
+    from parsers.vela import load_vela_report
+
+    for folder in _vela_folders(elf):
+        if not folder.is_dir():
+            continue
+        try:
+            report = load_vela_report(folder)
+        except ParseError:
+            continue
+        made_for = (report.accelerator or "").lower().replace("_", "-")
+        if report.cycles and target and made_for == target:
+            return int(report.cycles)
     return 120 * max(payload_words, 1)
 
 
@@ -271,7 +284,8 @@ def simulate(executable: str, options: dict, out: Transcript) -> int:
                 f"method {plan.name} failed with status 0x21")  # fmt: skip
         return _abort(out, fault)
     words = sum(i.payload.command_stream_words or 0 for i in infos if i.payload)
-    npu_cycles = _npu_cycles(words) * inferences if infos else 0
+    built_for = next((i.payload.target for i in infos if i.payload), None)
+    npu_cycles = _npu_cycles(words, Path(elf_path), built_for) * inferences if infos else 0
     delegations = len(infos) * inferences
     cpu_cycles = npu_cycles + 40_000 * inferences
     wait = npu_cycles + 2_000 * delegations

@@ -223,3 +223,20 @@ def test_etdump_block_is_saved_under_a_name_etu_chooses(env, tmp_path: Path) -> 
     (saved,) = folder.glob("etdump-*.bin")
     assert saved.name == "etdump-001.bin" and saved.read_bytes()[4:8] == b"ED00"
     assert not (tmp_path / "etdump.bin").exists() and not (folder / "etdump.bin").exists()
+
+
+def test_standin_npu_cycles_come_from_the_workspace_vela_estimate(env, tmp_path: Path) -> None:
+    from parsers.vela import load_vela_report
+
+    estimate = load_vela_report(ROOT / "examples" / "demo" / "vela").cycles
+    env = {**env, "ETU_STANDIN_INFERENCES": "3"}
+    result = run_cli("run", "--elf", str(ELF), "--json", env=env, cwd=tmp_path)
+    (pmu,) = [json.loads(x) for x in result.stdout.splitlines() if b'"PmuReport"' in x]
+    assert pmu["npu_cycles"] == 3 * estimate
+    # Away from its workspace (no vela/ beside it) the figure is the stand-in's own guess.
+    alone = tmp_path / "alone" / "fw.elf"
+    alone.parent.mkdir()
+    alone.write_bytes(ELF.read_bytes())
+    result = run_cli("run", "--elf", str(alone), "--json", env=env, cwd=tmp_path)
+    (pmu,) = [json.loads(x) for x in result.stdout.splitlines() if b'"PmuReport"' in x]
+    assert pmu["npu_cycles"] != 3 * estimate
