@@ -24,6 +24,7 @@ from etu_tui.commands import EtuCommands, PaletteCommand
 from etu_tui.messages import (
     FirmwareLoaded,
     FirmwareResult,
+    OpenCompiled,
     ProgramFacts,
     ProgramFailed,
     ProgramLoaded,
@@ -44,6 +45,7 @@ from etu_tui.screens.open_file import OpenFileScreen
 from etu_tui.widgets import (
     AddReportScreen,
     CompareTable,
+    CompilePanel,
     CpuOpsView,
     DelegatesView,
     ErrorPanel,
@@ -82,6 +84,7 @@ DEMO_WORKSPACE = Path(__file__).resolve().parent.parent / "examples" / "demo"
 # Tab ids.
 PROGRAM_TAB, TENSORS_TAB, DELEGATES_TAB, NPU_TAB = "program", "tensors", "delegates", "npu"
 MEMORY_TAB, FIT_TAB, RUN_TAB = "memory", "fit", "run"
+COMPILE_TAB = "compile"
 # Tabs that show one plan: the plan key is in the footer there only.
 PLAN_TABS = (PROGRAM_TAB, TENSORS_TAB, DELEGATES_TAB)
 # Keys that act on the NPU tab: shown in the footer there only; the palette opens the tab.
@@ -103,7 +106,10 @@ RUN_ACTIONS = (
     "log_prev",
     "past_runs",
 )
-# The program's keys that the Run tab hides from its footer (the palette still has them).
+# Keys of the Compile tab: shown in the footer there only; the palette opens the tab first.
+COMPILE_ACTIONS = ("start_compile", "cancel_compile", "open_compiled", "start_sweep", "sort_sweep")
+# The program's keys that the Run and Compile tabs hide from their footer (the palette
+# still has them).
 PROGRAM_ACTIONS = ("copy_select_ops", "add_vela_report")
 
 
@@ -131,6 +137,9 @@ class EtuApp(App[int]):
         Binding("m", f"show_tab('{MEMORY_TAB}')", "Memory", id="memory"),
         Binding("f", f"show_tab('{FIT_TAB}')", "Fit", id="fit"),
         Binding("u", f"show_tab('{RUN_TAB}')", "Run", id="run"),
+        # No room for a seventh tab key in the NPU tab's footer: the tab bar and the
+        # palette open Compile too.
+        Binding("k", f"show_tab('{COMPILE_TAB}')", "Compile", id="compile", show=False),
         Binding("p", "next_plan", "Plan", id="next_plan", tooltip="Next plan"),
         Binding(
             "a",
@@ -163,6 +172,13 @@ class EtuApp(App[int]):
         Binding("ctrl+f", "log_filter", "Filter", id="log_filter", show=False),
         Binding("right_square_bracket", "log_next", "Next match", id="log_next", show=False),
         Binding("left_square_bracket", "log_prev", "Previous match", id="log_prev", show=False),
+        # The Compile tab's keys (enabled there only, like the Run tab's).
+        Binding("r", "start_compile", "Compile", id="start_compile", tooltip="Compile the form"),
+        Binding("x", "cancel_compile", "Cancel", id="cancel_compile"),
+        # No room in the footer: the Compile tab's stage list names it.
+        Binding("g", "open_compiled", "Open result", id="open_compiled", show=False),
+        Binding("w", "start_sweep", "Sweep", id="start_sweep", tooltip="Sweep the targets"),
+        Binding("s", "sort_sweep", "Sort", id="sort_sweep", tooltip="Sweep by cycles / order"),
         Binding("q", "quit", "Quit", id="quit"),
         Binding("escape", "dismiss_error", "Dismiss error", show=False),
     ]
@@ -222,6 +238,18 @@ class EtuApp(App[int]):
         ),
         "log_hex": ("Log: hex view of the line", "The cursor line's bytes as received"),
         "past_runs": ("Run: past runs of this workspace", "Reopen a recorded session"),
+        f"show_tab('{COMPILE_TAB}')": (
+            "View: compile a model",
+            "Compile for an Ethos-U target, sweep targets and memory modes",
+        ),
+        "start_compile": ("Compile: compile the form's model", "Stages, log; opens the result"),
+        "cancel_compile": ("Compile: cancel the compile", "Stops the compile worker"),
+        "open_compiled": ("Compile: open the result", "The compiled .pte and its Vela report"),
+        "start_sweep": (
+            "Compile: sweep targets / memory modes",
+            "One compile per configuration, compared in a table",
+        ),
+        "sort_sweep": ("Compile: sort the sweep by cycles / order", "Toggle the table's order"),
     }
 
     def __init__(self, target: Path | None = None) -> None:
@@ -288,6 +316,8 @@ class EtuApp(App[int]):
                 yield FitChecks(id="fit-checks")
             with TabPane("Run", id=RUN_TAB):
                 yield RunPanel(id="run-panel")
+            with TabPane("Compile", id=COMPILE_TAB):
+                yield CompilePanel(id="compile-panel")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -312,6 +342,10 @@ class EtuApp(App[int]):
             return self.query_one(RunPanel).busy
         except Exception:  # not mounted yet
             return False
+
+    @property
+    def compile_panel(self) -> CompilePanel:
+        return self.query_one(CompilePanel)
 
     def open_target(self, target: Path) -> None:
         """Decode ``target`` in a thread; the result arrives as a message."""
@@ -374,6 +408,7 @@ class EtuApp(App[int]):
             vela_cycles=own.cycles if own is not None else None,
             shapes=output_shapes(message.facts),
         )
+        self.compile_panel.set_program(message.facts.path, program_target(message.facts))
         self.action_show_tab(self.query_one(TabbedContent).active or PROGRAM_TAB)
         self.refresh_bindings()
         self.load_state = "ready"
@@ -611,8 +646,20 @@ class EtuApp(App[int]):
             if active not in PLAN_TABS:
                 return False  # the palette opens the Program tab first
             return (self.facts is not None and len(self.facts.program.plans) > 1) or None
-        if action in PROGRAM_ACTIONS and active == RUN_TAB:
+        if action in PROGRAM_ACTIONS and active in (RUN_TAB, COMPILE_TAB):
             return False
+        if action in COMPILE_ACTIONS:
+            if active != COMPILE_TAB:
+                return False
+            panel = self.compile_panel
+            if action == "start_compile" or action == "start_sweep":
+                return (panel.workspace is not None and not panel.busy) or None
+            if action == "cancel_compile":
+                return panel.running or None
+            if action == "open_compiled":
+                result = panel.result
+                return (result is not None and result.status == "ok") or None
+            return bool(panel.sweep_rows) or None
         if action == "copy_select_ops":
             return self.facts is not None or None
         if action in RUN_ACTIONS:
@@ -739,6 +786,8 @@ class EtuApp(App[int]):
         }.get(tab)
         if focus is not None:
             self.query_one(focus).focus()
+        elif tab == COMPILE_TAB:
+            self.compile_panel.focus_start()
         elif tab == DELEGATES_TAB:
             self.query_one(DelegatesView).focus()
 
@@ -812,6 +861,34 @@ class EtuApp(App[int]):
     def action_past_runs(self) -> None:
         self.run_panel.focus_past_runs()
 
+    # -- the Compile tab ---------------------------------------------------------------
+
+    async def action_on_compile(self, action: str) -> None:
+        """Open the Compile tab, then run ``action`` there (the palette's way to its keys)."""
+        self.action_show_tab(COMPILE_TAB)
+        await self.run_action(action)
+
+    def action_start_compile(self) -> None:
+        self.compile_panel.start_compile()
+        self.refresh_bindings()
+
+    def action_cancel_compile(self) -> None:
+        self.compile_panel.cancel_compile()
+
+    def action_open_compiled(self) -> None:
+        self.compile_panel.open_result()
+
+    def action_start_sweep(self) -> None:
+        self.compile_panel.start_sweep()
+        self.refresh_bindings()
+
+    def action_sort_sweep(self) -> None:
+        self.compile_panel.toggle_sort()
+
+    @on(OpenCompiled)
+    def _open_compiled(self, message: OpenCompiled) -> None:
+        self.open_target(message.path)
+
     async def action_next_plan(self) -> None:
         if self.facts is not None and self.facts.program.plans:
             await self.action_show_plan((self.plan_index + 1) % len(self.facts.program.plans))
@@ -835,6 +912,8 @@ class EtuApp(App[int]):
                     action = f"on_firmware({action!r})"
                 elif action in RUN_ACTIONS:
                     action = f"on_run({action!r})"
+                elif action in COMPILE_ACTIONS:
+                    action = f"on_compile({action!r})"
                 elif action in (*PROGRAM_ACTIONS, "next_plan"):
                     action = f"on_program({action!r})"
                 key = self.get_key_display(binding)

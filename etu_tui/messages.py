@@ -510,3 +510,69 @@ class PastRunRead(RunMessage):
         super().__init__()
         self.request = request
         self.record = record  # etu_tui.widgets.run_model.RunRecord
+
+
+# --------------------------------------------------------------------------- compile
+
+
+class CompileMessage(Message):
+    """Base of the Compile panel's messages: handled there, never bubbled."""
+
+    bubble = False
+
+
+class CompileStarted(CompileMessage):
+    """Compile ``job_id`` made its job (``job``: runner.compile_job.CompileJob): it can be
+    cancelled now."""
+
+    def __init__(self, job_id: int, job) -> None:
+        super().__init__()
+        self.job_id = job_id
+        self.job = job
+
+
+class CompileStage(CompileMessage):
+    def __init__(self, job_id: int, stage: str, state: str, seconds: float | None) -> None:
+        super().__init__()
+        self.job_id = job_id
+        self.stage = stage
+        self.state = state  # start | done
+        self.seconds = seconds
+
+
+class CompileLog(CompileMessage):
+    """A chunk of the worker's log (not split into lines, not yet made printable)."""
+
+    def __init__(self, job_id: int, text: str) -> None:
+        super().__init__()
+        self.job_id = job_id
+        self.text = text
+
+
+class CompileDone(CompileMessage):
+    def __init__(self, job_id: int, result) -> None:
+        super().__init__()
+        self.job_id = job_id
+        self.result = result  # runner.compile_job.CompileResult
+
+
+class SweepRow(CompileMessage):
+    def __init__(self, sweep_id: int, row: dict) -> None:
+        super().__init__()
+        self.sweep_id = sweep_id
+        self.row = row  # runner.compile_job.comparison_row
+
+
+class SweepDone(CompileMessage):
+    def __init__(self, sweep_id: int, error: str | None) -> None:
+        super().__init__()
+        self.sweep_id = sweep_id
+        self.error = error
+
+
+class OpenCompiled(Message):
+    """Open a compiled program in the console; bubbles from the Compile panel to the App."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path

@@ -5,7 +5,8 @@
 view checks the demo against a firmware linked here with a temp pool too small for it
 (needs arm-none-eabi-gcc; without it the view shows the demo's own firmware). The Run view
 runs the demo firmware on the stand-in FVP in a scratch copy of the workspace; what differs
-per run (host times, durations, process samples, session folder names) is masked.
+per run (host times, durations, process samples, session folder names) is masked. The
+Compile view is its form before any compile (nothing is compiled).
 """
 
 from __future__ import annotations
@@ -226,6 +227,20 @@ async def render_run(out_dir: Path, size: tuple[int, int] = SIZE) -> Path:
             return out_dir / Path(app.save_screenshot("run.svg", str(folder))).name
 
 
+async def compile_steps(pilot: Pilot) -> None:
+    """The Compile tab's form before any compile: the built-in cnn for the demo's target."""
+    await settle(pilot)
+    await _press(pilot, "k")
+    await settle(pilot)
+
+
+async def render_compile(out_dir: Path, size: tuple[int, int] = SIZE) -> Path:
+    app = EtuApp(DEMO_WORKSPACE)
+    async with app.run_test(size=size) as pilot:
+        await compile_steps(pilot)
+        return Path(app.save_screenshot("compile.svg", str(out_dir)))
+
+
 async def render_error(out_dir: Path, size: tuple[int, int] = SIZE) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         bad = Path(tmp) / "notes.pte"
@@ -244,6 +259,7 @@ async def render_all(out_dir: Path) -> list[Path]:
         await render_memory(out_dir),
         await render_fit(out_dir),
         await render_run(out_dir),
+        await render_compile(out_dir),
         await render_error(out_dir),
     ]
 

@@ -1,4 +1,4 @@
-"""SVG snapshots of the Program, NPU, Memory, Fit and Run views on the demo
+"""SVG snapshots of the Program, NPU, Memory, Fit, Run and Compile views on the demo
 (pytest-textual-snapshot).
 
 Update after a reviewed UI change with ``pytest tests/test_snapshots.py --snapshot-update``.
@@ -14,6 +14,7 @@ from textual.pilot import Pilot
 from etu_tui.app import EtuApp
 from etu_tui.screenshots import (
     COMPARE_REPORT,
+    compile_steps,
     fit_steps,
     memory_steps,
     npu_steps,
@@ -64,3 +65,9 @@ def test_run_view(snap_compare, tmp_path: Path) -> None:
     the session's folder name are masked (they differ per run)."""
     with standin_workspace(tmp_path) as workspace:
         assert snap_compare(EtuApp(workspace), terminal_size=(140, 45), run_before=run_steps)
+
+
+def test_compile_view(snap_compare) -> None:
+    """The Compile tab's form before compiling: the built-in cnn for the demo's target, the
+    defaults the target resolves to, every stage pending, an empty sweep table."""
+    assert snap_compare(EtuApp(DEMO), terminal_size=(140, 45), run_before=compile_steps)

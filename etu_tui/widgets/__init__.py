@@ -1,5 +1,6 @@
 """The console's widgets: each shows one part of a decoded program and owns no loading."""
 
+from etu_tui.widgets.compile import CompileBridge, CompilePanel
 from etu_tui.widgets.cpu_ops import CpuOpsView, SelectOps
 from etu_tui.widgets.delegates import DelegatesView
 from etu_tui.widgets.error_panel import ErrorPanel
@@ -44,6 +45,8 @@ __all__ = [
     "AllocatorPane",
     "Column",
     "CompareTable",
+    "CompileBridge",
+    "CompilePanel",
     "CpuOpsView",
     "DelegatesView",
     "ErrorPanel",
