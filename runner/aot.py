@@ -92,7 +92,8 @@ def lower_to_pte(
             progress(stage, stages[stage])
 
     example_inputs = tuple(example_inputs)
-    model = model.eval()
+    with contextlib.suppress(NotImplementedError):  # an unlifted .pt2 module has no eval()
+        model = model.eval()
     if bundled_out is not None:
         with torch.no_grad():
             expected_outputs = model(*example_inputs)

@@ -169,7 +169,7 @@ def run(request: CompileRequest, out_dir: Path, stages: Stages) -> dict:
             per_channel=request.per_channel,
             delegate=request.delegate,
             extract_delegate_segments=request.delegate_segments,
-            extra_vela_flags=("--verbose-performance", *request.vela_flags),
+            extra_vela_flags=("--verbose-performance", "--enable-debug-db", *request.vela_flags),
         )
         result = aot.lower_to_pte(
             model,

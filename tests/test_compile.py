@@ -182,3 +182,29 @@ def test_cli_json(sweep, out_dir: Path) -> None:
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert refused.returncode == 2 and "AXI1 is DRAM" in refused.stderr
+
+
+def test_pt2_archive_and_npy_inputs(tmp_path: Path, out_dir: Path) -> None:
+    """The other two source forms: a torch.export archive, and inputs from a .npy file."""
+    import numpy
+    import torch
+
+    from runner.example_models import Add
+
+    archive = tmp_path / "add.pt2"
+    torch.export.save(torch.export.export(Add(), (torch.rand(1, 16),)), archive)
+    result = CompileJob(CompileRequest(str(archive)), out_dir).run()
+    assert result.status == "ok", result.message
+    assert (result.vela_dir / "out_debug.xml").is_file()  # the debug DB is kept too
+    with open_program(result.pte) as program:
+        assert program.plans[0].values[program.plans[0].inputs[0]].sizes == (1, 16)
+
+    samples = tmp_path / "inputs.npy"
+    numpy.save(samples, numpy.random.default_rng(0).random((1, 24), dtype=numpy.float32))
+    request = CompileRequest(f"{MODELS / 'fallback.py'}:SortNet", input_file=str(samples))
+    bad = CompileJob(request, out_dir).run()  # a 2-D input cannot feed a conv: export fails
+    assert bad.status == "failed" and bad.failed_stage == "export"
+    result = CompileJob(CompileRequest("add", input_file=str(samples)), out_dir).run()
+    assert result.status == "ok", result.message
+    with open_program(result.pte) as program:
+        assert program.plans[0].values[program.plans[0].inputs[0]].sizes == (1, 24)
