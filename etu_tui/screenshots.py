@@ -25,6 +25,7 @@ from textual.widgets import Input
 
 from etu_tui.app import DEMO_WORKSPACE, EtuApp
 from etu_tui.widgets import PickElfScreen
+from etu_tui.widgets.run_log import LogView
 
 SIZE = (140, 45)
 SETTLE_TIMEOUT = 10.0
@@ -211,6 +212,11 @@ async def run_steps(pilot: Pilot, timeout: float = RUN_TIMEOUT) -> None:
     while panel.running:
         if loop.time() > deadline:
             raise TimeoutError("the stand-in run did not end in time")
+        await pilot.pause(0.05)
+    await settle(pilot)
+    log = app.query_one(LogView)
+    rest_deadline = loop.time() + 5.0
+    while not log.at_rest and loop.time() < rest_deadline:  # best effort: see LogView
         await pilot.pause(0.05)
     await settle(pilot)
     still_cursors(app)

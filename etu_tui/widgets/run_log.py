@@ -305,6 +305,22 @@ class LogView(ScrollView, can_focus=True):
         if self._follow:
             self._to_end()
 
+    def on_resize(self, event: events.Resize) -> None:
+        """Following survives the pane changing height (e.g. the banner above it growing
+        when a run ends): end on the last line now, and again once the new size is laid
+        out (the scroll range is only known after the layout)."""
+        if self._follow:
+            self._to_end()
+            self.call_after_refresh(self._end_if_following)
+
+    @property
+    def at_rest(self) -> bool:
+        """Following, the cursor and the view have reached the last line (follow-mode
+        scrolling is deferred to after a refresh; screenshots wait for it)."""
+        if not self._follow or not self.row_count:
+            return True
+        return self.cursor_row == self.row_count - 1 and self.scroll_y >= self.max_scroll_y
+
     # -- cursor and scrolling ----------------------------------------------------------
 
     @property
@@ -462,10 +478,6 @@ class LogView(ScrollView, can_focus=True):
         if self.store is not None and cells > self.store.widest:
             self.store.widest = cells
             self._update_size()
-
-    def on_resize(self) -> None:
-        if self._follow:
-            self._to_end()
 
 
 class HexView(Static):
