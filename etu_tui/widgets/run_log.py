@@ -305,6 +305,12 @@ class LogView(ScrollView, can_focus=True):
         if self._follow:
             self._to_end()
 
+    def watch_show_horizontal_scrollbar(self, shown: bool) -> None:
+        """A long line brings the horizontal scrollbar, which takes a row from the view
+        without resizing the widget: a following log must end on the last line again."""
+        if self._follow:
+            self.call_after_refresh(self._end_if_following)
+
     def on_resize(self, event: events.Resize) -> None:
         """Following survives the pane changing height (e.g. the banner above it growing
         when a run ends): end on the last line now, and again once the new size is laid
