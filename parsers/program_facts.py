@@ -66,7 +66,12 @@ def cpu_operators(program: Program) -> list[CpuOperator]:
 
 def select_ops_list(program: Program) -> str:
     """The ``EXECUTORCH_SELECT_OPS_LIST`` value that registers exactly the kernels needed."""
-    return ",".join(op.name for op in cpu_operators(program) if not op.is_prim)
+    return select_ops_value(cpu_operators(program))
+
+
+def select_ops_value(ops: list[CpuOperator]) -> str:
+    """The select-ops value for operators already collected (prim ops left out)."""
+    return ",".join(op.name for op in ops if not op.is_prim)
 
 
 def planned_memory(plan: ExecutionPlan) -> dict[int, int]:
@@ -105,7 +110,8 @@ def delegate_summary(program: Program, info: DelegateInfo) -> dict:
     }
 
 
-def plan_summary(program: Program, plan: ExecutionPlan) -> dict:
+def plan_summary(program: Program, plan: ExecutionPlan, infos: list[DelegateInfo]) -> dict:
+    """``infos``: the program's delegates, decoded once by the caller."""
     kinds = Counter(value.kind for value in plan.values)
     instructions = plan.instructions
     return {
@@ -120,9 +126,7 @@ def plan_summary(program: Program, plan: ExecutionPlan) -> dict:
         "operators": sorted({op.qualified_name for op in plan.operators}),
         "non_const_buffer_sizes": list(plan.non_const_buffer_sizes),
         "planned_memory": {str(k): v for k, v in planned_memory(plan).items()},
-        "delegates": [
-            delegate_summary(program, info) for info in delegates(program) if info.plan is plan
-        ],
+        "delegates": [delegate_summary(program, info) for info in infos if info.plan is plan],
     }
 
 
@@ -158,6 +162,7 @@ def inspect_record(program: Program) -> dict:
     """The ``etu inspect --json`` object for one file (field names are a contract)."""
     header = program.extended_header
     ops = cpu_operators(program)
+    infos = delegates(program)  # decodes every Ethos-U payload: once per program
     return {
         "file": program.source,
         "file_size": program.file_size,
@@ -174,7 +179,7 @@ def inspect_record(program: Program) -> dict:
             else None
         ),
         "version": program.version,
-        "plans": [plan_summary(program, plan) for plan in program.plans],
+        "plans": [plan_summary(program, plan, infos) for plan in program.plans],
         "segments": [{"offset": s.offset, "size": s.size} for s in program.segment_spans],
         "constant_data_size": program.constant_data_size,
         "constant_segment_size": program.constant_segment_size,
@@ -185,6 +190,6 @@ def inspect_record(program: Program) -> dict:
         "cpu_operators": [
             {"name": op.name, "dtypes": list(op.dtypes), "calls": op.calls} for op in ops
         ],
-        "select_ops_list": select_ops_list(program),
+        "select_ops_list": select_ops_value(ops),
         "warnings": list(program.warnings),
     }

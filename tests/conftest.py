@@ -24,3 +24,9 @@ def any_real_program(request) -> Path:
 @pytest.fixture(scope="session")
 def demo_pte() -> Path:
     return DEMO_PTE
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The Pilot tests run on asyncio (anyio's pytest plugin drives them)."""
+    return "asyncio"

@@ -40,11 +40,6 @@ DEMO = ROOT / "examples" / "demo" / "demo_cnn.pte"
 SIZE = (140, 45)
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"  # Textual runs on asyncio
-
-
 def screen_text(app: EtuApp) -> str:
     """What the terminal shows, as plain text."""
     console = Console(

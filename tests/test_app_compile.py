@@ -28,11 +28,6 @@ COMPILE_TIMEOUT = 180.0
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def program(tmp_path: Path) -> Path:
     shutil.copyfile(DEMO, tmp_path / DEMO.name)
     return tmp_path / DEMO.name

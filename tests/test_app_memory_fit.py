@@ -56,11 +56,6 @@ DEMO_OPS = [
 SMALL_TEMP_POOL = 1024  # far below the demo's Ethos-U scratch
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def small_scratch_elf(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo program linked into a runner whose temp pool cannot hold its scratch."""

@@ -40,11 +40,6 @@ U85 = SAMPLES / "30_u85_256_et_default_perf"
 U65 = SAMPLES / "20_u65_256_et_default_perf"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def _npu(pilot: Pilot) -> None:
     await settle(pilot)
     await pilot.press("n")

@@ -54,11 +54,6 @@ STANDIN_ENV = ("ETU_STANDIN_FAULT", "ETU_STANDIN_INFERENCES", "ETU_STANDIN_LINE_
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """A copy of the demo workspace: program, firmware, Vela output (sessions land here)."""
     folder = tmp_path / "demo"
