@@ -1,0 +1,143 @@
+"""etu compile: the ExecuTorch Ethos-U flow in a worker process."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TextIO
+
+HELP = "compile a PyTorch model for an Ethos-U target with ExecuTorch + Vela"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "source",
+        help="model.py:ClassOrFactory, a .pt2 archive, or a built-in (add, add2, softmax, cnn, "
+        "mv2); a model.py is imported and executed, as Python code",
+    )
+    parser.add_argument("--input", action="append", default=[], metavar="SHAPE[:DTYPE]",
+                        help="an example input, e.g. 1x3x224x224:float32 (repeat it)")  # fmt: skip
+    parser.add_argument("--input-file", help=".pt or .npy example inputs, also calibration data")
+    parser.add_argument("--target", default="ethos-u55-128", help="the NPU, e.g. ethos-u85-256")
+    parser.add_argument("--system-config", help="Vela's system config (default per target)")
+    parser.add_argument("--memory-mode", help="Vela's memory mode (default per target)")
+    parser.add_argument("--no-quantize", action="store_true", help="keep the model in float")
+    parser.add_argument(
+        "--per-tensor", action="store_true", help="per-tensor PTQ (default per-channel)"
+    )
+    parser.add_argument("--no-delegate", action="store_true", help="everything on the CPU")
+    parser.add_argument("--segments", action="store_true", help="delegate payload in a segment")
+    parser.add_argument(
+        "--vela-flag", action="append", default=[], help="an extra Vela flag (repeatable)"
+    )
+    parser.add_argument(
+        "--sweep", help="e.g. targets=ethos-u55-128,ethos-u85-256;memory-modes=Sram_Only"
+    )
+    parser.add_argument("--workers", type=int, default=1, help="sweep jobs at once")
+    parser.add_argument("--no-cache", action="store_true", help="compile even when cached")
+    parser.add_argument(
+        "--out", type=Path, required=True, help="output folder (one sub-folder per job)"
+    )
+    parser.add_argument("--json", action="store_true", help="the job's result as one JSON object")
+
+
+def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    return compile_command(args, out=out, err=err)
+
+
+def compile_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    """0: every job compiled (or came from the cache); 1: a job failed; 2: bad request."""
+    from runner.compile_job import (
+        CompileJob,
+        CompileListener,
+        comparison_row,
+        run_sweep,
+        sweep_requests,
+    )
+    from runner.compile_request import CompileRequest, InputSpec, RequestError
+
+    try:
+        request = CompileRequest(
+            source=args.source,
+            inputs=tuple(InputSpec.parse(text) for text in args.input),
+            input_file=args.input_file,
+            target=args.target,
+            system_config=args.system_config,
+            memory_mode=args.memory_mode,
+            quantize=not args.no_quantize,
+            per_channel=not args.per_tensor,
+            delegate=not args.no_delegate,
+            delegate_segments=args.segments,
+            vela_flags=tuple(args.vela_flag),
+        )
+        if args.sweep:
+            axes = dict(part.split("=", 1) for part in args.sweep.split(";") if "=" in part)
+            requests = sweep_requests(
+                request,
+                targets=[t for t in axes.get("targets", "").split(",") if t],
+                memory_modes=[m for m in axes.get("memory-modes", "").split(",") if m],
+                system_configs=[c for c in axes.get("system-configs", "").split(",") if c],
+            )
+            for each in requests:
+                each.resolved()
+        else:
+            job = CompileJob(request, args.out, use_cache=not args.no_cache)
+    except (RequestError, ValueError) as error:
+        err.write(f"etu: {error}\n")
+        return 2
+
+    class Progress(CompileListener):
+        def on_stage(self, stage: str, state: str, seconds: float | None) -> None:
+            if state == "done":
+                err.write(f"etu: {stage:<10} {seconds:7.2f} s\n")
+
+    if args.sweep:
+        results = run_sweep(requests, args.out, workers=args.workers)
+        rows = [comparison_row(r) for r in results]
+        if args.json:
+            out.write(json.dumps({"jobs": [r.to_json() for r in results], "table": rows}) + "\n")
+        else:
+            out.write(format_sweep(rows) + "\n")
+        return 0 if all(r.status == "ok" for r in results) else 1
+    job.listener = Progress()
+    try:
+        result = job.run()
+    except KeyboardInterrupt:
+        job.cancel()
+        err.write("etu: cancelled\n")
+        return 1
+    if args.json:
+        out.write(json.dumps(result.to_json()) + "\n")
+    elif result.status == "ok":
+        out.write(f"{result.pte}{'  (cached)' if result.cached else ''}\n")
+    else:
+        err.write(f"etu: compile failed in {result.failed_stage}: {result.message}\n")
+        if result.traceback:
+            err.write(result.traceback.rstrip() + "\n")
+    return 0 if result.status == "ok" else 1
+
+
+def format_sweep(rows: list[dict]) -> str:
+    def cell(value, digits: int = 1) -> str:
+        if value is None:
+            return "-"
+        return f"{value:,.{digits}f}" if isinstance(value, float) else f"{value:,}"
+
+    head = f"{'target':<15} {'system config':<29} {'memory mode':<21} {'cycles':>10} "
+    head += (
+        f"{'ms':>8} {'SRAM KiB':>9} {'flash KiB':>9} {'DRAM KiB':>9} {'CPU ops':>7} {'bytes':>9}"
+    )
+    lines = [head]
+    for row in rows:
+        if row["status"] != "ok":
+            lines.append(f"{row['target']:<15} failed: {row['message']}")
+            continue
+        time_ms = row["inference_time_s"] * 1e3 if row["inference_time_s"] else None
+        lines.append(
+            f"{row['target']:<15} {row['system_config']:<29} {row['memory_mode']:<21} "
+            f"{cell(row['cycles'], 0):>10} {cell(time_ms, 3):>8} {cell(row['sram_kib']):>9} "
+            f"{cell(row['flash_kib']):>9} {cell(row['dram_kib']):>9} "
+            f"{cell(row['cpu_operators']):>7} {cell(row['program_bytes']):>9}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,52 @@
+"""etu fit: does a program fit a firmware?"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TextIO
+
+from etu_tui.cli.common import add_region_options, memory_map_from_args
+from parsers.errors import ParseError
+
+HELP = "does a program fit a firmware? verdicts with the shortfall and the build fix"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--pte", type=Path, required=True, help="the program")
+    parser.add_argument("--elf", type=Path, required=True, help="the runner firmware")
+    parser.add_argument("--vela", type=Path, help="Vela's output folder for the program")
+    parser.add_argument("--target", help="the NPU the run will use, e.g. ethos-u55-128")
+    add_region_options(parser)
+    parser.add_argument("--json", action="store_true", help="one JSON object")
+
+
+def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    return fit_command(args, out=out, err=err)
+
+
+def fit_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    """Exit 1 when any check fails, 2 when an input cannot be read."""
+    from parsers.fit import FAIL, check_fit, fit_record
+    from parsers.pte import open_program
+    from parsers.vela import load_vela_report
+
+    try:
+        memory_map = memory_map_from_args(args)
+        vela = load_vela_report(args.vela) if args.vela else None
+        with open_program(args.pte) as program:
+            verdicts = check_fit(program, memory_map, vela, target=args.target)
+    except ParseError as error:
+        err.write(f"etu: {error}\n")
+        return 2
+    record = fit_record(verdicts)
+    if args.json:
+        out.write(json.dumps(record) + "\n")
+    else:
+        marks = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
+        for verdict in verdicts:
+            out.write(f"{marks[verdict.status]} {verdict.check:<18} {verdict.message}\n")
+            if verdict.fix and verdict.status != "ok":
+                out.write(f"     {'':<18} fix: {verdict.fix}\n")
+    return 1 if record["status"] == FAIL else 0

@@ -1,0 +1,116 @@
+"""etu inspect: decode .pte files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from parsers.errors import ParseError
+
+HELP = "decode .pte files: plans, delegates, Ethos-U payloads, CPU operators"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", type=Path, metavar="FILE", help="programs to decode")
+    parser.add_argument(
+        "--json", action="store_true", help="one JSON object per file per line (JSON Lines)"
+    )
+
+
+def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    return inspect_command(args.files, as_json=args.json, out=out, err=err)
+
+
+def inspect_command(files: Sequence[Path], *, as_json: bool, out: TextIO, err: TextIO) -> int:
+    """Print one record per file in argument order; a bad file never stops the others."""
+    from parsers.program_facts import inspect_record
+    from parsers.pte import open_program
+
+    failed = 0
+    for path in files:
+        try:
+            with open_program(path) as program:
+                record = inspect_record(program)
+        except ParseError as error:
+            failed += 1
+            message = str(error.with_source(str(path)))
+            if as_json:
+                out.write(json.dumps({"file": str(path), "error": message}) + "\n")
+            else:
+                err.write(f"etu: {message}\n")
+            continue
+        if as_json:
+            out.write(json.dumps(record) + "\n")
+        else:
+            out.write(format_inspect(record) + "\n")
+    out.flush()
+    return 1 if failed else 0
+
+
+def _b(n: int) -> str:
+    return f"{n:,} B"
+
+
+def format_inspect(record: dict) -> str:
+    """The readable form of an inspect record, for a terminal."""
+    header = record["extended_header"]
+    lines = [
+        f"{record['file']}  {_b(record['file_size'])}  {record['file_identifier']}"
+        + ("  (bundled program)" if record["bundled"] else ""),
+        "  extended header: "
+        + (
+            f"program {_b(header['program_size'])}, segments at "
+            f"{header['segment_base_offset']:#x} ({_b(header['segment_data_size'])})"
+            if header
+            else "none (no segment data)"
+        ),
+    ]
+    for plan in record["plans"]:
+        kinds = ", ".join(f"{k} {n}" for k, n in plan["value_kinds"].items())
+        lines.append(
+            f"  plan {plan['name']!r}: {plan['values']} values ({kinds}); "
+            f"{plan['instructions']} instructions: {plan['delegate_calls']} delegate calls (NPU), "
+            f"{plan['kernel_calls']} kernel calls (CPU)"
+        )
+        lines.append(f"    inputs {plan['inputs']}  outputs {plan['outputs']}")
+        planned = ", ".join(f"mem_id {k}: {_b(v)}" for k, v in plan["planned_memory"].items())
+        lines.append(f"    planned memory: {planned or 'none'}")
+        for delegate in plan["delegates"]:
+            specs = delegate["compile_specs"]
+            lines.append(
+                f"    delegate {delegate['index']}: {delegate['id']}, "
+                f"{delegate['payload_location']} payload {_b(delegate['payload_size'])}"
+                + (f", target {specs['target']}" if "target" in specs else "")
+            )
+            payload = delegate["ethosu"]
+            if payload:
+                lines.append(
+                    f"      {payload['command_stream_format']} command stream "
+                    f"{_b(payload['command_stream_size'])}, weights {_b(payload['weights_size'])}, "
+                    f"scratch {_b(payload['scratch_size'])}"
+                )
+                for role in ("inputs", "outputs"):
+                    for io in payload[role]:
+                        lines.append(
+                            f"      {role[:-1]:<6} shape {io['shape']} x{io['elem_size']} B "
+                            f"at region {io['region']} +{io['offset']:#x}"
+                        )
+            if delegate["ethosu_error"]:
+                lines.append(f"      payload error: {delegate['ethosu_error']}")
+    if record["segments"]:
+        segs = ", ".join(f"{s['offset']:#x}+{_b(s['size'])}" for s in record["segments"])
+        lines.append(f"  segments: {segs}")
+    lines.append(f"  constant data: {_b(record['constant_data_size'])}")
+    ops = record["cpu_operators"]
+    if ops:
+        lines.append("  CPU operators:")
+        for op in ops:
+            lines.append(f"    {op['name']}  ({', '.join(op['dtypes'])})  x{op['calls']}")
+        lines.append(f"  EXECUTORCH_SELECT_OPS_LIST={record['select_ops_list']}")
+    else:
+        lines.append("  CPU operators: none (everything is delegated)")
+    lines.extend(f"  warning: {w}" for w in record["warnings"])
+    return "\n".join(lines)

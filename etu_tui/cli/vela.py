@@ -1,0 +1,76 @@
+"""etu vela: Vela's estimate from its output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TextIO
+
+from parsers.errors import ParseError
+
+HELP = "read Vela's output (folder, summary/per-layer CSV, debug DB or saved stdout)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "path", type=Path, metavar="PATH",
+        help="a Vela output folder, summary or per-layer CSV, debug DB or saved stdout",
+    )  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="one JSON object")
+
+
+def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    return vela_command(args.path, as_json=args.json, out=out, err=err)
+
+
+def vela_command(path: Path, *, as_json: bool, out: TextIO, err: TextIO) -> int:
+    """Vela's estimate for one output folder or file; exit 1 when it cannot be read."""
+    from parsers.vela import load_vela_report, vela_record
+
+    try:
+        report = load_vela_report(path)
+    except ParseError as error:
+        err.write(f"etu: {error.with_source(str(path))}\n")
+        return 1
+    if as_json:
+        out.write(json.dumps(vela_record(report)) + "\n")
+        return 0
+    out.write(format_vela(report) + "\n")
+    return 0
+
+
+def format_vela(report) -> str:
+    version = f"Vela {report.vela_version}" if report.vela_version else "Vela version unknown"
+    head = report.headline()
+    lines = [f"{', '.join(report.sources) or 'Vela report'}  (estimate, {version})"]
+    config = [head.get(k) for k in ("accelerator", "system_config", "memory_mode")]
+    lines.append("  " + " · ".join(str(c) for c in config if c))
+    if head.get("cycles") is not None:
+        time_s = head.get("inference_time_s")
+        lines.append(
+            f"  {head['cycles']:,} cycles"
+            + (f" = {time_s * 1e3:.3f} ms/inference" if time_s else "")
+            + (f" at {head['core_clock_hz'] / 1e6:.0f} MHz" if head.get("core_clock_hz") else "")
+        )
+    memory = [
+        f"{label} {head[key]:.1f} KiB"
+        for label, key in (
+            ("SRAM", "sram_used_kib"),
+            ("off-chip flash", "off_chip_flash_used_kib"),
+            ("on-chip flash", "on_chip_flash_used_kib"),
+            ("DRAM", "dram_used_kib"),
+        )
+        if head.get(key)
+    ]
+    if memory:
+        lines.append("  memory: " + ", ".join(memory))
+    if report.npu_operators is not None:
+        lines.append(f"  operators: {report.npu_operators} NPU, {report.cpu_operators} CPU")
+    if report.per_layer:
+        lines.append(f"  per layer ({len(report.per_layer)}), by cycles:")
+        for row in sorted(report.per_layer, key=lambda r: r.cycles or 0, reverse=True)[:10]:
+            lines.append(f"    {row.cycles or 0:>10,}  {row.operator or '?':<16} {row.name or ''}")
+    lines.extend(f"  error: {e}" for e in report.errors)
+    lines.extend(f"  warning: {w}" for w in report.warnings)
+    return "\n".join(lines)
