@@ -34,8 +34,8 @@ test: setup
 	$(BIN)/python -m pytest
 
 demo: setup
-	$(BIN)/python examples/demo/build_demo.py
-	$(BIN)/python examples/demo/build_firmware.py
+	$(BIN)/python etu_tui/demo/build_demo.py
+	$(BIN)/python etu_tui/demo/build_firmware.py
 
 bench: setup
 	$(BIN)/python benchmarks/run_all.py

@@ -118,7 +118,7 @@ def main(rate: int = RATE, seconds: float = SECONDS) -> dict:
     try:
         workspace = tmp / "demo"
         workspace.mkdir()
-        shutil.copyfile(ROOT / "examples" / "demo" / "demo_cnn.pte", workspace / "demo_cnn.pte")
+        shutil.copyfile(ROOT / "etu_tui" / "demo" / "demo_cnn.pte", workspace / "demo_cnn.pte")
         run = asyncio.run(_flood(workspace, tmp / "sessions", rate, seconds))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -79,7 +79,7 @@ from etu_tui.widgets.run_log import TIME_MODES, LogView
 from etu_tui.widgets.run_model import LEVELS
 from parsers.pte import ExecutionPlan, Tensor
 
-DEMO_WORKSPACE = Path(__file__).resolve().parent.parent / "examples" / "demo"
+DEMO_WORKSPACE = Path(__file__).resolve().parent / "demo"
 
 # Tab ids.
 PROGRAM_TAB, TENSORS_TAB, DELEGATES_TAB, NPU_TAB = "program", "tensors", "delegates", "npu"

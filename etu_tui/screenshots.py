@@ -66,7 +66,7 @@ async def _press(pilot: Pilot, *keys: str) -> None:
     assert isinstance(pilot.app, EtuApp)
     still_cursors(pilot.app)
     for widget in pilot.app.screen.query("#path").results(Input):
-        widget.value = "examples/demo/"  # the same text on every machine
+        widget.value = "etu_tui/demo/"  # the same text on every machine
     await pilot.pause()
 
 

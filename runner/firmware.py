@@ -1,4 +1,4 @@
-"""Link the stand-in runner firmware (``tests/firmware``) around a program with GNU ld.
+"""Link the stand-in runner firmware (``runner/firmware_src``) around a program with GNU ld.
 
 The result is a real Arm ELF, ld map and ld memory report with the runner's section and
 symbol names and pool sizes (runtime_formats.md §6), so the ELF tooling can be checked
@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-FIRMWARE_SOURCES = Path(__file__).resolve().parent.parent / "tests" / "firmware"
+FIRMWARE_SOURCES = Path(__file__).resolve().parent / "firmware_src"
 COMPILER = "arm-none-eabi-gcc"
 ELF_NAME = "arm_executor_runner.elf"
 MAP_NAME = "arm_executor_runner.map"

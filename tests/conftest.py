@@ -7,7 +7,7 @@ import pytest
 from tests.real_programs import PROGRAMS, build
 
 ROOT = Path(__file__).resolve().parent.parent
-DEMO_PTE = ROOT / "examples" / "demo" / "demo_cnn.pte"
+DEMO_PTE = ROOT / "etu_tui" / "demo" / "demo_cnn.pte"
 
 
 @pytest.fixture(scope="session")

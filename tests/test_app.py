@@ -36,7 +36,7 @@ from parsers.pte import ExecutionPlan, Tensor, Value, open_program
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parent.parent
-DEMO = ROOT / "examples" / "demo" / "demo_cnn.pte"
+DEMO = ROOT / "etu_tui" / "demo" / "demo_cnn.pte"
 SIZE = (140, 45)
 
 

@@ -23,7 +23,7 @@ from tests.test_app import SIZE, screen_text
 pytestmark = [pytest.mark.anyio, pytest.mark.aot]
 
 ROOT = Path(__file__).resolve().parent.parent
-DEMO = ROOT / "examples" / "demo" / "demo_cnn.pte"
+DEMO = ROOT / "etu_tui" / "demo" / "demo_cnn.pte"
 COMPILE_TIMEOUT = 180.0
 
 

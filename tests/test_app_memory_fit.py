@@ -44,7 +44,7 @@ from tests.test_app import SIZE, screen_text
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parent.parent
-DEMO = ROOT / "examples" / "demo" / "demo_cnn.pte"
+DEMO = ROOT / "etu_tui" / "demo" / "demo_cnn.pte"
 FIRMWARE = DEMO.parent / "firmware"
 DEMO_ELF = FIRMWARE / "arm_executor_runner.elf"
 DEMO_MAP = FIRMWARE / "arm_executor_runner.map"

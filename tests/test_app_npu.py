@@ -33,7 +33,7 @@ from tests.test_app import SIZE, screen_text
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parent.parent
-DEMO = ROOT / "examples" / "demo" / "demo_cnn.pte"
+DEMO = ROOT / "etu_tui" / "demo" / "demo_cnn.pte"
 DEMO_VELA = DEMO.parent / "vela"
 SAMPLES = ROOT / "tests" / "data" / "vela"
 U85 = SAMPLES / "30_u85_256_et_default_perf"

@@ -48,7 +48,7 @@ from tests.test_app import SIZE, screen_text
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parent.parent
-DEMO = ROOT / "examples" / "demo" / "demo_cnn.pte"
+DEMO = ROOT / "etu_tui" / "demo" / "demo_cnn.pte"
 RUN_TIMEOUT = 60.0
 STANDIN_ENV = ("ETU_STANDIN_FAULT", "ETU_STANDIN_INFERENCES", "ETU_STANDIN_LINE_DELAY")
 

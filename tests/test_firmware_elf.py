@@ -1,6 +1,6 @@
 """The firmware memory map against the GNU tools, on firmware linked at test time.
 
-The stand-in runner (tests/firmware) is compiled and linked by arm-none-eabi-gcc/ld in a
+The stand-in runner (runner/firmware_src) is compiled and linked by arm-none-eabi-gcc/ld in a
 temporary directory for several memory modes, pool sizes and both Corstone layouts. What
 parsers/elf_map.py reads is compared with arm-none-eabi-readelf, -size and -nm; what
 parsers/memory_map.py computes as region usage is compared with the report ld itself
@@ -36,9 +36,9 @@ from runner import firmware
 from runner.firmware import FirmwareBuild, FirmwareBuildError, build_stub_firmware
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ROOT / "tests" / "firmware"
-DEMO_PTE = ROOT / "examples" / "demo" / "demo_cnn.pte"
-DEMO_FIRMWARE = ROOT / "examples" / "demo" / "firmware"
+SOURCES = ROOT / "runner" / "firmware_src"
+DEMO_PTE = ROOT / "etu_tui" / "demo" / "demo_cnn.pte"
+DEMO_FIRMWARE = ROOT / "etu_tui" / "demo" / "firmware"
 DEMO_OPS = [
     "quantized_decomposed::quantize_per_tensor.out",
     "quantized_decomposed::dequantize_per_tensor.out",
@@ -813,7 +813,7 @@ def test_demo_firmware(tmp_path) -> None:
         same_compiler = _comment(old) == _comment(new)
     if not same_compiler:
         pytest.skip("the committed demo firmware was built by another compiler version")
-    assert rebuilt.elf.read_bytes() == elf_path.read_bytes(), "run examples/demo/build_firmware.py"
+    assert rebuilt.elf.read_bytes() == elf_path.read_bytes(), "run etu_tui/demo/build_firmware.py"
     assert rebuilt.memory_usage_text == usage
 
 

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(
     shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc is not installed"
 )
 
-DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo"
+DEMO = Path(__file__).resolve().parent.parent / "etu_tui" / "demo"
 
 
 def firmware(tmp_path: Path, pte: Path, **options) -> Path:

@@ -28,7 +28,7 @@ from runner.run import RunController, RunListener
 from runner.session import read_session
 
 ROOT = Path(__file__).resolve().parent.parent
-ELF = ROOT / "examples" / "demo" / "firmware" / "arm_executor_runner.elf"
+ELF = ROOT / "etu_tui" / "demo" / "firmware" / "arm_executor_runner.elf"
 
 
 @pytest.fixture(scope="module")
@@ -206,7 +206,7 @@ def test_log_command_on_a_saved_transcript(env, tmp_path: Path) -> None:
     )  # fmt: skip
     result = run_cli("log", "--json", str(saved), env=env, cwd=tmp_path)
     summary = json.loads(result.stdout)
-    pte_size = (ROOT / "examples" / "demo" / "demo_cnn.pte").stat().st_size
+    pte_size = (ROOT / "etu_tui" / "demo" / "demo_cnn.pte").stat().st_size
     assert summary["verdict"] == "success" and summary["model"]["pte_size"] == pte_size
     assert summary["allocators"]["temp_allocator"]["size"] == 2097152
     events = run_cli("log", "--events", str(saved), env=env, cwd=tmp_path)
@@ -228,7 +228,7 @@ def test_etdump_block_is_saved_under_a_name_etu_chooses(env, tmp_path: Path) -> 
 def test_standin_npu_cycles_come_from_the_workspace_vela_estimate(env, tmp_path: Path) -> None:
     from parsers.vela import load_vela_report
 
-    estimate = load_vela_report(ROOT / "examples" / "demo" / "vela").cycles
+    estimate = load_vela_report(ROOT / "etu_tui" / "demo" / "vela").cycles
     env = {**env, "ETU_STANDIN_INFERENCES": "3"}
     result = run_cli("run", "--elf", str(ELF), "--json", env=env, cwd=tmp_path)
     (pmu,) = [json.loads(x) for x in result.stdout.splitlines() if b'"PmuReport"' in x]

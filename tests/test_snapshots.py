@@ -22,7 +22,7 @@ from etu_tui.screenshots import (
     small_scratch_firmware,
 )
 
-DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo" / "demo_cnn.pte"
+DEMO = Path(__file__).resolve().parent.parent / "etu_tui" / "demo" / "demo_cnn.pte"
 
 
 def test_program_view(snap_compare) -> None:

@@ -29,7 +29,7 @@ from parsers.vela import (
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data" / "vela"
-DEMO = ROOT / "examples" / "demo" / "vela"
+DEMO = ROOT / "etu_tui" / "demo" / "vela"
 
 U55 = "Ethos_U55_High_End_Embedded"
 U55_128, U55_256, U65_256 = "Ethos_U55_128", "Ethos_U55_256", "Ethos_U65_256"

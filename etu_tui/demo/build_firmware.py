@@ -1,6 +1,6 @@
-"""Rebuild the demo workspace's firmware (examples/demo/firmware/) around demo_cnn.pte.
+"""Rebuild the demo workspace's firmware (etu_tui/demo/firmware/) around demo_cnn.pte.
 
-A stand-in for ExecuTorch's bare-metal arm_executor_runner (tests/firmware/), linked by
+A stand-in for ExecuTorch's bare-metal arm_executor_runner (runner/firmware_src/), linked by
 GNU ld with the runner's Corstone-300 layout, Shared_Sram and the runner's default pool
 sizes (60 MiB method pool in DDR, 2 MiB temp pool filling SRAM), and the demo's two CPU
 operators. Writes arm_executor_runner.elf, .map, .ld and ld's memory_usage.txt.
