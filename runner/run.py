@@ -77,6 +77,7 @@ def classify(
     returncode: int | None,
     stopped: bool,
     last_stderr: str | None = None,
+    timed_out: float | None = None,
 ) -> RunOutcome:
     """The run's end from the runner's own words first, the process second.
 
@@ -84,6 +85,9 @@ def classify(
     of a time limit, the simulator's stop reason; of success, the runner's last word."""
     verdict = summary.get("verdict", "incomplete")
     reason = _VERDICT_REASON.get(verdict)
+    if timed_out is not None and reason not in ("success", "runner_error", "hard_fault"):
+        proof = f"no runner verdict within etu's time limit of {timed_out:g} s; stopped"
+        return RunOutcome("time_limit", returncode, proof, None, summary)
     if stopped and reason not in ("success", "runner_error", "hard_fault"):
         return RunOutcome("killed", returncode, "stopped by the user", None, summary)
     if reason is not None:
@@ -132,8 +136,14 @@ class RunController:
         listener: RunListener | None = None,
         env: dict[str, str] | None = None,
         npu: str | None = None,
+        time_limit: float | None = None,
     ) -> None:
+        """``time_limit``: stop the process after that many seconds (for emulators that,
+        unlike the FVP, have no --timelimit of their own)."""
         self.argv = list(argv)
+        self.time_limit = time_limit
+        self._timer: threading.Timer | None = None
+        self._timed_out = False
         self.listener = listener or RunListener()
         self._lock = threading.Lock()
         self._parsers = {
@@ -169,7 +179,17 @@ class RunController:
             self.session.finish(exit_reason="crash", proof=text, returncode=None)
             self._done.set()
             self.listener.on_end(self.outcome)
+            return self
+        if self.time_limit is not None:
+            self._timer = threading.Timer(self.time_limit, self._time_up)
+            self._timer.daemon = True
+            self._timer.start()
         return self
+
+    def _time_up(self) -> None:
+        if not self._done.is_set():
+            self._timed_out = True
+            self._process.stop()
 
     def stop(self) -> None:
         self._process.stop()
@@ -228,9 +248,12 @@ class RunController:
                 summary,
                 self._decisive,
                 returncode,
-                self._process.stopped_by_user,
+                self._process.stopped_by_user and not self._timed_out,
                 self._last_stderr,
+                self.time_limit if self._timed_out else None,
             )
+            if self._timer is not None:
+                self._timer.cancel()
             self.session.write_events([self.outcome])
             self.session.finish(
                 exit_reason=self.outcome.reason,

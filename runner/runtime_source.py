@@ -151,7 +151,9 @@ def _from_path(path: Path, origin: str, given: str) -> RuntimeSource:
     if path.is_dir():
         root = path if (path / "CMakeLists.txt").is_file() else path / "executorch"
         if not (root / "runtime").is_dir() or not (root / "CMakeLists.txt").is_file():
-            raise SourceError(f"{path}: not an ExecuTorch source tree (no runtime/, CMakeLists.txt)")
+            raise SourceError(
+                f"{path}: not an ExecuTorch source tree (no runtime/, CMakeLists.txt)"
+            )
         if root.name != "executorch":
             raise SourceError(
                 f"{path}: the source folder must be named 'executorch' "
@@ -167,7 +169,9 @@ def _from_path(path: Path, origin: str, given: str) -> RuntimeSource:
                 raise SourceError(f"{path}: the archive holds no ExecuTorch source tree")
             candidates[0].rename(root)  # GitHub archives unpack as executorch-<sha>/
         return RuntimeSource(root, origin, given, _archive_commit(path))
-    raise SourceError(f"{path}: no such file or folder ({ENV_SOURCE if origin == 'env' else origin})")
+    raise SourceError(
+        f"{path}: no such file or folder ({ENV_SOURCE if origin == 'env' else origin})"
+    )
 
 
 def _unpack(archive: Path) -> Path:
