@@ -86,9 +86,11 @@ def download_pinned() -> RuntimeSource:
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(target.name + ".partial")
         try:
-            with urllib.request.urlopen(PINNED_URL, timeout=DOWNLOAD_TIMEOUT) as response:
-                with open(partial, "wb") as handle:
-                    shutil.copyfileobj(response, handle)
+            with (
+                urllib.request.urlopen(PINNED_URL, timeout=DOWNLOAD_TIMEOUT) as response,
+                open(partial, "wb") as handle,
+            ):
+                shutil.copyfileobj(response, handle)
         except (urllib.error.URLError, OSError, TimeoutError) as error:
             partial.unlink(missing_ok=True)
             reason = getattr(error, "reason", error)
