@@ -68,9 +68,7 @@ def metrics(
         snr = -math.inf
     else:
         snr = 10 * math.log10(sq_ref / sq_err)
-    passed = all(
-        e <= atol + rtol * abs(r) for e, r in zip(errors, reference[:count], strict=True)
-    )
+    passed = all(e <= atol + rtol * abs(r) for e, r in zip(errors, reference[:count], strict=True))
     note = None
     if len(target) != len(reference):
         note = f"target printed {len(target)} values, reference has {len(reference)}"
