@@ -96,12 +96,13 @@ class ProgramFacts:
     method_need: int
     method_detail: str
     scratch: int
+    memory_mode: str | None
 
 
 def program_facts(pte: Path) -> ProgramFacts:
     """What the build needs to know of the program, from etu's own decoder."""
     from parsers.errors import ParseError
-    from parsers.fit import _metadata_estimate, method_pool_need
+    from parsers.fit import _metadata_estimate, method_pool_need, vela_flags
     from parsers.program_facts import cpu_operators, delegates
     from parsers.pte import open_program
 
@@ -114,6 +115,7 @@ def program_facts(pte: Path) -> ProgramFacts:
             scratch = max((i.payload.scratch_size for i in infos if i.payload), default=0)
             targets = sorted({i.payload.target for i in infos if i.payload and i.payload.target})
             ids = [i.delegate.id for i in infos]
+            flags = vela_flags(infos[0].delegate.spec("compile_flags")) if infos else {}
     except ParseError as error:
         raise RuntimeBuildError(str(error)) from None
     need = planned + inputs + metadata
@@ -121,7 +123,8 @@ def program_facts(pte: Path) -> ProgramFacts:
         f"planned {planned:,} B + unplanned inputs {inputs:,} B + metadata (estimated) "
         f"{metadata:,} B"
     )
-    return ProgramFacts(ops, bool(ids), ids, targets, need, detail, scratch)
+    mode = flags.get("memory-mode")
+    return ProgramFacts(ops, bool(ids), ids, targets, need, detail, scratch, mode)
 
 
 def auto_pools(facts: ProgramFacts) -> tuple[dict[str, int], str]:
@@ -301,6 +304,9 @@ def build_runner(
         "ET_ARM_BAREMETAL_SCRATCH_TEMP_ALLOCATOR_POOL_SIZE": str(pools["temp"]),
         "ET_BUNDLE_IO": "ON" if bundleio else "OFF",
         "ETU_FAULT_ON_START": "ON" if fault_on_start else "OFF",
+        # upstream's rule (corstone_utils.cmake): Shared_Sram/Sram_Only put the NPU's
+        # scratch (the temp pool, .bss.tensor_arena) in SRAM, Dedicated_Sram in DDR
+        "ETHOSU_ARENA": "0" if facts.memory_mode in ("Shared_Sram", "Sram_Only") else "1",
     }
     if ethosu:
         driver = find_sibling(

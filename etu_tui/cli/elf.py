@@ -49,7 +49,8 @@ def format_elf(record: dict) -> str:
         lines.append("  runner pools:")
         for role, pool in record["pools"].items():
             lines.append(
-                f"    {role:<22} {pool['symbol']:<28} {pool['size']:>12,} B  "
+                f"    {role:<22} {pool['symbol'] or '(' + pool['section'] + ')':<28} "
+                f"{pool['size']:>12,} B  "
                 f"at {pool['address']:#010x} in {pool['region'] or '?'}"
             )
     lines.append("  largest symbols:")
