@@ -48,7 +48,10 @@ def prepare_fvp_launch(
     *,
     fvp_path: Path | None = None,
     env: dict[str, str] | None = None,
+    settings=None,
 ) -> FvpLaunch:
+    """``settings`` (runner.config.Settings) adds its ``fvp_dir`` and ``executorch_src`` to
+    the places searched; None reads no settings."""
     try:
         fvp = fvp_target(target)
     except ValueError as error:
@@ -60,10 +63,18 @@ def prepare_fvp_launch(
             raise LaunchError(f"{fvp_path}: not an executable simulator")
         executable, found_via = Path(fvp_path), "--fvp-path"
     else:
-        found = find_fvps(env).get(fvp.executable)
+        where = {}
+        if settings is not None:
+            origin = settings.origin("fvp_dir")
+            where = {
+                "fvp_dir": settings.fvp_dir,
+                "fvp_dir_origin": f"fvp_dir ({origin.detail or origin.source})",
+                "executorch_src": settings.executorch_src,
+            }
+        found = find_fvps(env, **where).get(fvp.executable)
         if found is None:
             raise LaunchError(
-                f"{fvp.executable} not found (looked in ETU_FVP_DIR, PATH and "
+                f"{fvp.executable} not found (looked in ETU_FVP_DIR, the fvp_dir setting, PATH and "
                 "examples/arm/ethos-u-scratch); install Arm's Corstone FVPs or point "
                 "ETU_FVP_DIR at them"
             )

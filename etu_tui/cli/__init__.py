@@ -25,6 +25,8 @@ COMMAND_MODULES: dict[str, str] = {
     "run": "run",
     "log": "log",
     "compile": "compile",
+    "config": "config",
+    "init": "init",
 }
 
 

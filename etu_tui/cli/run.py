@@ -13,7 +13,7 @@ HELP = "run the firmware on a Corstone FVP, stream and record its output"
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fvp", action="store_true", help="run on a Corstone FVP (the default)")
     parser.add_argument(
-        "--target", default="ethos-u55-128", help="e.g. ethos-u55-128, ethos-u85-256"
+        "--target", help="e.g. ethos-u55-128, ethos-u85-256 (default: the target setting)"
     )
     parser.add_argument("--elf", type=Path, required=True, help="the runner firmware")
     parser.add_argument("--timelimit", type=int, default=600, help="seconds (FVP --timelimit)")
@@ -39,11 +39,20 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     """Exit status says how the run ended (see runner.run.EXIT_STATUS); 2: could not start."""
     from fvp.command import FvpOptions, format_command, parse_param
     from fvp.launch import LaunchError, prepare_fvp_launch
+    from runner.config import ConfigError, load_settings
 
+    try:
+        settings = load_settings(Path.cwd())
+    except ConfigError as error:
+        err.write(f"etu: {error}\n")
+        return 2
     try:
         params = tuple(parse_param(p) for p in args.param)
         options = FvpOptions(timelimit=args.timelimit, fast=args.fast, extra_params=params)
-        launch = prepare_fvp_launch(args.target, args.elf, options, fvp_path=args.fvp_path)
+        launch = prepare_fvp_launch(
+            args.target or settings.target, args.elf, options,
+            fvp_path=args.fvp_path, settings=settings,
+        )  # fmt: skip
     except (LaunchError, ValueError) as error:
         err.write(f"etu: {error}\n")
         return 2
