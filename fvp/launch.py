@@ -29,6 +29,7 @@ class FvpLaunch:
     elf: Path
 
     def meta(self) -> dict:
+        program_sha = embedded_program_sha256(self.elf)
         return {
             "target": self.target.target,
             "platform": self.target.platform,
@@ -37,7 +38,8 @@ class FvpLaunch:
             "simulated": self.simulated,
             "elf": str(self.elf),
             "elf_sha256": file_sha256(self.elf),
-            "program_sha256": embedded_program_sha256(self.elf),
+            "program_sha256": program_sha,
+            "program": program_name(self.elf, program_sha),
         }
 
 
@@ -81,6 +83,22 @@ def prepare_fvp_launch(
         executable, found_via = found.path, found.found_via
     argv = build_command(executable, fvp, Path(elf), options)
     return FvpLaunch(fvp, executable, found_via, is_standin(executable), argv, Path(elf))
+
+
+def program_name(elf: Path, program_sha: str | None) -> str | None:
+    """The workspace's ``.pte`` (beside the firmware or one folder up) whose bytes are the
+    program baked into the firmware; None when none matches."""
+    if program_sha is None:
+        return None
+    for folder in (Path(elf).parent, Path(elf).parent.parent):
+        try:
+            candidates = sorted(folder.glob("*.pte"))
+        except OSError:
+            continue
+        for path in candidates:
+            if path.stat().st_size < (256 << 20) and file_sha256(path) == program_sha:
+                return path.name
+    return None
 
 
 def embedded_program_sha256(elf: Path) -> str | None:

@@ -22,10 +22,12 @@ from parsers.runner_events import (
     HardFault,
     LogLine,
     MissingKernel,
+    OutputTensor,
     RunError,
     RunSucceeded,
 )
 from parsers.runner_log import LogSummary, RunnerLogParser
+from runner.history import figures, run_summary
 from runner.process import ProcessStats, StreamingProcess
 from runner.session import SessionWriter
 
@@ -144,6 +146,7 @@ class RunController:
         self._recent: dict[tuple[str, int], str] = {}
         self._last_stderr: str | None = None
         self._etdumps = 0
+        self._outputs: list[OutputTensor] = []
         self.session = SessionWriter(sessions, kind, {"command": self.argv, **meta})
         self.outcome: RunOutcome | None = None
         self._done = threading.Event()
@@ -199,6 +202,8 @@ class RunController:
                     self._recent.pop(next(iter(self._recent)))
             elif isinstance(event, EtdumpBlock):
                 self._save_etdump(event)
+            elif isinstance(event, OutputTensor):
+                self._outputs.append(event)
             elif isinstance(event, _DECISIVE):
                 text = self._recent.get((stream, event.line_no), type(event).__name__)
                 self._decisive.append((event, text))
@@ -232,7 +237,9 @@ class RunController:
                 self._last_stderr,
             )
             self.session.write_events([self.outcome])
+            self.session.write_summary(run_summary(summary, self._outputs))
             self.session.finish(
+                summary=figures(summary),
                 exit_reason=self.outcome.reason,
                 proof=self.outcome.proof,
                 proof_line=self.outcome.proof_line,

@@ -25,6 +25,7 @@ COMMAND_MODULES: dict[str, str] = {
     "run": "run",
     "log": "log",
     "compile": "compile",
+    "sessions": "sessions",
     "config": "config",
     "init": "init",
 }
