@@ -2,7 +2,9 @@
 
 Looked for, in order: the ``ETU_FVP_DIR`` setting, ``PATH``, and ExecuTorch's own download
 layout (``examples/arm/ethos-u-scratch/FVP-corstone*/models/<platform>/``) under
-``EXECUTORCH_ROOT`` or the working folder.
+``EXECUTORCH_ROOT``. Never in the working folder unless the user points there (an
+``ETU_FVP_DIR``/``EXECUTORCH_ROOT`` naming it, or ``--fvp-path``): relative or empty ``PATH``
+entries are skipped, so an archive unpacked here cannot plant a simulator etu runs.
 """
 
 from __future__ import annotations
@@ -29,7 +31,13 @@ class FoundFvp:
 
 def _scratch_roots(env: dict[str, str]) -> list[Path]:
     roots = [Path(env["EXECUTORCH_ROOT"])] if env.get("EXECUTORCH_ROOT") else []
-    return [root / layout for root in [*roots, Path.cwd()] for layout in SCRATCH_LAYOUT]
+    return [root / layout for root in roots for layout in SCRATCH_LAYOUT]
+
+
+def _absolute_path(path: str | None) -> str:
+    """``PATH`` without its relative entries (``.``, ``bin``, the empty one = cwd)."""
+    entries = (path if path is not None else os.defpath).split(os.pathsep)
+    return os.pathsep.join(e for e in entries if e and os.path.isabs(e))
 
 
 def _executables_under(folder: Path, depth: int = 4) -> dict[str, Path]:
@@ -58,7 +66,7 @@ def find_fvps(env: dict[str, str] | None = None) -> dict[str, FoundFvp]:
         for name, path in _executables_under(Path(env["ETU_FVP_DIR"])).items():
             found.setdefault(name, FoundFvp(name, path, "ETU_FVP_DIR"))
     for name in FVP_EXECUTABLES:
-        on_path = shutil.which(name, path=env.get("PATH"))
+        on_path = shutil.which(name, path=_absolute_path(env.get("PATH")))
         if on_path and name not in found:
             found[name] = FoundFvp(name, Path(on_path), "PATH")
     for root in _scratch_roots(env):
