@@ -40,6 +40,7 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     from fvp.command import FvpOptions, format_command, parse_param
     from fvp.launch import LaunchError, prepare_fvp_launch
     from runner.config import ConfigError, load_settings
+    from parsers.text import printable
 
     try:
         settings = load_settings(Path.cwd())
@@ -54,7 +55,7 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
             fvp_path=args.fvp_path, settings=settings,
         )  # fmt: skip
     except (LaunchError, ValueError) as error:
-        err.write(f"etu: {error}\n")
+        err.write(f"etu: {printable(str(error))}\n")
         return 2
     if args.dry_run:
         if args.json:
@@ -62,18 +63,19 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
                       "simulated": launch.simulated, "found_via": launch.found_via}  # fmt: skip
             out.write(json.dumps(record) + "\n")
         else:
-            out.write(format_command(launch.argv) + "\n")
+            out.write(printable(format_command(launch.argv)) + "\n")
         return 0
     return _stream_run(launch, args, out=out, err=err)
 
 
 def _stream_run(launch, args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    from etu_tui.safe_text import printable
     from parsers.runner_events import LogLine
+    from parsers.text import printable
     from runner.run import RunController, RunListener
 
     if launch.simulated:
-        err.write(f"etu: {launch.executable} is the etu stand-in FVP: numbers are SIMULATED\n")
+        shown = printable(str(launch.executable))
+        err.write(f"etu: {shown} is the etu stand-in FVP: numbers are SIMULATED\n")
 
     class Printer(RunListener):
         def on_events(self, events) -> None:
@@ -98,5 +100,5 @@ def _stream_run(launch, args: argparse.Namespace, *, out: TextIO, err: TextIO) -
     else:
         line = f" (line {outcome.proof_line})" if outcome.proof_line else ""
         err.write(f"etu: run ended: {outcome.reason}{line}: {printable(outcome.proof)}\n")
-        err.write(f"etu: session recorded in {controller.folder}\n")
+        err.write(f"etu: session recorded in {printable(str(controller.folder))}\n")
     return outcome.exit_status
