@@ -39,8 +39,8 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     """Exit status says how the run ended (see runner.run.EXIT_STATUS); 2: could not start."""
     from fvp.command import FvpOptions, format_command, parse_param
     from fvp.launch import LaunchError, prepare_fvp_launch
-    from runner.config import ConfigError, load_settings
     from parsers.text import printable
+    from runner.config import ConfigError, load_settings
 
     try:
         settings = load_settings(Path.cwd())
