@@ -5,7 +5,8 @@ symbol names and pool sizes (runtime_formats.md §6), so the ELF tooling can be 
 against the GNU tools and the demo workspace has a firmware to look at. The firmware runs
 no model; it boots on QEMU's mps3-an547 (the emulated board, runner/boards/qemu.py) and
 prints runner-like lines over UART0. Every tool runs with an argument list (no shell); a
-missing or failing tool is a FirmwareBuildError whose message is one line naming the tool and the file.
+missing or failing tool is a FirmwareBuildError whose message is one line naming the tool
+and the file.
 """
 
 from __future__ import annotations
