@@ -25,6 +25,9 @@ COMMAND_MODULES: dict[str, str] = {
     "run": "run",
     "log": "log",
     "compile": "compile",
+    "ports": "ports",
+    "boards": "boards",
+    "monitor": "monitor",
 }
 
 
