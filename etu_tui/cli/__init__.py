@@ -28,6 +28,9 @@ COMMAND_MODULES: dict[str, str] = {
     "sessions": "sessions",
     "config": "config",
     "init": "init",
+    "ports": "ports",
+    "boards": "boards",
+    "monitor": "monitor",
 }
 
 
