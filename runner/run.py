@@ -84,6 +84,7 @@ def classify(
     stopped: bool,
     last_stderr: str | None = None,
     time_limit: str | None = None,
+    timed_out: float | None = None,
 ) -> RunOutcome:
     """The run's end from the runner's own words first, the process second.
 
@@ -92,6 +93,9 @@ def classify(
     when it enforced the limit); of success, the runner's last word."""
     verdict = summary.get("verdict", "incomplete")
     reason = _VERDICT_REASON.get(verdict)
+    if timed_out is not None and reason not in ("success", "runner_error", "hard_fault"):
+        proof = f"no runner verdict within etu's time limit of {timed_out:g} s; stopped"
+        return RunOutcome("time_limit", returncode, proof, None, summary)
     if stopped and reason not in ("success", "runner_error", "hard_fault"):
         return RunOutcome("killed", returncode, "stopped by the user", None, summary)
     if time_limit and reason not in ("success", "runner_error", "hard_fault"):
@@ -200,12 +204,18 @@ class RunController:
         env: dict[str, str] | None = None,
         npu: str | None = None,
         source: ByteSource | None = None,
+        time_limit: float | None = None,
     ) -> None:
+        """``time_limit``: stop the source after that many seconds (for emulators that,
+        unlike the FVP, have no --timelimit of their own)."""
         if source is None:
             if argv is None:
                 raise ValueError("RunController needs argv or a source")
             source = ProcessSource(argv, env)
         self.argv = list(argv or [])
+        self.time_limit = time_limit
+        self._timer: threading.Timer | None = None
+        self._timed_out = False
         self.listener = listener or RunListener()
         self._lock = threading.Lock()
         self._parsers = {
@@ -245,7 +255,17 @@ class RunController:
             self.session.finish(exit_reason="crash", proof=text, returncode=None)
             self._done.set()
             self.listener.on_end(self.outcome)
+            return self
+        if self.time_limit is not None:
+            self._timer = threading.Timer(self.time_limit, self._time_up)
+            self._timer.daemon = True
+            self._timer.start()
         return self
+
+    def _time_up(self) -> None:
+        if not self._done.is_set():
+            self._timed_out = True
+            self._source.stop()
 
     def stop(self) -> None:
         self._source.stop()
@@ -318,10 +338,13 @@ class RunController:
                 summary,
                 self._decisive,
                 returncode,
-                self._source.stopped_by_user,
+                self._source.stopped_by_user and not self._timed_out,
                 self._last_stderr,
                 self._source.time_limit_hit,
+                self.time_limit if self._timed_out else None,
             )
+            if self._timer is not None:
+                self._timer.cancel()
             self.session.write_events([self.outcome])
             self.session.write_summary(run_summary(summary, self._outputs))
             self.session.finish(

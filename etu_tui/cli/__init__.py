@@ -31,6 +31,8 @@ COMMAND_MODULES: dict[str, str] = {
     "ports": "ports",
     "boards": "boards",
     "monitor": "monitor",
+    "firmware": "firmware",
+    "compare": "compare",
 }
 
 
