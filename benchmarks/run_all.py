@@ -15,6 +15,7 @@ BENCHMARKS = [
     "benchmarks.bench_runner_log",
     "benchmarks.bench_compile",
     "benchmarks.bench_console_flood",
+    "benchmarks.bench_sessions",
 ]
 
 

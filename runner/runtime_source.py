@@ -1,7 +1,7 @@
 """Where the ExecuTorch runtime source (and the Ethos-U driver, CMSIS) comes from.
 
 Order: ``ETU_EXECUTORCH_SRC`` (a checkout or a tarball), the workspace config
-(``.etu/config.toml``: ``[runtime] executorch_src = "..."``), then a download of the pinned
+(``executorch_src`` in ``etu.toml`` or the user's config, read by runner/config.py), then a download of the pinned
 upstream commit when the machine is online. A tarball is unpacked once into the cache
 (``<cache>/executorch-src/<sha256 prefix>/executorch``): ExecuTorch's top CMakeLists.txt
 refuses a folder not named ``executorch``. The Ethos-U core driver and CMSIS-Core come from
@@ -16,7 +16,6 @@ import os
 import shutil
 import tarfile
 import tempfile
-import tomllib
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -29,7 +28,6 @@ ENV_SOURCE = "ETU_EXECUTORCH_SRC"
 ENV_DRIVER = "ETU_ETHOSU_DRIVER_SRC"
 ENV_CMSIS = "ETU_CMSIS_SRC"
 ENV_CACHE = "ETU_BUILD_CACHE"
-WORKSPACE_CONFIG = Path(".etu") / "config.toml"
 
 
 class SourceError(RuntimeError):
@@ -57,7 +55,7 @@ def cache_root() -> Path:
 def no_source_message() -> str:
     return (
         "no ExecuTorch runtime source: set ETU_EXECUTORCH_SRC to a checkout or a source "
-        "tarball, or set [runtime] executorch_src in the workspace's .etu/config.toml, or "
+        "tarball, or set executorch_src in the workspace's etu.toml (or etu config), or "
         f"connect this machine so etu can download the pinned commit {PINNED_COMMIT[:8]} "
         "from github.com/pytorch/executorch"
     )
@@ -71,7 +69,7 @@ def find_executorch(workspace: Path | None = None, *, online: bool = True) -> Ru
     configured = _workspace_setting(workspace or Path.cwd(), "executorch_src")
     if configured:
         return _from_path(configured, "workspace", str(configured))
-    if online:
+    if online and not os.environ.get("ETU_NO_DOWNLOAD"):
         try:
             return download_pinned()
         except SourceError as error:
@@ -135,18 +133,15 @@ def _find_marker(folder: Path, marker: str) -> Path | None:
 
 
 def _workspace_setting(workspace: Path, key: str) -> Path | None:
-    config = Path(workspace) / WORKSPACE_CONFIG
-    if not config.is_file():
-        return None
+    """A path setting from the workspace's etu.toml / the user's config file."""
+    from runner.config import ConfigError, load_settings
+
     try:
-        data = tomllib.loads(config.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise SourceError(f"{config}: unreadable ({error})") from None
-    value = data.get("runtime", {}).get(key)
-    if not value:
-        return None
-    path = Path(str(value)).expanduser()
-    return path if path.is_absolute() else (Path(workspace) / path)
+        settings = load_settings(Path(workspace), env={})
+    except ConfigError as error:
+        raise SourceError(str(error)) from None
+    value = getattr(settings, key, None)
+    return Path(value) if value else None
 
 
 def _from_path(path: Path, origin: str, given: str) -> RuntimeSource:

@@ -13,7 +13,7 @@ HELP = "run the firmware on a Corstone FVP or the emulated board, stream and rec
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fvp", action="store_true", help="run on a Corstone FVP (the default)")
     parser.add_argument(
-        "--target", default="ethos-u55-128", help="e.g. ethos-u55-128, ethos-u85-256"
+        "--target", help="e.g. ethos-u55-128, ethos-u85-256 (default: the target setting)"
     )
     parser.add_argument("--elf", type=Path, help="the runner firmware")
     parser.add_argument(
@@ -57,13 +57,23 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         return 2
     from fvp.command import FvpOptions, format_command, parse_param
     from fvp.launch import LaunchError, prepare_fvp_launch
+    from parsers.text import printable
+    from runner.config import ConfigError, load_settings
 
+    try:
+        settings = load_settings(Path.cwd())
+    except ConfigError as error:
+        err.write(f"etu: {error}\n")
+        return 2
     try:
         params = tuple(parse_param(p) for p in args.param)
         options = FvpOptions(timelimit=args.timelimit, fast=args.fast, extra_params=params)
-        launch = prepare_fvp_launch(args.target, args.elf, options, fvp_path=args.fvp_path)
+        launch = prepare_fvp_launch(
+            args.target or settings.target, args.elf, options,
+            fvp_path=args.fvp_path, settings=settings,
+        )  # fmt: skip
     except (LaunchError, ValueError) as error:
-        err.write(f"etu: {error}\n")
+        err.write(f"etu: {printable(str(error))}\n")
         return 2
     if args.dry_run:
         if args.json:
@@ -71,18 +81,19 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
                       "simulated": launch.simulated, "found_via": launch.found_via}  # fmt: skip
             out.write(json.dumps(record) + "\n")
         else:
-            out.write(format_command(launch.argv) + "\n")
+            out.write(printable(format_command(launch.argv)) + "\n")
         return 0
     return _stream_run(launch, args, out=out, err=err)
 
 
 def _stream_run(launch, args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    from etu_tui.safe_text import printable
     from parsers.runner_events import LogLine
+    from parsers.text import printable
     from runner.run import RunController, RunListener
 
     if launch.simulated:
-        err.write(f"etu: {launch.executable} is the etu stand-in FVP: numbers are SIMULATED\n")
+        shown = printable(str(launch.executable))
+        err.write(f"etu: {shown} is the etu stand-in FVP: numbers are SIMULATED\n")
 
     class Printer(RunListener):
         def on_events(self, events) -> None:
@@ -107,7 +118,7 @@ def _stream_run(launch, args: argparse.Namespace, *, out: TextIO, err: TextIO) -
     else:
         line = f" (line {outcome.proof_line})" if outcome.proof_line else ""
         err.write(f"etu: run ended: {outcome.reason}{line}: {printable(outcome.proof)}\n")
-        err.write(f"etu: session recorded in {controller.folder}\n")
+        err.write(f"etu: session recorded in {printable(str(controller.folder))}\n")
     return outcome.exit_status
 
 
