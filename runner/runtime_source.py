@@ -1,10 +1,11 @@
 """Where the ExecuTorch runtime source (and the Ethos-U driver, CMSIS) comes from.
 
 Order: ``ETU_EXECUTORCH_SRC`` (a checkout or a tarball), the workspace config
-(``executorch_src`` in ``etu.toml`` or the user's config, read by runner/config.py), then a download of the pinned
-upstream commit when the machine is online. A tarball is unpacked once into the cache
-(``<cache>/executorch-src/<sha256 prefix>/executorch``): ExecuTorch's top CMakeLists.txt
-refuses a folder not named ``executorch``. The Ethos-U core driver and CMSIS-Core come from
+(``executorch_src`` in ``etu.toml`` or the user's config, via runner/config.py), then a
+download of the pinned upstream commit when the machine is online (``ETU_NO_DOWNLOAD=1``
+skips it). A tarball is unpacked once into the cache (``<cache>/src/<sha256 prefix>/``):
+ExecuTorch's top CMakeLists.txt refuses a folder not named ``executorch``. The Ethos-U
+core driver and CMSIS-Core come from
 ``ETU_ETHOSU_DRIVER_SRC`` / ``ETU_CMSIS_SRC`` or, when ExecuTorch came as a tarball, from
 archives beside it (``ethos-u-core-driver-*.tar.gz``, ``cmsis-core-*.tar.gz``).
 """
