@@ -17,6 +17,13 @@ system-deps:
 	  $$SUDO apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q \
 	    gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi; }
+	@# cmake and ninja build ExecuTorch's real runner; QEMU runs it on the emulated board.
+	@command -v cmake >/dev/null && command -v ninja >/dev/null && \
+	  command -v qemu-system-arm >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q \
+	    cmake ninja-build qemu-system-arm; }
 
 $(STAMP):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -151,7 +151,22 @@ def _board_run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         Path(elf), sessions=args.sessions, listener=_printer(args, out), time_limit=time_limit,
         meta={"program": str(args.pte) if args.pte else None},
     )  # fmt: skip
-    return _finish(controller, args, out=out, err=err)
+    status = _finish(controller, args, out=out, err=err)
+    _explain_fault(controller, Path(elf), err)
+    return status
+
+
+def _explain_fault(controller, elf: Path, err: TextIO) -> None:
+    """A hard fault's registers decoded and PC/LR symbolised from the ELF that ran."""
+    from runner.runtime_run import describe_fault
+
+    if controller.outcome is None or controller.outcome.reason != "hard_fault":
+        return
+    for line in (controller.folder / "events.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        if event.get("type") == "HardFault":
+            err.write(f"etu: fault: {describe_fault(event.get('registers', {}), elf)}\n")
+            return
 
 
 def _build_if_needed(args: argparse.Namespace, *, err: TextIO):

@@ -146,6 +146,16 @@ void etu_fault_report(uint32_t *frame, uint32_t exc_return) __attribute__((noret
 void etu_fault_report(uint32_t *frame, uint32_t exc_return) {
   uint32_t ipsr;
   __asm volatile("mrs %0, ipsr" : "=r"(ipsr));
+  /* ExecuTorch's et_pal_abort() in the runner is __builtin_trap(): a UDF instruction.
+   * That is the runtime stopping after the error it printed, not a fault: say so. */
+  if ((REG32(SCB_CFSR) & (1u << 16)) && (*(const uint16_t *)(frame[6] & ~1u) & 0xFF00u) == 0xDE00u) {
+    uart_puts("\r\nE [etu_platform] runtime abort (et_pal_abort: trap) at PC=");
+    uart_hex(frame[6]);
+    uart_puts(" LR=");
+    uart_hex(frame[5]);
+    uart_puts(": the runner stopped after the error above\r\n");
+    system_reset();
+  }
   uart_puts("\r\nHard fault. irq=");
   uint32_t exception = ipsr & 0x1ffu;
   /* irq numbers as CMSIS counts them: exception number - 16 (HardFault = -13). */
