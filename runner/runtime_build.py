@@ -446,7 +446,8 @@ def _run_step(argv: list[str], step: str, cwd: Path, say: Progress) -> None:
 
 
 def _first_error(lines: list[str]) -> str:
-    for keyword in ("error:", "Error", "undefined reference", "FAILED", "overflowed"):
+    for keyword in ("undefined reference", "multiple definition", "overflowed", "error:",
+                    "Error", "FAILED"):  # fmt: skip
         for line in lines:
             if keyword in line:
                 return line.strip()[:400]
