@@ -251,15 +251,24 @@ def test_corstone300_ethosu_build_of_the_demo_links_and_fits(demo_pte, runtime_e
 
 
 @runtime_build
-def test_bundleio_passes_on_target_and_a_wrong_reference_fails(
+def test_bundleio_passes_on_target_and_a_wrong_reference_fails_and_etdump_is_read(
     float_program, runtime_env, tmp_path
 ):
-    good = build(float_program, tmp_path / "good", runtime_env, "--bundleio", "--seed", "3")
+    """One build tree (BundleIO + ETDump) for both features: one cold library build."""
+    flags = ("--bundleio", "--etdump", "--seed", "3")
+    good = build(float_program, tmp_path / "good", runtime_env, *flags)
     assert Path(good["options"]["baked"]).name == "program.bpte"
     status, events, _ = run_qemu(Path(good["elf"]), tmp_path / "s", runtime_env)
     assert status == 0, events[-1]
     (verdict,) = [e for e in events if e.get("type") == "BundleIOResult"]
     assert verdict["passed"] is True
+    logged = etu(["log", "--json", _session_of(events)], runtime_env)
+    rows = json.loads(logged.stdout)["etdump_operators"]
+    executed = [
+        r["operator"] for r in rows if r["block"] == "Execute" and "::" not in r["operator"]
+    ]
+    assert sorted(set(executed)) == sorted(op.split("::")[1] for op in good["select_ops"])
+    assert all(r["where"] == "CPU" for r in rows)
 
     # A deliberately wrong reference: the host's outputs plus 0.5 on element 7.
     import numpy
@@ -270,7 +279,7 @@ def test_bundleio_passes_on_target_and_a_wrong_reference_fails(
     wrong = host.copy()
     wrong[7] += 0.5
     numpy.save(tmp_path / "wrong.npy", wrong.reshape(1, -1))
-    bad = build(float_program, tmp_path / "bad", runtime_env, "--bundleio", "--seed", "3",
+    bad = build(float_program, tmp_path / "bad", runtime_env, *flags,
                 "--bundle-expected", tmp_path / "wrong.npy")  # fmt: skip
     status, events, session = run_qemu(Path(bad["elf"]), tmp_path / "s", runtime_env)
     assert status == 1 and events[-1]["reason"] == "runner_error"

@@ -39,6 +39,9 @@ def log_command(path: Path, *, as_json: bool, events: bool, out: TextIO, err: Te
             out.write(json.dumps(event.to_json()) + "\n")
         return 0
     summary = summarize(parsed)
+    blocks = [e for e in parsed if type(e).__name__ == "EtdumpBlock" and "debug" not in e.file_name]
+    if blocks:
+        summary["etdump_operators"] = _etdump_rows(blocks[-1].data, err)
     if as_json:
         out.write(json.dumps(summary) + "\n")
         return 0
@@ -55,7 +58,26 @@ def log_command(path: Path, *, as_json: bool, events: bool, out: TextIO, err: Te
     pool = summary["allocators"].get("method_allocator") or {}
     if pool.get("size"):
         out.write(f"  method allocator: {pool['used']:,} / {pool['size']:,} B\n")
+    for row in summary.get("etdump_operators") or []:
+        out.write(
+            f"  etdump {row['block']}: {printable(row['operator'])} on {printable(row['where'])}"
+            f", time {row['time']}\n"
+        )
     for error in summary["errors"]:
         name = printable(error.get("status_name") or "")
         out.write(f"  error {name}: {printable(error['text'])}\n")
     return 0
+
+
+def _etdump_rows(data: bytes, err: TextIO) -> list[dict] | None:
+    """The per-operator table from the run's ETDump (ExecuTorch's Inspector, lazily)."""
+    from parsers.text import printable
+
+    try:
+        from runner.etdump import etdump_operators
+
+        return etdump_operators(data)
+    except Exception as error:  # a foreign library reading device-sent bytes
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        err.write(f"etu: etdump: {printable(first)}\n")
+        return None
