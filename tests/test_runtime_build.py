@@ -130,6 +130,16 @@ def test_real_qemu_transcripts_parse():
     }
     assert errors and all(e.status == 0x14 for e in errors)  # no nameless "[zd]" error
 
+    alloc = parse_log_bytes((QEMU_LOGS / "qemu_float_cpu_alloc_failure.log").read_bytes())
+    assert any(
+        "Memory allocation failed" in e.text for e in alloc if type(e).__name__ == "RunError"
+    )
+    assert not any(type(e).__name__ == "HardFault" for e in alloc)  # the abort is no fault
+
+    bundle = parse_log_bytes((QEMU_LOGS / "qemu_float_cpu_bundleio_fail.log").read_bytes())
+    (verdict,) = [e for e in bundle if type(e).__name__ == "BundleIOResult"]
+    assert verdict.passed is False and verdict.max_absolute_error == 0.5
+
     fault = parse_log_bytes((QEMU_LOGS / "qemu_fault_on_start.log").read_bytes())
     (hard,) = [e for e in fault if type(e).__name__ == "HardFault"]
     assert hard.registers["cfsr"] == 0x8200 and hard.registers["bfar"] == 0xF0000000
