@@ -86,7 +86,7 @@ async def npu_steps(pilot: Pilot) -> None:
     await settle(pilot)
     await _press(pilot, "n")
     if COMPARE_REPORT.is_dir():
-        app.add_vela_report(COMPARE_REPORT)
+        app.npu_panel.add_report(COMPARE_REPORT)
         await settle(pilot)
     await _press(pilot, "s")
 
