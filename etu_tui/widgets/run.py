@@ -617,6 +617,7 @@ class RunPanel(Vertical):
         self._thaw_heap()
         if self.shown is self.live:
             self.query_one(ProcessPane).show(self.live, self._stable)
+            self._show_pmu(self.live)  # a missing report now says why
         self._show_controls()
         self._show_top()
         self._show_banner()
@@ -746,7 +747,8 @@ class RunPanel(Vertical):
             else [c for c in map(per_inference, record.pmu) if c is not None]
         )
         simulated = record.launch.simulated if record.launch else False
-        self.query_one(PmuPane).show(record.pmu, history, self.vela_cycles, simulated)
+        ended = record.outcome.reason if record.outcome is not None else None
+        self.query_one(PmuPane).show(record.pmu, history, self.vela_cycles, simulated, ended)
 
     def _show_banner(self) -> None:
         record = self.shown
