@@ -26,6 +26,7 @@ COMMAND_MODULES: dict[str, str] = {
     "log": "log",
     "compile": "compile",
     "sessions": "sessions",
+    "diff": "diff",
     "config": "config",
     "init": "init",
 }
