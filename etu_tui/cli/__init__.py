@@ -27,6 +27,7 @@ COMMAND_MODULES: dict[str, str] = {
     "compile": "compile",
     "sessions": "sessions",
     "diff": "diff",
+    "report": "report",
     "config": "config",
     "init": "init",
 }
