@@ -28,6 +28,7 @@ COMMAND_MODULES: dict[str, str] = {
     "sessions": "sessions",
     "diff": "diff",
     "report": "report",
+    "serve": "serve",
     "config": "config",
     "init": "init",
 }
