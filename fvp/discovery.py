@@ -2,8 +2,10 @@
 
 Looked for, in order: the ``ETU_FVP_DIR`` variable, the ``fvp_dir`` setting (``etu.toml`` or
 the user file, see runner/config.py), ``PATH``, and ExecuTorch's own download layout
-(``examples/arm/ethos-u-scratch/FVP-corstone*/models/<platform>/``) under ``EXECUTORCH_ROOT``,
-the ``executorch_src`` setting or the working folder.
+(``examples/arm/ethos-u-scratch/FVP-corstone*/models/<platform>/``) under ``EXECUTORCH_ROOT``
+or the ``executorch_src`` setting. Never in the working folder unless the user points there
+(an ``ETU_FVP_DIR``/``EXECUTORCH_ROOT`` naming it, or ``--fvp-path``): relative or empty
+``PATH`` entries are skipped, so an archive unpacked here cannot plant a simulator etu runs.
 """
 
 from __future__ import annotations
@@ -31,7 +33,13 @@ class FoundFvp:
 def _scratch_roots(env: dict[str, str], executorch_src: Path | None) -> list[Path]:
     roots = [Path(env["EXECUTORCH_ROOT"])] if env.get("EXECUTORCH_ROOT") else []
     roots += [Path(executorch_src)] if executorch_src is not None else []
-    return [root / layout for root in [*roots, Path.cwd()] for layout in SCRATCH_LAYOUT]
+    return [root / layout for root in roots for layout in SCRATCH_LAYOUT]
+
+
+def _absolute_path(path: str | None) -> str:
+    """``PATH`` without its relative entries (``.``, ``bin``, the empty one = cwd)."""
+    entries = (path if path is not None else os.defpath).split(os.pathsep)
+    return os.pathsep.join(e for e in entries if e and os.path.isabs(e))
 
 
 def _executables_under(folder: Path, depth: int = 4) -> dict[str, Path]:
@@ -70,7 +78,7 @@ def find_fvps(
         for name, path in _executables_under(Path(fvp_dir)).items():
             found.setdefault(name, FoundFvp(name, path, fvp_dir_origin))
     for name in FVP_EXECUTABLES:
-        on_path = shutil.which(name, path=env.get("PATH"))
+        on_path = shutil.which(name, path=_absolute_path(env.get("PATH")))
         if on_path and name not in found:
             found[name] = FoundFvp(name, Path(on_path), "PATH")
     for root in _scratch_roots(env, executorch_src):

@@ -77,8 +77,8 @@ def prepare_fvp_launch(
         if found is None:
             raise LaunchError(
                 f"{fvp.executable} not found (looked in ETU_FVP_DIR, the fvp_dir setting, PATH and "
-                "examples/arm/ethos-u-scratch); install Arm's Corstone FVPs or point "
-                "ETU_FVP_DIR at them"
+                "EXECUTORCH_ROOT/examples/arm/ethos-u-scratch); install Arm's Corstone FVPs "
+                "or point ETU_FVP_DIR at them"
             )
         executable, found_via = found.path, found.found_via
     argv = build_command(executable, fvp, Path(elf), options)

@@ -413,16 +413,21 @@ def _time_limit_reached(signum, frame) -> None:
 def install_standin(folder: Path, python: str | None = None) -> list[Path]:
     """Write executables named like the real FVPs that start this stand-in."""
     folder.mkdir(parents=True, exist_ok=True)
+    import shlex
+
+    from runner.isolated import isolated_python_code
+
     python = python or sys.executable
     project = Path(__file__).resolve().parent.parent
+    # -I: neither the working folder nor PYTHONPATH can put another fvp/ or parsers/ first
+    code = isolated_python_code("fvp.standin", project)
     written = []
     for name in FVP_EXECUTABLES:
         path = folder / name
         path.write_text(
             "#!/bin/sh\n"
             f"# {STANDIN_MARKER}\n"
-            f'PYTHONPATH="{project}${{PYTHONPATH:+:$PYTHONPATH}}" '
-            f'exec "{python}" -m fvp.standin "$0" "$@"\n'
+            f'exec {shlex.quote(python)} -I -c {shlex.quote(code)} "$0" "$@"\n'
         )
         path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         written.append(path)

@@ -1,0 +1,55 @@
+"""The real runner on the emulated board: QEMU mps3-an547 with UART0 on stdout.
+
+The same RunController (parser → session) as the FVP path. QEMU has no NPU and no cycle
+model: sessions say so in their label. The run ends when the runner exits (SYSRESETREQ with
+``-no-reboot``) or at etu's time limit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+from runner.run import RunController, RunListener
+
+QEMU = "qemu-system-arm"
+QEMU_LABEL = "emulated board (QEMU, no NPU): timings are not cycles"
+DEFAULT_TIME_LIMIT = 60.0
+
+
+class QemuMissing(RuntimeError):
+    pass
+
+
+def qemu_argv(elf: Path) -> list[str]:
+    qemu = shutil.which(QEMU)
+    if qemu is None:
+        raise QemuMissing(f"{QEMU}: not found on PATH (make system-deps installs qemu-system-arm)")
+    return [qemu, "-M", "mps3-an547", "-nographic", "-no-reboot", "-monitor", "none",
+            "-serial", "stdio", "-kernel", str(elf)]  # fmt: skip
+
+
+def run_on_qemu(
+    elf: Path,
+    *,
+    sessions: Path,
+    listener: RunListener | None = None,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    meta: dict | None = None,
+) -> RunController:
+    """Start the runner ELF on QEMU; the caller waits on the returned controller."""
+    elf = Path(elf).resolve()
+    info = {
+        "board": "qemu-an547",
+        "label": QEMU_LABEL,
+        "elf": str(elf),
+        "elf_sha256": hashlib.sha256(elf.read_bytes()).hexdigest(),
+        "simulated": False,
+        "emulated": True,
+        **(meta or {}),
+    }
+    return RunController(
+        qemu_argv(elf), sessions=sessions, kind="qemu", meta=info, listener=listener,
+        time_limit=time_limit,
+    ).start()  # fmt: skip
