@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from etu_tui.safe_text import printable
+from parsers.text import printable
 
 TITLES = {
     "session": "Session",

@@ -1,6 +1,7 @@
 """Where the ExecuTorch runtime source (and the Ethos-U driver, CMSIS) comes from.
 
-Order: ``ETU_EXECUTORCH_SRC`` (a checkout or a tarball), the workspace config
+Order: ``ETU_EXECUTORCH_SRC`` (a checkout or a tarball), the ``executorch_src`` setting
+(``etu.toml`` or the user's settings file, runner/config.py), the older workspace config
 (``.etu/config.toml``: ``[runtime] executorch_src = "..."``), then a download of the pinned
 upstream commit when the machine is online. A tarball is unpacked once into the cache
 (``<cache>/executorch-src/<sha256 prefix>/executorch``): ExecuTorch's top CMakeLists.txt
@@ -68,7 +69,9 @@ def find_executorch(workspace: Path | None = None, *, online: bool = True) -> Ru
     given = os.environ.get(ENV_SOURCE)
     if given:
         return _from_path(Path(given).expanduser(), "env", given)
-    configured = _workspace_setting(workspace or Path.cwd(), "executorch_src")
+    configured = _settings_source(workspace or Path.cwd()) or _workspace_setting(
+        workspace or Path.cwd(), "executorch_src"
+    )
     if configured:
         return _from_path(configured, "workspace", str(configured))
     if online:
@@ -132,6 +135,15 @@ def _find_marker(folder: Path, marker: str) -> Path | None:
         if child.is_dir() and (child / marker).exists():
             return child
     return None
+
+
+def _settings_source(workspace: Path) -> Path | None:
+    from runner.config import ConfigError, load_settings
+
+    try:
+        return load_settings(workspace, env={}).executorch_src
+    except ConfigError as error:
+        raise SourceError(str(error)) from None
 
 
 def _workspace_setting(workspace: Path, key: str) -> Path | None:

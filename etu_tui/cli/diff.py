@@ -85,7 +85,7 @@ def _rows(items: list[dict], all_rows: bool = False) -> list[str]:
 
 
 def format_diff(result: dict) -> str:
-    from etu_tui.safe_text import printable
+    from parsers.text import printable
 
     lines: list[str] = []
     kind = result["kind"]
