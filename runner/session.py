@@ -2,11 +2,11 @@
 
 A session is a folder: ``raw.log`` (the bytes exactly as received), ``raw.index`` (one
 ``<byte offset> <host time>`` line per received line), ``events.jsonl`` (the parser's
-events) and ``meta.json`` (command, target, hashes, start/end, exit reason). Format 2 (issue
-12) adds ``format`` and, at the end, ``summary`` (a few figures) to ``meta.json`` and writes
-``summary.json`` (runner/history.py); format 1 sessions have neither and still read. Data is written
-as it arrives with unbuffered writes, so killing the console loses at most what the OS had
-not yet been handed: nothing that reached ``write_output``.
+events) and ``meta.json`` (command, target, hashes, start/end, exit reason). Format 2
+(issue 12) adds ``format`` and, at the end, ``summary`` (a few figures) to ``meta.json`` and
+writes ``summary.json`` (runner/history.py); format 1 sessions have neither and still read.
+Data is written as it arrives with unbuffered writes, so killing the console loses at most
+what the OS had not yet been handed: nothing that reached ``write_output``.
 """
 
 from __future__ import annotations

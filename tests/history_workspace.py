@@ -38,6 +38,7 @@ def make_workspace(folder: Path) -> Path:
 
 def record_run(workspace: Path, **env: str) -> Path:
     """One `etu run` of the workspace's firmware; the session folder it recorded."""
+    workspace = workspace.resolve()
     result = etu(
         "run", "--elf", "firmware/arm_executor_runner.elf", "--json",
         cwd=workspace, env={"ETU_FVP_DIR": str(workspace / "fvps"), **env},

@@ -63,7 +63,7 @@ def _num(value: int | None) -> str:
 
 
 def format_rows(rows) -> str:
-    from etu_tui.safe_text import printable
+    from parsers.text import printable
 
     header = ("when", "kind", "target", "program", "firmware", "ending", "NPU cycles",
               "CPU cycles", "method alloc", "temp alloc", "time", "proof")  # fmt: skip
