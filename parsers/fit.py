@@ -9,6 +9,7 @@ objects in, verdicts out.
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
@@ -380,7 +381,7 @@ def _targets(infos, mm: MemoryMap, target: str | None) -> list[Verdict]:
                     target,
                     f"{where} was compiled for {actual}, the run targets {target}: "
                     "the driver rejects a command stream for another NPU config",
-                    f"recompile with --target {target}",
+                    f"recompile with --target {shlex.quote(target)}",
                 )
             )
         preset = getattr(mm, "preset", None)
@@ -434,7 +435,7 @@ def _cpu_kernels(program: Program, mm: MemoryMap) -> list[Verdict]:
                 ",".join(sorted(present)),
                 f"not in the firmware: {', '.join(missing)} (predicted 'Missing operator' "
                 "and OperatorMissing 0x14 at load)",
-                f'rebuild with -DEXECUTORCH_SELECT_OPS_LIST="{",".join(needed)}"',
+                "rebuild with " + shlex.quote("-DEXECUTORCH_SELECT_OPS_LIST=" + ",".join(needed)),
             )
         ]
     return [

@@ -9,8 +9,8 @@ looks like a result. An unchanged job finds its folder and returns at once.
 from __future__ import annotations
 
 import json
+import os
 import shutil
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -19,7 +19,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from runner.compile_request import CompileRequest, cache_key, tool_versions
-from runner.process import StreamingProcess
+from runner.isolated import isolated_python
+from runner.process import CHUNK, StreamingProcess
 
 JOB_RECORD = "job.json"
 
@@ -103,7 +104,6 @@ class CompileJob:
         self.key = cache_key(self.request)
         self._process: StreamingProcess | None = None
         self._cancelled = threading.Event()
-        self._buffer = b""
         self._messages: list[dict] = []
         self._log: list[str] = []
         self._lock = threading.Lock()
@@ -126,34 +126,54 @@ class CompileJob:
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
         (partial / "request.json").write_text(json.dumps(self.request.to_json(), indent=2))
-        argv = [sys.executable, "-m", "runner.compile_worker", str(partial / "request.json"),
-                str(partial)]  # fmt: skip
-        self._process = StreamingProcess(argv, on_output=self._on_output)
         if self._cancelled.is_set():
             return self._finish(partial, None, started)
-        self._process.start()
+        # The worker's messages travel on a pipe of their own: the model's prints (stdout,
+        # Python or C) are its log and can neither break nor forge a result.
+        read_end, write_end = os.pipe()
+        argv = isolated_python("runner.compile_worker", partial / "request.json", partial,
+                               "--result-fd", str(write_end))  # fmt: skip
+        self._process = StreamingProcess(argv, on_output=self._on_output, pass_fds=(write_end,))
+        reader = threading.Thread(target=self._read_messages, args=(read_end,), daemon=True)
+        try:
+            self._process.start()
+        finally:
+            os.close(write_end)
+        reader.start()
         returncode = self._process.wait()
+        reader.join()
         return self._finish(partial, returncode, started)
 
     def _on_output(self, chunk: bytes, stream: str) -> None:
-        if stream == "stderr":
-            text = chunk.decode("utf-8", "replace")
-            with self._lock:
-                self._log.append(text)
-            self.listener.on_log(text)
-            return
+        """stdout and stderr alike: the job's log."""
+        text = chunk.decode("utf-8", "replace")
         with self._lock:
-            self._buffer += chunk
-            *lines, self._buffer = self._buffer.split(b"\n")
-        for line in lines:
-            try:
-                message = json.loads(line)
-            except ValueError:
-                self.listener.on_log(line.decode("utf-8", "replace") + "\n")
-                continue
-            self._messages.append(message)
-            if "stage" in message:
-                self.listener.on_stage(message["stage"], message["state"], message.get("seconds"))
+            self._log.append(text)
+        self.listener.on_log(text)
+
+    def _read_messages(self, fd: int) -> None:
+        with open(fd, "rb", buffering=0) as channel:
+            buffer = b""
+            while chunk := channel.read(CHUNK):
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    self._on_message_line(line)
+            if buffer:
+                self._on_message_line(buffer)
+
+    def _on_message_line(self, line: bytes) -> None:
+        """One line of the private channel; anything but a known message is logged."""
+        try:
+            message = json.loads(line)
+        except ValueError:
+            message = None
+        if not _is_message(message):
+            self.listener.on_log(line.decode("utf-8", "replace") + "\n")
+            return
+        self._messages.append(message)
+        if "stage" in message:
+            self.listener.on_stage(message["stage"], message["state"], message.get("seconds"))
 
     def _finish(self, partial: Path, returncode: int | None, started: float) -> CompileResult:
         log = "".join(self._log)
@@ -184,6 +204,9 @@ class CompileJob:
             outcome.failed_stage = stage
             outcome.message = f"the compile worker died ({how}) during {stage}"
             outcome.traceback = log[-4000:] or None
+        elif (problem := _result_problem(partial, result)) is not None:
+            outcome.failed_stage = "write"
+            outcome.message = problem
         else:
             record = {"key": self.key, "status": "ok", "stages": stages,
                       "pte": Path(result["pte"]).name, "versions": tool_versions(),
@@ -201,6 +224,35 @@ class CompileJob:
         partial.rename(failed)  # kept for its log, named so nothing mistakes it for a result
         outcome.folder = failed
         return outcome
+
+
+def _is_message(message) -> bool:
+    """The shapes the worker sends; anything else (``0``, ``null``, text) is not one."""
+    if not isinstance(message, dict):
+        return False
+    if "stage" in message:
+        return isinstance(message["stage"], str) and message.get("state") in ("start", "done")
+    if "result" in message:
+        return isinstance(message["result"], dict) and isinstance(message["result"].get("pte"), str)
+    if "error" in message:
+        return isinstance(message["error"], dict)
+    return "log" in message
+
+
+def _result_problem(partial: Path, result: dict) -> str | None:
+    """Why a reported result is not one: the .pte must be in the job folder and decode."""
+    from parsers.errors import ParseError
+    from parsers.pte import open_program
+
+    pte = partial / Path(result["pte"]).name
+    if not pte.is_file():
+        return f"the worker reported {pte.name} but wrote no such file"
+    try:
+        with open_program(pte):
+            pass
+    except ParseError as error:
+        return f"the worker's {pte.name} does not decode: {error}"
+    return None
 
 
 # ------------------------------------------------------------------------------ sweeps

@@ -1,10 +1,18 @@
-"""The compile worker: ``python -m runner.compile_worker REQUEST.json OUT_DIR``.
+"""The compile worker: ``python -I -c ... REQUEST.json OUT_DIR [--result-fd N]``.
 
 Runs the ExecuTorch Ethos-U flow in its own process, so the console never imports torch.
-Speaks JSON Lines on stdout, one object per message:
+The model's own code (a ``model.py``) is executed here, as Python: it is the user's code.
+Speaks JSON Lines on a private channel, the file descriptor ``--result-fd`` (stdout when
+none is given), one object per message:
 ``{"stage": NAME, "state": "start"|"done", "seconds": S}``, ``{"log": TEXT}``, and last
-``{"result": {...}}`` or ``{"error": {"stage", "message", "traceback"}}``. Anything else
-a library prints goes to stderr, which the parent keeps as the job's log.
+``{"result": {...}}`` or ``{"error": {"stage", "message", "traceback"}}``. Whatever the
+model or a library prints, on stdout or stderr, from Python or C, is only the job's log:
+it can neither break nor forge a message. The parent starts it isolated (``-I``, see
+:mod:`runner.isolated`), so nothing in the working folder can stand in for etu's modules.
+
+Stages, in the order they run: load, export, quantize, calibrate, tosa, vela, serialize,
+write. Vela is called from inside ExecuTorch's lowering; its stage runs from the first
+Vela call to the end of lowering, and tosa ends where Vela starts.
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import os
 import sys
 import time
 import traceback
@@ -20,7 +29,7 @@ from pathlib import Path
 from runner.compile_request import CompileRequest
 
 STAGES = ("load", "export", "quantize", "calibrate", "tosa", "vela", "serialize", "write")
-_PROTOCOL = sys.stdout  # the JSON channel; everything else is redirected to stderr
+_PROTOCOL = sys.stdout  # the JSON channel; main() points it at --result-fd
 
 
 def emit(message: dict) -> None:
@@ -40,14 +49,17 @@ class Stages:
     def __init__(self) -> None:
         self.current = "load"
         self.seconds: dict[str, float] = {}
-        self.vela_seconds = 0.0
+        self.started = time.perf_counter()
         emit({"stage": "load", "state": "start"})
 
-    def done(self, stage: str, seconds: float, following: str | None) -> None:
+    def done(self, stage: str, seconds: float | None, following: str | None) -> None:
+        if seconds is None:
+            seconds = time.perf_counter() - self.started
         self.seconds[stage] = round(seconds, 4)
         emit({"stage": stage, "state": "done", "seconds": round(seconds, 4)})
         if following:
             self.current = following
+            self.started = time.perf_counter()
             emit({"stage": following, "state": "start"})
 
 
@@ -61,6 +73,9 @@ def load_model(request: CompileRequest):
         return exported.module(check_guards=False), tuple(exported.example_inputs[0])
     if ".py:" in source:
         path, name = source.rsplit(":", 1)
+        folder = str(Path(path).resolve().parent)
+        if folder not in sys.path:  # its own sibling modules, after etu's (already loaded)
+            sys.path.append(folder)
         spec = importlib.util.spec_from_file_location(f"etu_user_model_{Path(path).stem}", path)
         if spec is None or spec.loader is None:
             raise StageError("load", f"{path}: cannot be imported as a Python module")
@@ -153,9 +168,9 @@ def run(request: CompileRequest, out_dir: Path, stages: Stages) -> dict:
             elif stage in ("quantize", "calibrate"):
                 stages.done(stage, seconds, next(order))
             elif stage == "lower":
-                stages.done("tosa", max(seconds - stages.vela_seconds, 0.0), "serialize")
-                if request.delegate:
-                    stages.seconds.setdefault("vela", round(stages.vela_seconds, 4))
+                # tosa ended where Vela started (if it did); whichever runs now ends here
+                stages.done(stages.current, None if stages.current == "vela" else seconds,
+                            "serialize")  # fmt: skip
             elif stage == "serialize":
                 stages.done("serialize", seconds, "write")
             elif stage == "write":
@@ -188,28 +203,29 @@ def run(request: CompileRequest, out_dir: Path, stages: Stages) -> dict:
 
 
 def _time_vela(stages: Stages) -> None:
-    """Report Vela as its own stage: wrap the function the Ethos-U backend calls."""
+    """Report Vela as its own stage, after tosa: wrap the function the Ethos-U backend
+    calls. The first call ends tosa and starts vela (an exception leaves it at vela)."""
     from executorch.backends.arm.ethosu import backend
 
     original = backend.vela_compile
 
     def timed(*args, **kwargs):
-        emit({"stage": "vela", "state": "start"})
-        stages.current = "vela"
-        started = time.perf_counter()
-        result = original(*args, **kwargs)  # an exception leaves the stage at "vela"
-        seconds = time.perf_counter() - started
-        stages.vela_seconds += seconds
-        stages.seconds["vela"] = round(stages.vela_seconds, 4)
-        emit({"stage": "vela", "state": "done", "seconds": round(seconds, 4)})
-        stages.current = "tosa"
-        return result
+        if stages.current == "tosa":
+            stages.done("tosa", None, "vela")
+        return original(*args, **kwargs)
 
     backend.vela_compile = timed
 
 
 def main(argv: list[str] | None = None) -> int:
+    global _PROTOCOL
     argv = list(sys.argv[1:] if argv is None else argv)
+    if "--result-fd" in argv:
+        at = argv.index("--result-fd")
+        fd = int(argv[at + 1])
+        del argv[at : at + 2]
+        os.set_inheritable(fd, False)  # Vela and other children do not get it
+        _PROTOCOL = os.fdopen(fd, "w", encoding="utf-8")
     request = CompileRequest.from_json(json.loads(Path(argv[0]).read_text()))
     out_dir = Path(argv[1])
     stages = Stages()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import signal
 import subprocess
 import threading
@@ -21,6 +22,66 @@ from pathlib import Path
 import psutil
 
 CHUNK = 65536
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+try:
+    import ctypes
+
+    _LIBC = ctypes.CDLL(None, use_errno=True)  # loaded here: nothing is imported after fork
+    _PRCTL = _LIBC.prctl
+except (OSError, AttributeError, ImportError):  # not Linux: the watchdog and stop() remain
+    _PRCTL = None
+
+
+def _die_with_parent(parent: int) -> Callable[[], None]:
+    """The child's last step before exec: be SIGKILLed when etu dies, even by SIGKILL.
+
+    A child in its own session survives its parent; a simulator left running after the
+    console was killed would hold the UART, the license and a core. The death signal fires
+    when the *thread* that forked exits, so children are forked by one long-lived thread
+    (:func:`spawn`)."""
+
+    def preexec() -> None:
+        if _PRCTL is not None:
+            _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # etu died between fork and prctl
+            os._exit(1)
+
+    return preexec
+
+
+_spawn_queue: queue.SimpleQueue = queue.SimpleQueue()
+_spawner_lock = threading.Lock()
+_spawner: threading.Thread | None = None
+
+
+def _spawn_loop() -> None:
+    while True:
+        work, box, done = _spawn_queue.get()
+        try:
+            box["value"] = work()
+        except BaseException as error:  # handed back to the caller
+            box["error"] = error
+        done.set()
+
+
+def spawn(argv: Sequence[str], **popen_kwargs) -> subprocess.Popen:
+    """``subprocess.Popen`` from etu's spawner thread, which lives as long as etu does."""
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None:
+            _spawner = threading.Thread(target=_spawn_loop, name="etu-spawner", daemon=True)
+            _spawner.start()
+    box: dict = {}
+    done = threading.Event()
+    parent = os.getpid()
+    kwargs = {"preexec_fn": _die_with_parent(parent), **popen_kwargs}
+    _spawn_queue.put((lambda: subprocess.Popen(list(argv), **kwargs), box, done))
+    done.wait()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +111,7 @@ class StreamingProcess:
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
         sample_interval: float = 1.0,
+        pass_fds: Sequence[int] = (),
     ) -> None:
         self.argv = [str(a) for a in argv]
         self._on_output = on_output
@@ -58,6 +120,7 @@ class StreamingProcess:
         self._env = env
         self._cwd = cwd
         self._interval = sample_interval
+        self._pass_fds = tuple(pass_fds)
         self._popen: subprocess.Popen | None = None
         self._readers: list[threading.Thread] = []
         self._exited = threading.Event()
@@ -72,7 +135,7 @@ class StreamingProcess:
     def start(self) -> StreamingProcess:
         """Start it; OSError (not found, not executable) is raised here, not in a thread."""
         self.started_at = time.monotonic()
-        self._popen = subprocess.Popen(
+        self._popen = spawn(
             self.argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -80,6 +143,7 @@ class StreamingProcess:
             env=self._env,
             cwd=self._cwd,
             start_new_session=True,
+            pass_fds=self._pass_fds,
         )
         for stream, name in ((self._popen.stdout, "stdout"), (self._popen.stderr, "stderr")):
             reader = threading.Thread(

@@ -9,7 +9,7 @@ from etu_tui.safe_text import printable
 def test_escape_sequences_are_made_visible() -> None:
     hostile = "ok\x1b]0;pwned\x07\x1b[2J\x1b[31mred\r\x08\x00\u202egnp.exe"
     shown = printable(hostile)
-    assert shown == "ok\\x1b]0;pwned\\x07\\x1b[2J\\x1b[31mred\\x0d\\x08\\x00\\u202egnp.exe"
+    assert shown == "ok\\x1b]0;pwned\\x07\\x1b[2J\\x1b[31mred\\x0d\\x08\\x00<U+202E>gnp.exe"
 
 
 def test_ordinary_text_is_unchanged() -> None:

@@ -25,6 +25,17 @@ COMMAND_MODULES: dict[str, str] = {
     "run": "run",
     "log": "log",
     "compile": "compile",
+    "sessions": "sessions",
+    "diff": "diff",
+    "report": "report",
+    "serve": "serve",
+    "config": "config",
+    "init": "init",
+    "ports": "ports",
+    "boards": "boards",
+    "monitor": "monitor",
+    "firmware": "firmware",
+    "compare": "compare",
 }
 
 
@@ -70,11 +81,38 @@ def _console_parser() -> argparse.ArgumentParser:
 
 def _open_console(path: Path | None) -> int:
     if path is not None and not path.exists():
-        print(f"etu: {path}: no such file or folder", file=sys.stderr)
+        from parsers.text import printable
+
+        print(f"etu: {printable(str(path))}: no such file or folder", file=sys.stderr)
         return 2
     from etu_tui.app import run_app  # Textual is imported only for the console
 
     return run_app(path)
+
+
+# `etu inspect ... | head -1`: the reader went away. Quiet, like other Unix tools, with the
+# status a shell reports for SIGPIPE.
+EXIT_BROKEN_PIPE = 141
+
+
+class SafeStream:
+    """The boundary every headless command writes through: whatever a formatter forgot,
+    no control, bidi or invisible character from outside text reaches the terminal (newlines
+    and tabs pass; JSON output is ASCII already, so it passes unchanged)."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        from parsers.text import printable_lines
+
+        return self._stream.write(printable_lines(text))
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
 
 
 def _run_command(argv: list[str]) -> int:
@@ -84,4 +122,19 @@ def _run_command(argv: list[str]) -> int:
     module.configure(parser)
     args = parser.parse_args(argv[1:])
     args.command = name
-    return module.run(args, out=sys.stdout, err=sys.stderr)
+    try:
+        status = module.run(args, out=SafeStream(sys.stdout), err=SafeStream(sys.stderr))
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe, the interpreter's final flush must not fail again."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

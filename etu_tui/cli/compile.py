@@ -7,6 +7,9 @@ import json
 from pathlib import Path
 from typing import TextIO
 
+from parsers.text import printable as p
+from parsers.text import printable_lines
+
 HELP = "compile a PyTorch model for an Ethos-U target with ExecuTorch + Vela"
 
 
@@ -84,7 +87,7 @@ def compile_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> in
         else:
             job = CompileJob(request, args.out, use_cache=not args.no_cache)
     except (RequestError, ValueError) as error:
-        err.write(f"etu: {error}\n")
+        err.write(f"etu: {p(str(error))}\n")
         return 2
 
     class Progress(CompileListener):
@@ -110,11 +113,12 @@ def compile_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> in
     if args.json:
         out.write(json.dumps(result.to_json()) + "\n")
     elif result.status == "ok":
-        out.write(f"{result.pte}{'  (cached)' if result.cached else ''}\n")
+        out.write(f"{p(str(result.pte))}{'  (cached)' if result.cached else ''}\n")
     else:
-        err.write(f"etu: compile failed in {result.failed_stage}: {result.message}\n")
+        stage, message = p(str(result.failed_stage)), p(str(result.message))
+        err.write(f"etu: compile failed in {stage}: {message}\n")
         if result.traceback:
-            err.write(result.traceback.rstrip() + "\n")
+            err.write(printable_lines(result.traceback.rstrip()) + "\n")
     return 0 if result.status == "ok" else 1
 
 
@@ -131,11 +135,12 @@ def format_sweep(rows: list[dict]) -> str:
     lines = [head]
     for row in rows:
         if row["status"] != "ok":
-            lines.append(f"{row['target']:<15} failed: {row['message']}")
+            lines.append(f"{p(row['target']):<15} failed: {p(str(row['message']))}")
             continue
         time_ms = row["inference_time_s"] * 1e3 if row["inference_time_s"] else None
         lines.append(
-            f"{row['target']:<15} {row['system_config']:<29} {row['memory_mode']:<21} "
+            f"{p(row['target']):<15} {p(str(row['system_config'])):<29} "
+            f"{p(str(row['memory_mode'])):<21} "
             f"{cell(row['cycles'], 0):>10} {cell(time_ms, 3):>8} {cell(row['sram_kib']):>9} "
             f"{cell(row['flash_kib']):>9} {cell(row['dram_kib']):>9} "
             f"{cell(row['cpu_operators']):>7} {cell(row['program_bytes']):>9}"

@@ -9,6 +9,7 @@ from typing import TextIO
 
 from etu_tui.cli.common import add_region_options, memory_map_from_args
 from parsers.errors import ParseError
+from parsers.text import printable as p
 
 HELP = "firmware memory map: regions, sections, largest symbols, the runner's pools"
 
@@ -29,7 +30,7 @@ def elf_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     try:
         memory_map = memory_map_from_args(args)
     except ParseError as error:
-        err.write(f"etu: {error}\n")
+        err.write(f"etu: {p(str(error))}\n")
         return 1
     record = elf_record(memory_map)
     out.write((json.dumps(record) if args.json else format_elf(record)) + "\n")
@@ -37,23 +38,25 @@ def elf_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 
 def format_elf(record: dict) -> str:
-    lines = [f"{record.get('source', '')}  regions from {record.get('regions_from') or 'nowhere'}"]
+    source, origin = p(str(record.get("source", ""))), p(record.get("regions_from") or "nowhere")
+    lines = [f"{source}  regions from {origin}"]
     for region in record["regions"]:
         length, used = region["length"], region["used"]
         filled = min(20, round(20 * used / length)) if length else 0
         lines.append(
-            f"  {region['name']:<8} {'#' * filled}{'.' * (20 - filled)} "
+            f"  {p(region['name']):<8} {'#' * filled}{'.' * (20 - filled)} "
             f"{used:>12,} / {length:>13,} B  {region.get('percent', 0):6.2f}%"
         )
     if record["pools"]:
         lines.append("  runner pools:")
         for role, pool in record["pools"].items():
             lines.append(
-                f"    {role:<22} {pool['symbol']:<28} {pool['size']:>12,} B  "
-                f"at {pool['address']:#010x} in {pool['region'] or '?'}"
+                f"    {p(role):<22} {p(pool['symbol'] or '(' + pool['section'] + ')'):<28} "
+                f"{pool['size']:>12,} B  "
+                f"at {pool['address']:#010x} in {p(pool['region'] or '?')}"
             )
     lines.append("  largest symbols:")
     for symbol in record["symbols_top"][:10]:
-        lines.append(f"    {symbol['size']:>12,} B  {symbol['name']}  ({symbol['section']})")
-    lines.extend(f"  warning: {w}" for w in record["warnings"])
+        lines.append(f"    {symbol['size']:>12,} B  {p(symbol['name'])}  ({p(symbol['section'])})")
+    lines.extend(f"  warning: {p(w)}" for w in record["warnings"])
     return "\n".join(lines)

@@ -9,6 +9,7 @@ from typing import TextIO
 
 from etu_tui.cli.common import add_region_options, memory_map_from_args
 from parsers.errors import ParseError
+from parsers.text import printable as p
 
 HELP = "does a program fit a firmware? verdicts with the shortfall and the build fix"
 
@@ -38,7 +39,7 @@ def fit_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         with open_program(args.pte) as program:
             verdicts = check_fit(program, memory_map, vela, target=args.target)
     except ParseError as error:
-        err.write(f"etu: {error}\n")
+        err.write(f"etu: {p(str(error))}\n")
         return 2
     record = fit_record(verdicts)
     if args.json:
@@ -46,7 +47,7 @@ def fit_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     else:
         marks = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
         for verdict in verdicts:
-            out.write(f"{marks[verdict.status]} {verdict.check:<18} {verdict.message}\n")
+            out.write(f"{marks[verdict.status]} {verdict.check:<18} {p(verdict.message)}\n")
             if verdict.fix and verdict.status != "ok":
-                out.write(f"     {'':<18} fix: {verdict.fix}\n")
+                out.write(f"     {'':<18} fix: {p(verdict.fix)}\n")
     return 1 if record["status"] == FAIL else 0

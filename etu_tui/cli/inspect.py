@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
 from parsers.errors import ParseError
+from parsers.text import printable as p
 
 HELP = "decode .pte files: plans, delegates, Ethos-U payloads, CPU operators"
 
@@ -40,7 +42,7 @@ def inspect_command(files: Sequence[Path], *, as_json: bool, out: TextIO, err: T
             if as_json:
                 out.write(json.dumps({"file": str(path), "error": message}) + "\n")
             else:
-                err.write(f"etu: {message}\n")
+                err.write(f"etu: {p(message)}\n")
             continue
         if as_json:
             out.write(json.dumps(record) + "\n")
@@ -58,7 +60,7 @@ def format_inspect(record: dict) -> str:
     """The readable form of an inspect record, for a terminal."""
     header = record["extended_header"]
     lines = [
-        f"{record['file']}  {_b(record['file_size'])}  {record['file_identifier']}"
+        f"{p(record['file'])}  {_b(record['file_size'])}  {record['file_identifier']}"
         + ("  (bundled program)" if record["bundled"] else ""),
         "  extended header: "
         + (
@@ -69,9 +71,9 @@ def format_inspect(record: dict) -> str:
         ),
     ]
     for plan in record["plans"]:
-        kinds = ", ".join(f"{k} {n}" for k, n in plan["value_kinds"].items())
+        kinds = ", ".join(f"{p(k)} {n}" for k, n in plan["value_kinds"].items())
         lines.append(
-            f"  plan {plan['name']!r}: {plan['values']} values ({kinds}); "
+            f"  plan {p(repr(plan['name']))}: {plan['values']} values ({kinds}); "
             f"{plan['instructions']} instructions: {plan['delegate_calls']} delegate calls (NPU), "
             f"{plan['kernel_calls']} kernel calls (CPU)"
         )
@@ -81,9 +83,9 @@ def format_inspect(record: dict) -> str:
         for delegate in plan["delegates"]:
             specs = delegate["compile_specs"]
             lines.append(
-                f"    delegate {delegate['index']}: {delegate['id']}, "
+                f"    delegate {delegate['index']}: {p(delegate['id'])}, "
                 f"{delegate['payload_location']} payload {_b(delegate['payload_size'])}"
-                + (f", target {specs['target']}" if "target" in specs else "")
+                + (f", target {p(specs['target'])}" if "target" in specs else "")
             )
             payload = delegate["ethosu"]
             if payload:
@@ -99,7 +101,7 @@ def format_inspect(record: dict) -> str:
                             f"at region {io['region']} +{io['offset']:#x}"
                         )
             if delegate["ethosu_error"]:
-                lines.append(f"      payload error: {delegate['ethosu_error']}")
+                lines.append(f"      payload error: {p(delegate['ethosu_error'])}")
     if record["segments"]:
         segs = ", ".join(f"{s['offset']:#x}+{_b(s['size'])}" for s in record["segments"])
         lines.append(f"  segments: {segs}")
@@ -108,9 +110,11 @@ def format_inspect(record: dict) -> str:
     if ops:
         lines.append("  CPU operators:")
         for op in ops:
-            lines.append(f"    {op['name']}  ({', '.join(op['dtypes'])})  x{op['calls']}")
-        lines.append(f"  EXECUTORCH_SELECT_OPS_LIST={record['select_ops_list']}")
+            dtypes = p(", ".join(op["dtypes"]))
+            lines.append(f"    {p(op['name'])}  ({dtypes})  x{op['calls']}")
+        select = shlex.quote(f"EXECUTORCH_SELECT_OPS_LIST={record['select_ops_list']}")
+        lines.append(f"  {p(select)}")
     else:
         lines.append("  CPU operators: none (everything is delegated)")
-    lines.extend(f"  warning: {w}" for w in record["warnings"])
+    lines.extend(f"  warning: {p(w)}" for w in record["warnings"])
     return "\n".join(lines)

@@ -23,15 +23,15 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 def log_command(path: Path, *, as_json: bool, events: bool, out: TextIO, err: TextIO) -> int:
     """A saved log (or a session folder's raw.log) re-read through the same parser."""
-    from etu_tui.safe_text import printable
     from parsers.runner_log import parse_log_bytes, summarize
+    from parsers.text import printable
     from runner.session import RAW
 
     source = path / RAW if path.is_dir() else path
     try:
         data = source.read_bytes()
     except OSError as error:
-        err.write(f"etu: {source}: {error.strerror or error}\n")
+        err.write(f"etu: {printable(str(source))}: {error.strerror or error}\n")
         return 2
     parsed = parse_log_bytes(data)
     if events:
@@ -42,10 +42,11 @@ def log_command(path: Path, *, as_json: bool, events: bool, out: TextIO, err: Te
     if as_json:
         out.write(json.dumps(summary) + "\n")
         return 0
-    out.write(f"{source}: {summary['lines']} lines, verdict {summary['verdict']}\n")
+    out.write(f"{printable(str(source))}: {summary['lines']} lines, verdict {summary['verdict']}\n")
     model = summary["model"]
     if model.get("pte_size"):
-        out.write(f"  program {model['pte_size']:,} B, method {model.get('method')}\n")
+        method = printable(str(model.get("method")))
+        out.write(f"  program {model['pte_size']:,} B, method {method}\n")
     for report in summary["pmu"]:
         out.write(
             f"  PMU: {report['npu_inferences']} inferences, NPU {report['npu_cycles']} cycles, "
@@ -55,5 +56,6 @@ def log_command(path: Path, *, as_json: bool, events: bool, out: TextIO, err: Te
     if pool.get("size"):
         out.write(f"  method allocator: {pool['used']:,} / {pool['size']:,} B\n")
     for error in summary["errors"]:
-        out.write(f"  error {error.get('status_name') or ''}: {printable(error['text'])}\n")
+        name = printable(error.get("status_name") or "")
+        out.write(f"  error {name}: {printable(error['text'])}\n")
     return 0

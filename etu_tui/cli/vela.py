@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TextIO
 
 from parsers.errors import ParseError
+from parsers.text import printable as p
 
 HELP = "read Vela's output (folder, summary/per-layer CSV, debug DB or saved stdout)"
 
@@ -31,7 +32,7 @@ def vela_command(path: Path, *, as_json: bool, out: TextIO, err: TextIO) -> int:
     try:
         report = load_vela_report(path)
     except ParseError as error:
-        err.write(f"etu: {error.with_source(str(path))}\n")
+        err.write(f"etu: {p(str(error.with_source(str(path))))}\n")
         return 1
     if as_json:
         out.write(json.dumps(vela_record(report)) + "\n")
@@ -41,11 +42,11 @@ def vela_command(path: Path, *, as_json: bool, out: TextIO, err: TextIO) -> int:
 
 
 def format_vela(report) -> str:
-    version = f"Vela {report.vela_version}" if report.vela_version else "Vela version unknown"
+    version = f"Vela {p(report.vela_version)}" if report.vela_version else "Vela version unknown"
     head = report.headline()
-    lines = [f"{', '.join(report.sources) or 'Vela report'}  (estimate, {version})"]
+    lines = [f"{p(', '.join(report.sources)) or 'Vela report'}  (estimate, {version})"]
     config = [head.get(k) for k in ("accelerator", "system_config", "memory_mode")]
-    lines.append("  " + " · ".join(str(c) for c in config if c))
+    lines.append("  " + " · ".join(p(str(c)) for c in config if c))
     if head.get("cycles") is not None:
         time_s = head.get("inference_time_s")
         lines.append(
@@ -70,7 +71,8 @@ def format_vela(report) -> str:
     if report.per_layer:
         lines.append(f"  per layer ({len(report.per_layer)}), by cycles:")
         for row in sorted(report.per_layer, key=lambda r: r.cycles or 0, reverse=True)[:10]:
-            lines.append(f"    {row.cycles or 0:>10,}  {row.operator or '?':<16} {row.name or ''}")
-    lines.extend(f"  error: {e}" for e in report.errors)
-    lines.extend(f"  warning: {w}" for w in report.warnings)
+            operator, name = p(row.operator or "?"), p(row.name or "")
+            lines.append(f"    {row.cycles or 0:>10,}  {operator:<16} {name}")
+    lines.extend(f"  error: {p(e)}" for e in report.errors)
+    lines.extend(f"  warning: {p(w)}" for w in report.warnings)
     return "\n".join(lines)
