@@ -9,8 +9,12 @@ proves it: a simulator's own exit status is not trusted on its own (run_fvp.sh's
 
 from __future__ import annotations
 
+import itertools
+import signal
 import threading
-from collections.abc import Sequence
+import time
+import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +50,8 @@ _VERDICT_REASON = {
     "timeout": "time_limit",
 }
 _DECISIVE = (RunSucceeded, RunError, AssertFailed, MissingKernel, HardFault, FvpStopped)
+WATCHDOG_GRACE_S = 30.0  # a simulator this long past its own --timelimit is killed by etu
+_ACTIVE: weakref.WeakSet[RunController] = weakref.WeakSet()
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +83,7 @@ def classify(
     returncode: int | None,
     stopped: bool,
     last_stderr: str | None = None,
+    stop_reason: str = "stopped by the user",
 ) -> RunOutcome:
     """The run's end from the runner's own words first, the process second.
 
@@ -85,7 +92,7 @@ def classify(
     verdict = summary.get("verdict", "incomplete")
     reason = _VERDICT_REASON.get(verdict)
     if stopped and reason not in ("success", "runner_error", "hard_fault"):
-        return RunOutcome("killed", returncode, "stopped by the user", None, summary)
+        return RunOutcome("killed", returncode, stop_reason, None, summary)
     if reason is not None:
         wanted = {
             "success": (RunSucceeded,),
@@ -132,8 +139,16 @@ class RunController:
         listener: RunListener | None = None,
         env: dict[str, str] | None = None,
         npu: str | None = None,
+        time_limit: float | None = None,
+        grace: float = WATCHDOG_GRACE_S,
     ) -> None:
         self.argv = list(argv)
+        # the watchdog: the simulator's own limit (its --timelimit when not given) + grace
+        self.time_limit = time_limit if time_limit is not None else _argv_time_limit(self.argv)
+        self.grace = grace
+        self._watchdog_fired = False
+        self._stop_reason = "stopped by the user"
+        self._record_stopped = False
         self.listener = listener or RunListener()
         self._lock = threading.Lock()
         self._parsers = {
@@ -169,12 +184,34 @@ class RunController:
             self.session.finish(exit_reason="crash", proof=text, returncode=None)
             self._done.set()
             self.listener.on_end(self.outcome)
+            return self
+        _ACTIVE.add(self)
+        if self.time_limit is not None:
+            threading.Thread(target=self._watchdog, name="etu-watchdog", daemon=True).start()
         return self
 
-    def stop(self) -> None:
+    def stop(self, reason: str | None = None) -> None:
+        """Stop the simulator's process group (SIGTERM, then SIGKILL); blocks up to 3 s."""
+        if reason:
+            self._stop_reason = reason
         self._process.stop()
 
+    def stop_soon(self, reason: str) -> None:
+        """:meth:`stop` from a thread of its own: safe in a signal handler or a reader."""
+        threading.Thread(target=self.stop, args=(reason,), name="etu-stop", daemon=True).start()
+
     def kill(self) -> None:
+        self._process.kill()
+
+    def _watchdog(self) -> None:
+        assert self.time_limit is not None
+        if self._done.wait(self.time_limit + self.grace):
+            return
+        self._watchdog_fired = True
+        self._stop_reason = (
+            f"the simulator outlived its time limit ({self.time_limit:g} s) by "
+            f"{self.grace:g} s: killed by etu's watchdog"
+        )
         self._process.kill()
 
     def wait(self, timeout: float | None = None) -> RunOutcome | None:
@@ -186,6 +223,12 @@ class RunController:
             self.session.write_output(chunk, stream=stream)  # recorded before anything else
             events = self._parsers[stream].feed(chunk)
             self._take(events, stream)
+            failed = self.session.failure is not None and not self._record_stopped
+            if failed:
+                self._record_stopped = True
+                self._stop_reason = f"could not record the session: {self.session.failure}"
+        if failed:
+            self.stop_soon(self._stop_reason)  # the readers keep draining: no child blocks
         if events:
             self.listener.on_events(events)
 
@@ -210,7 +253,7 @@ class RunController:
         only says what kind of file it is (``etdump`` or ``debug_buffer``)."""
         kind = "debug_buffer" if "debug" in block.file_name else "etdump"
         self._etdumps += 1
-        (self.session.folder / f"{kind}-{self._etdumps:03d}.bin").write_bytes(block.data)
+        self.session.write_file(f"{kind}-{self._etdumps:03d}.bin", block.data)
 
     def _on_stats(self, stats: ProcessStats) -> None:
         self._peak_rss = max(self._peak_rss, stats.rss_bytes)
@@ -230,7 +273,16 @@ class RunController:
                 returncode,
                 self._process.stopped_by_user,
                 self._last_stderr,
+                self._stop_reason,
             )
+            if self._record_stopped and self.outcome.reason != "success":
+                self.outcome = RunOutcome(
+                    "incomplete", returncode, self._stop_reason, None, summary
+                )
+            elif self._watchdog_fired and self.outcome.reason == "killed":
+                self.outcome = RunOutcome(
+                    "time_limit", returncode, self._stop_reason, None, summary
+                )
             self.session.write_events([self.outcome])
             self.session.finish(
                 exit_reason=self.outcome.reason,
@@ -240,7 +292,61 @@ class RunController:
                 verdict=summary.get("verdict"),
                 peak_rss_bytes=self._peak_rss,
             )
+        _ACTIVE.discard(self)
         if tail:
             self.listener.on_events(tail)
         self._done.set()
         self.listener.on_end(self.outcome)
+
+
+def _argv_time_limit(argv: Sequence[str]) -> float | None:
+    """The ``--timelimit N`` an FVP command line carries, if any."""
+    for flag, value in itertools.pairwise(argv):
+        if flag == "--timelimit":
+            try:
+                return float(value)
+            except ValueError:
+                return None
+    return None
+
+
+# ------------------------------------------------------------------ hard stops (signals)
+
+
+def active_runs() -> list[RunController]:
+    return list(_ACTIVE)
+
+
+def stop_all_runs(reason: str) -> list[RunController]:
+    """Stop every run of this process (each simulator's process group; their sessions are
+    finished as they end). Returns at once: safe in a signal handler."""
+    runs = active_runs()
+    for controller in runs:
+        controller.stop_soon(reason)
+    return runs
+
+
+def wait_all_runs(timeout: float = 10.0) -> bool:
+    """Wait until every run has ended and recorded its end; False on timeout."""
+    deadline = time.monotonic() + timeout
+    for controller in active_runs():
+        if controller.wait(max(0.0, deadline - time.monotonic())) is None:
+            return False
+    return True
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def install_stop_signals(after: Callable[[int], None] | None = None) -> None:
+    """SIGTERM and SIGHUP end runs as SIGINT does: every run is stopped (process group
+    signalled, session finished with the signal's name as the reason), then ``after(signum)``
+    runs (the console uses it to exit). Main thread only, as Python requires."""
+
+    def handler(signum: int, _frame) -> None:
+        stop_all_runs(f"stopped by {signal.Signals(signum).name}")
+        if after is not None:
+            after(signum)
+
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, handler)
