@@ -17,6 +17,19 @@ system-deps:
 	  $$SUDO apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q \
 	    gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi; }
+	@# cmake and ninja build ExecuTorch's real runner; QEMU runs it on the emulated board.
+	@command -v cmake >/dev/null && command -v ninja >/dev/null && \
+	  command -v qemu-system-arm >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q \
+	    cmake ninja-build qemu-system-arm; }
+	# Debian's headless Chromium and its driver: the report and `etu serve` browser tests.
+	@{ command -v chromium >/dev/null && command -v chromedriver >/dev/null; } || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium chromium-driver \
+	  || echo "make: chromium could not be installed; the browser tests will skip"; }
 
 $(STAMP):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -15,6 +15,8 @@ BENCHMARKS = [
     "benchmarks.bench_runner_log",
     "benchmarks.bench_compile",
     "benchmarks.bench_console_flood",
+    "benchmarks.bench_sessions",
+    "benchmarks.bench_diff",
 ]
 
 

@@ -1,10 +1,11 @@
 """Finding the Corstone FVPs on this machine, and their versions.
 
-Looked for, in order: the ``ETU_FVP_DIR`` setting, ``PATH``, and ExecuTorch's own download
-layout (``examples/arm/ethos-u-scratch/FVP-corstone*/models/<platform>/``) under
-``EXECUTORCH_ROOT``. Never in the working folder unless the user points there (an
-``ETU_FVP_DIR``/``EXECUTORCH_ROOT`` naming it, or ``--fvp-path``): relative or empty ``PATH``
-entries are skipped, so an archive unpacked here cannot plant a simulator etu runs.
+Looked for, in order: the ``ETU_FVP_DIR`` variable, the ``fvp_dir`` setting (``etu.toml`` or
+the user file, see runner/config.py), ``PATH``, and ExecuTorch's own download layout
+(``examples/arm/ethos-u-scratch/FVP-corstone*/models/<platform>/``) under ``EXECUTORCH_ROOT``
+or the ``executorch_src`` setting. Never in the working folder unless the user points there
+(an ``ETU_FVP_DIR``/``EXECUTORCH_ROOT`` naming it, or ``--fvp-path``): relative or empty
+``PATH`` entries are skipped, so an archive unpacked here cannot plant a simulator etu runs.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ class FoundFvp:
     found_via: str  # ETU_FVP_DIR / PATH / ethos-u-scratch
 
 
-def _scratch_roots(env: dict[str, str]) -> list[Path]:
+def _scratch_roots(env: dict[str, str], executorch_src: Path | None) -> list[Path]:
     roots = [Path(env["EXECUTORCH_ROOT"])] if env.get("EXECUTORCH_ROOT") else []
+    roots += [Path(executorch_src)] if executorch_src is not None else []
     return [root / layout for root in roots for layout in SCRATCH_LAYOUT]
 
 
@@ -58,18 +60,28 @@ def _executables_under(folder: Path, depth: int = 4) -> dict[str, Path]:
     return found
 
 
-def find_fvps(env: dict[str, str] | None = None) -> dict[str, FoundFvp]:
-    """Executable name → where it was found (the first place wins)."""
+def find_fvps(
+    env: dict[str, str] | None = None,
+    *,
+    fvp_dir: Path | None = None,
+    fvp_dir_origin: str = "fvp_dir setting",
+    executorch_src: Path | None = None,
+) -> dict[str, FoundFvp]:
+    """Executable name → where it was found (the first place wins). ``fvp_dir`` is the
+    settings' folder (``Settings.fvp_dir``); ``ETU_FVP_DIR`` in ``env`` still comes first."""
     env = dict(os.environ if env is None else env)
     found: dict[str, FoundFvp] = {}
     if env.get("ETU_FVP_DIR"):
         for name, path in _executables_under(Path(env["ETU_FVP_DIR"])).items():
             found.setdefault(name, FoundFvp(name, path, "ETU_FVP_DIR"))
+    if fvp_dir is not None:
+        for name, path in _executables_under(Path(fvp_dir)).items():
+            found.setdefault(name, FoundFvp(name, path, fvp_dir_origin))
     for name in FVP_EXECUTABLES:
         on_path = shutil.which(name, path=_absolute_path(env.get("PATH")))
         if on_path and name not in found:
             found[name] = FoundFvp(name, Path(on_path), "PATH")
-    for root in _scratch_roots(env):
+    for root in _scratch_roots(env, executorch_src):
         for name, path in _executables_under(root).items():
             found.setdefault(name, FoundFvp(name, path, "ethos-u-scratch"))
     return found

@@ -29,6 +29,7 @@ class FvpLaunch:
     elf: Path
 
     def meta(self) -> dict:
+        program_sha = embedded_program_sha256(self.elf)
         return {
             "target": self.target.target,
             "platform": self.target.platform,
@@ -37,7 +38,8 @@ class FvpLaunch:
             "simulated": self.simulated,
             "elf": str(self.elf),
             "elf_sha256": file_sha256(self.elf),
-            "program_sha256": embedded_program_sha256(self.elf),
+            "program_sha256": program_sha,
+            "program": program_name(self.elf, program_sha),
         }
 
 
@@ -48,7 +50,10 @@ def prepare_fvp_launch(
     *,
     fvp_path: Path | None = None,
     env: dict[str, str] | None = None,
+    settings=None,
 ) -> FvpLaunch:
+    """``settings`` (runner.config.Settings) adds its ``fvp_dir`` and ``executorch_src`` to
+    the places searched; None reads no settings."""
     try:
         fvp = fvp_target(target)
     except ValueError as error:
@@ -60,16 +65,40 @@ def prepare_fvp_launch(
             raise LaunchError(f"{fvp_path}: not an executable simulator")
         executable, found_via = Path(fvp_path), "--fvp-path"
     else:
-        found = find_fvps(env).get(fvp.executable)
+        where = {}
+        if settings is not None:
+            origin = settings.origin("fvp_dir")
+            where = {
+                "fvp_dir": settings.fvp_dir,
+                "fvp_dir_origin": f"fvp_dir ({origin.detail or origin.source})",
+                "executorch_src": settings.executorch_src,
+            }
+        found = find_fvps(env, **where).get(fvp.executable)
         if found is None:
             raise LaunchError(
-                f"{fvp.executable} not found (looked in ETU_FVP_DIR, PATH and "
+                f"{fvp.executable} not found (looked in ETU_FVP_DIR, the fvp_dir setting, PATH and "
                 "EXECUTORCH_ROOT/examples/arm/ethos-u-scratch); install Arm's Corstone FVPs "
                 "or point ETU_FVP_DIR at them"
             )
         executable, found_via = found.path, found.found_via
     argv = build_command(executable, fvp, Path(elf), options)
     return FvpLaunch(fvp, executable, found_via, is_standin(executable), argv, Path(elf))
+
+
+def program_name(elf: Path, program_sha: str | None) -> str | None:
+    """The workspace's ``.pte`` (beside the firmware or one folder up) whose bytes are the
+    program baked into the firmware; None when none matches."""
+    if program_sha is None:
+        return None
+    for folder in (Path(elf).parent, Path(elf).parent.parent):
+        try:
+            candidates = sorted(folder.glob("*.pte"))
+        except OSError:
+            continue
+        for path in candidates:
+            if path.stat().st_size < (256 << 20) and file_sha256(path) == program_sha:
+                return path.name
+    return None
 
 
 def embedded_program_sha256(elf: Path) -> str | None:

@@ -12,7 +12,9 @@ Every number is SIMULATED, and the banner says so.
 Faults for tests and demos (environment): ``ETU_STANDIN_FAULT`` = ``missing-operator`` |
 ``alloc-failure`` | ``hard-fault`` | ``hang`` | ``crash``; ``ETU_STANDIN_INFERENCES=N``;
 ``ETU_STANDIN_LINE_DELAY`` (seconds between lines, to watch a run stream);
-``ETU_STANDIN_ETDUMP=1`` (print an ETDump base64 block, as ETDump builds do).
+``ETU_STANDIN_ETDUMP=1`` (print an ETDump base64 block, as ETDump builds do);
+``ETU_STANDIN_DRIFT=N`` (run-to-run drift, to test comparisons: adds N to the second PMU
+counter, ``ethosu_pmu_cntr1``, and N/1000 to element N of output 0).
 
 ``install_standin(folder)`` writes executables under the real FVP names into ``folder``, so
 discovery and launch are exercised exactly as with real FVPs.
@@ -308,8 +310,9 @@ def simulate(executable: str, options: dict, out: Transcript) -> int:
         f"ethosu_pmu_cycle_cntr : {npu_cycles} ({npu_cycles / per:.2f} per inference)",
     ]
     events = U85_EVENTS if executable == SSE320 else U55_EVENTS
+    drift = int(os.environ.get("ETU_STANDIN_DRIFT", "0") or 0)
     for index, _name in enumerate(events.split(", ")):
-        value = (npu_cycles * (index + 3)) // 7
+        value = (npu_cycles * (index + 3)) // 7 + (drift if index == 1 else 0)
         perf.append(f"ethosu_pmu_cntr{index} : {value} ({value / per:.2f} per inference)")
     perf.append(f"Ethos-U PMU Events:[{events}]")
     for line in perf:
@@ -324,6 +327,8 @@ def simulate(executable: str, options: dict, out: Transcript) -> int:
             continue
         for e_index in range(min(tensor.numel, 1000)):
             value = ((seed >> (e_index % 24)) % 2000 - 1000) / 1000.0
+            if drift and o_index == 0 and e_index == drift % max(tensor.numel, 1):
+                value += drift / 1000.0
             out.raw(f"Output[{o_index}][{e_index}]: (float) {value:.6f}")
     out.log("I", 1194, "run_model", "Model run: 1")
     out.log("I", 1352, "main", "Model run: 1")

@@ -130,7 +130,7 @@ _PLANNED = re.compile(r"planned buffer (?:with mem_id=)?(\w+), size (\w+)")
 _POOL = re.compile(r"(\w+) / (\w+)\s+free: (\w+) \( used: (\w+) %")
 _ASSERT = re.compile(r"In function (.*?)\(\), assert failed(?: \((.*?)\): (.*)|: (.*))\Z", re.S)
 _KERNEL = re.compile(r"kernel '([^']*)' not found")
-_MISSING_OP = re.compile(r"Missing operator: \[(\w+)\] (\S+)")
+_MISSING_OP = re.compile(r"Missing operator: \[(\w+)\] ?(\S+)?")
 _REGISTER = re.compile(r"([A-Za-z]\w*(?:/\w+)?)[=:]\s*(-?0x[0-9A-Fa-f]+|-?\d+)\b")
 _ECHO = re.compile(r'echo "([^"]*)" *\| *base64 +-d *>\s*(\S+)')
 _HEREDOC_END = re.compile(r'" *>\s*(\S+)')
@@ -820,6 +820,10 @@ class RunnerLogParser:
             return True
         m = _MISSING_OP.match(body)
         if m is not None:
+            if m.group(2) is None:
+                # A newlib without C99 formats prints "[%zd] %s" as "[zd] " and drops the
+                # name; the registry's "kernel '...' not found." line before it named it.
+                return True
             out.append(MissingKernel(n, m.group(2), _int(m.group(1))))
             return True
         return False

@@ -3,8 +3,10 @@
 The result is a real Arm ELF, ld map and ld memory report with the runner's section and
 symbol names and pool sizes (runtime_formats.md §6), so the ELF tooling can be checked
 against the GNU tools and the demo workspace has a firmware to look at. The firmware runs
-nothing real. Every tool runs with an argument list (no shell); a missing or failing tool
-is a FirmwareBuildError whose message is one line naming the tool and the file.
+no model; it boots on QEMU's mps3-an547 (the emulated board, runner/boards/qemu.py) and
+prints runner-like lines over UART0. Every tool runs with an argument list (no shell); a
+missing or failing tool is a FirmwareBuildError whose message is one line naming the tool
+and the file.
 """
 
 from __future__ import annotations
@@ -130,7 +132,8 @@ def build_stub_firmware(
         )
     script_name, cpus = PRESET_BUILDS[preset]
     script_source = Path(linker_script) if linker_script else sources / script_name
-    for needed in (sources / "runner_stub.c", sources / "op_kernels.c", script_source):
+    c_files = ("runner_stub.c", "uart_cmsdk.c", "op_kernels.c")
+    for needed in (*(sources / name for name in c_files), script_source):
         if not needed.is_file():
             raise FirmwareBuildError(f"{needed}: firmware source file is missing")
 
@@ -186,6 +189,11 @@ def build_stub_firmware(
              "-o", "runner_stub.o"],
             "compile", sources / "runner_stub.c", work_dir,
         )  # fmt: skip
+        _run(
+            [compiler, *cflags, *includes, "-c", str(sources / "uart_cmsdk.c"),
+             "-o", "uart_cmsdk.o"],
+            "compile", sources / "uart_cmsdk.c", work_dir,
+        )  # fmt: skip
         # Kernels are built position-independent, as prebuilt kernel libraries often are:
         # their global references go through the GOT, so the image has a real .got.
         _run(
@@ -199,7 +207,7 @@ def build_stub_firmware(
         link = _run(
             [compiler, *target, "--specs=nosys.specs", "-nostartfiles", "-Wl,--gc-sections",
              "-T", str(script_out), f"-Wl,-Map={MAP_NAME}", "-Wl,--print-memory-usage",
-             "runner_stub.o", "op_kernels.o", "-o", ELF_NAME],
+             "runner_stub.o", "uart_cmsdk.o", "op_kernels.o", "-o", ELF_NAME],
             "link", elf, work_dir,
         )  # fmt: skip
         shutil.move(work_dir / ELF_NAME, elf)

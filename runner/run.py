@@ -1,10 +1,13 @@
 """One run of the runner firmware: process → parser → session, and how it ended.
 
-FVP output (and, later, a board's UART) goes through the same incremental parser; every
-chunk is recorded before it is parsed, events are recorded as they are emitted, and the
-listener sees both. The end is classified from what the runner printed, with the line that
-proves it: a simulator's own exit status is not trusted on its own (run_fvp.sh's
-"No problems found!" for an FVP that never started is the cautionary tale).
+FVP output and a board's UART go through the same incremental parser: the controller reads
+from a *byte source* (a child process by default; a serial port or an emulated board's pty
+for ``etu monitor``/``etu flash --monitor``, see runner/boards/source.py). Every chunk is
+recorded before it is parsed, events are recorded as they are emitted, and the listener
+sees both. A source may also report its own events (a port's gap after an unplug).
+The end is classified from what the runner printed, with the line that proves it: a
+simulator's own exit status is not trusted on its own (run_fvp.sh's "No problems found!"
+for an FVP that never started is the cautionary tale).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from parsers.runner_events import (
     AssertFailed,
@@ -26,10 +30,12 @@ from parsers.runner_events import (
     HardFault,
     LogLine,
     MissingKernel,
+    OutputTensor,
     RunError,
     RunSucceeded,
 )
 from parsers.runner_log import LogSummary, RunnerLogParser
+from runner.history import figures, run_summary
 from runner.process import ProcessStats, StreamingProcess
 from runner.session import SessionWriter
 
@@ -83,16 +89,24 @@ def classify(
     returncode: int | None,
     stopped: bool,
     last_stderr: str | None = None,
+    time_limit: str | None = None,
+    timed_out: float | None = None,
     stop_reason: str = "stopped by the user",
 ) -> RunOutcome:
     """The run's end from the runner's own words first, the process second.
 
     The proof of an error is the first error (the cause; later asserts are consequences);
-    of a time limit, the simulator's stop reason; of success, the runner's last word."""
+    of a time limit, the simulator's stop reason (or ``time_limit``, the source's own words
+    when it enforced the limit); of success, the runner's last word."""
     verdict = summary.get("verdict", "incomplete")
     reason = _VERDICT_REASON.get(verdict)
+    if timed_out is not None and reason not in ("success", "runner_error", "hard_fault"):
+        proof = f"no runner verdict within etu's time limit of {timed_out:g} s; stopped"
+        return RunOutcome("time_limit", returncode, proof, None, summary)
     if stopped and reason not in ("success", "runner_error", "hard_fault"):
         return RunOutcome("killed", returncode, stop_reason, None, summary)
+    if time_limit and reason not in ("success", "runner_error", "hard_fault"):
+        return RunOutcome("time_limit", returncode, time_limit, None, summary)
     if reason is not None:
         wanted = {
             "success": (RunSucceeded,),
@@ -118,6 +132,63 @@ def classify(
     )
 
 
+class ByteSource(Protocol):
+    """Where a run's bytes come from. ``bind`` hands it the controller's callbacks, which it
+    calls from its own threads: output chunks (with a stream name), its own events, its
+    statistics, and once, at the very end, its exit (a return code or None)."""
+
+    stopped_by_user: bool
+    time_limit_hit: str | None  # the source's words when it ended the run at a time limit
+
+    def bind(
+        self,
+        on_output: Callable[[bytes, str], None],
+        on_exit: Callable[[int | None], None],
+        on_stats: Callable[[ProcessStats], None],
+        on_notice: Callable[[list], None],
+    ) -> None: ...
+    def start(self) -> object: ...
+    def stop(self) -> None: ...
+    def kill(self) -> None: ...
+    def verdict_reached(self) -> None: ...
+
+
+class ProcessSource:
+    """A child process (the FVP) as a byte source: its stdout and stderr."""
+
+    time_limit_hit = None
+
+    def __init__(self, argv: Sequence[str], env: dict[str, str] | None = None) -> None:
+        self.argv = list(argv)
+        self._env = env
+        self._process: StreamingProcess | None = None
+
+    @property
+    def stopped_by_user(self) -> bool:
+        return bool(self._process and self._process.stopped_by_user)
+
+    def bind(self, on_output, on_exit, on_stats, on_notice) -> None:
+        self._process = StreamingProcess(
+            self.argv, on_output=on_output, on_exit=on_exit, on_stats=on_stats, env=self._env
+        )
+
+    def start(self) -> ProcessSource:
+        assert self._process is not None
+        self._process.start()
+        return self
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.stop()
+
+    def kill(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+
+    def verdict_reached(self) -> None:
+        """A simulator ends itself (or hits its --timelimit)."""
+
+
 class RunListener:
     """What a caller hears during a run; called on the process's threads."""
 
@@ -127,11 +198,11 @@ class RunListener:
 
 
 class RunController:
-    """Start ``argv``, record and parse everything it prints, report how it ended."""
+    """Start ``argv`` (or read ``source``), record and parse everything, report the end."""
 
     def __init__(
         self,
-        argv: Sequence[str],
+        argv: Sequence[str] | None = None,
         *,
         sessions: Path,
         kind: str,
@@ -139,12 +210,26 @@ class RunController:
         listener: RunListener | None = None,
         env: dict[str, str] | None = None,
         npu: str | None = None,
+        source: ByteSource | None = None,
         time_limit: float | None = None,
+        watchdog_limit: float | None = None,
         grace: float = WATCHDOG_GRACE_S,
     ) -> None:
-        self.argv = list(argv)
-        # the watchdog: the simulator's own limit (its --timelimit when not given) + grace
-        self.time_limit = time_limit if time_limit is not None else _argv_time_limit(self.argv)
+        """``time_limit``: stop the source after that many seconds (for emulators that,
+        unlike the FVP, have no --timelimit of their own). ``watchdog_limit`` (default: the
+        ``--timelimit`` in ``argv``) + ``grace``: the source is killed if it is still running
+        then, whatever it does with its own limit."""
+        if source is None:
+            if argv is None:
+                raise ValueError("RunController needs argv or a source")
+            source = ProcessSource(argv, env)
+        self.argv = list(argv or [])
+        self.time_limit = time_limit
+        self._timer: threading.Timer | None = None
+        self._timed_out = False
+        self.watchdog_limit = (
+            watchdog_limit if watchdog_limit is not None else _argv_time_limit(self.argv)
+        )
         self.grace = grace
         self._watchdog_fired = False
         self._stop_reason = "stopped by the user"
@@ -159,60 +244,73 @@ class RunController:
         self._recent: dict[tuple[str, int], str] = {}
         self._last_stderr: str | None = None
         self._etdumps = 0
+        self._outputs: list[OutputTensor] = []
         self.session = SessionWriter(sessions, kind, {"command": self.argv, **meta})
         self.outcome: RunOutcome | None = None
         self._done = threading.Event()
         self._peak_rss = 0
-        self._process = StreamingProcess(
-            self.argv,
-            on_output=self._on_output,
-            on_exit=self._on_exit,
-            on_stats=self._on_stats,
-            env=env,
-        )
+        self._told_verdict = False
+        self._source = source
+        source.bind(self._on_output, self._on_exit, self._on_stats, self._on_notice)
 
     @property
     def folder(self) -> Path:
         return self.session.folder
 
+    @property
+    def pid(self) -> int | None:
+        """The child's process id when the source is a process (else None)."""
+        process = getattr(self._source, "_process", None)
+        return process.pid if process is not None else None
+
     def start(self) -> RunController:
         try:
-            self._process.start()
+            self._source.start()
         except OSError as error:
-            text = f"{self.argv[0]}: could not start: {error.strerror or error}"
+            what = self.argv[0] if self.argv else "source"
+            text = f"{what}: could not start: {error.strerror or error}"
             self.outcome = RunOutcome("crash", None, text, None, self._summary.to_json())
             self.session.finish(exit_reason="crash", proof=text, returncode=None)
             self._done.set()
             self.listener.on_end(self.outcome)
             return self
-        _ACTIVE.add(self)
         if self.time_limit is not None:
+            self._timer = threading.Timer(self.time_limit, self._time_up)
+            self._timer.daemon = True
+            self._timer.start()
+        _ACTIVE.add(self)
+        if self.watchdog_limit is not None:
             threading.Thread(target=self._watchdog, name="etu-watchdog", daemon=True).start()
         return self
 
+    def _watchdog(self) -> None:
+        assert self.watchdog_limit is not None
+        if self._done.wait(self.watchdog_limit + self.grace):
+            return
+        self._watchdog_fired = True
+        self._stop_reason = (
+            f"the simulator outlived its time limit ({self.watchdog_limit:g} s) by "
+            f"{self.grace:g} s: killed by etu's watchdog"
+        )
+        self._source.kill()
+
+    def _time_up(self) -> None:
+        if not self._done.is_set():
+            self._timed_out = True
+            self._source.stop()
+
     def stop(self, reason: str | None = None) -> None:
-        """Stop the simulator's process group (SIGTERM, then SIGKILL); blocks up to 3 s."""
+        """Stop the source (a simulator's process group: SIGTERM, then SIGKILL)."""
         if reason:
             self._stop_reason = reason
-        self._process.stop()
+        self._source.stop()
 
     def stop_soon(self, reason: str) -> None:
         """:meth:`stop` from a thread of its own: safe in a signal handler or a reader."""
         threading.Thread(target=self.stop, args=(reason,), name="etu-stop", daemon=True).start()
 
     def kill(self) -> None:
-        self._process.kill()
-
-    def _watchdog(self) -> None:
-        assert self.time_limit is not None
-        if self._done.wait(self.time_limit + self.grace):
-            return
-        self._watchdog_fired = True
-        self._stop_reason = (
-            f"the simulator outlived its time limit ({self.time_limit:g} s) by "
-            f"{self.grace:g} s: killed by etu's watchdog"
-        )
-        self._process.kill()
+        self._source.kill()
 
     def wait(self, timeout: float | None = None) -> RunOutcome | None:
         self._done.wait(timeout)
@@ -223,6 +321,10 @@ class RunController:
             self.session.write_output(chunk, stream=stream)  # recorded before anything else
             events = self._parsers[stream].feed(chunk)
             self._take(events, stream)
+            decided = not self._told_verdict and self._summary.verdict in (
+                "success", "error", "hard_fault"
+            )  # fmt: skip
+            self._told_verdict |= decided
             failed = self.session.failure is not None and not self._record_stopped
             if failed:
                 self._record_stopped = True
@@ -231,6 +333,14 @@ class RunController:
             self.stop_soon(self._stop_reason)  # the readers keep draining: no child blocks
         if events:
             self.listener.on_events(events)
+        if decided:
+            self._source.verdict_reached()
+
+    def _on_notice(self, events: list) -> None:
+        """The source's own events (a port lost and back): recorded between the chunks."""
+        with self._lock:
+            self.session.write_events(events)
+        self.listener.on_events(events)
 
     def _take(self, events: list[Event], stream: str) -> None:
         for event in events:
@@ -242,6 +352,8 @@ class RunController:
                     self._recent.pop(next(iter(self._recent)))
             elif isinstance(event, EtdumpBlock):
                 self._save_etdump(event)
+            elif isinstance(event, OutputTensor):
+                self._outputs.append(event)
             elif isinstance(event, _DECISIVE):
                 text = self._recent.get((stream, event.line_no), type(event).__name__)
                 self._decisive.append((event, text))
@@ -259,7 +371,7 @@ class RunController:
         self._peak_rss = max(self._peak_rss, stats.rss_bytes)
         self.listener.on_stats(stats)
 
-    def _on_exit(self, returncode: int) -> None:
+    def _on_exit(self, returncode: int | None) -> None:
         with self._lock:
             tail: list[Event] = []
             for stream, parser in self._parsers.items():
@@ -271,20 +383,26 @@ class RunController:
                 summary,
                 self._decisive,
                 returncode,
-                self._process.stopped_by_user,
+                self._source.stopped_by_user and not self._timed_out,
                 self._last_stderr,
+                self._source.time_limit_hit,
+                self.time_limit if self._timed_out else None,
                 self._stop_reason,
             )
             if self._record_stopped and self.outcome.reason != "success":
                 self.outcome = RunOutcome(
                     "incomplete", returncode, self._stop_reason, None, summary
                 )
-            elif self._watchdog_fired and self.outcome.reason == "killed":
+            elif self._watchdog_fired and self.outcome.reason in ("killed", "crash"):
                 self.outcome = RunOutcome(
                     "time_limit", returncode, self._stop_reason, None, summary
                 )
+            if self._timer is not None:
+                self._timer.cancel()
             self.session.write_events([self.outcome])
+            self.session.write_summary(run_summary(summary, self._outputs))
             self.session.finish(
+                summary=figures(summary),
                 exit_reason=self.outcome.reason,
                 proof=self.outcome.proof,
                 proof_line=self.outcome.proof_line,

@@ -2,9 +2,11 @@
 
 A session is a folder: ``raw.log`` (the bytes exactly as received), ``raw.index`` (one
 ``<byte offset> <host time>`` line per received line), ``events.jsonl`` (the parser's
-events) and ``meta.json`` (command, target, hashes, start/end, exit reason). Data is written
-as it arrives with unbuffered writes, so killing the console loses at most what the OS had
-not yet been handed: nothing that reached ``write_output``.
+events) and ``meta.json`` (command, target, hashes, start/end, exit reason). Format 2
+(issue 12) adds ``format`` and, at the end, ``summary`` (a few figures) to ``meta.json`` and
+writes ``summary.json`` (runner/history.py); format 1 sessions have neither and still read.
+Data is written as it arrives with unbuffered writes, so killing the console loses at most
+what the OS had not yet been handed: nothing that reached ``write_output``.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ class SessionWriter:
         else:
             raise OSError(f"{root}: no free session folder name for {stamp}")
         self.folder = folder
-        self.meta = {"kind": kind, "started": time.time(), "ended": None, **meta}
+        self.meta = {"format": 2, "kind": kind, "started": time.time(), "ended": None, **meta}
         _write_json_atomically(folder / META, self.meta)
         self._streams = {name: _StreamFile(folder, *files) for name, files in STREAM_FILES.items()}
         self._events = open(folder / EVENTS, "a", buffering=1)  # noqa: SIM115 (held for the run)
@@ -91,6 +93,12 @@ class SessionWriter:
     def update_meta(self, **fields) -> None:
         self.meta.update(fields)
         _write_json_atomically(self.folder / META, self.meta)
+
+    def write_summary(self, summary: dict) -> None:
+        """``summary.json``: what the run amounted to (runner/history.py's run_summary)."""
+        if self.failure is None:
+            with self._guard():
+                _write_json_atomically(self.folder / "summary.json", summary)
 
     def finish(self, **fields) -> None:
         """Record how the run ended and close the files. When recording failed, the session

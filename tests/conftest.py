@@ -30,3 +30,13 @@ def demo_pte() -> Path:
 def anyio_backend() -> str:
     """The Pilot tests run on asyncio (anyio's pytest plugin drives them)."""
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def _no_user_settings(tmp_path_factory, monkeypatch) -> None:
+    """Tests never read the developer's own etu settings (runner/config.py's user file),
+    nor their ETU_* settings variables."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
+    for name in ("ETU_TARGET", "ETU_SYSTEM_CONFIG", "ETU_MEMORY_MODE", "ETU_BOARDS_DIR",
+                 "ETU_EXECUTORCH_SRC", "ETU_THEME"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)

@@ -120,7 +120,7 @@ def start():  # as the console does: a worker thread that ends right after start
 worker = threading.Thread(target=start)
 worker.start()
 worker.join()
-print(box["run"]._process.pid, flush=True)
+print(box["run"].pid, flush=True)
 while not exited:
     time.sleep(0.05)
 wait_all_runs(20)
@@ -192,7 +192,7 @@ def test_watchdog_kills_a_simulator_that_outlives_its_time_limit(tmp_path: Path)
         [str(stubborn), "--timelimit", "1"], sessions=tmp_path / "s", kind="fvp", meta={},
         grace=1.0,
     ).start()  # fmt: skip
-    pid = controller._process.pid
+    pid = controller.pid
     outcome = controller.wait(30)
     assert outcome is not None and outcome.reason == "time_limit"
     assert "watchdog" in outcome.proof and 2.0 <= time.monotonic() - started < 15

@@ -158,7 +158,7 @@ def test_stop_kills_the_process_group_and_samples_it(env, tmp_path: Path) -> Non
         env={**env, "ETU_STANDIN_FAULT": "hang"},
     ).start()  # fmt: skip
     assert listener.started.wait(30)
-    pid = controller._process.pid
+    pid = controller.pid
     time.sleep(1.5)  # at least one psutil sample
     controller.stop()
     outcome = controller.wait(30)

@@ -25,6 +25,17 @@ COMMAND_MODULES: dict[str, str] = {
     "run": "run",
     "log": "log",
     "compile": "compile",
+    "sessions": "sessions",
+    "diff": "diff",
+    "report": "report",
+    "serve": "serve",
+    "config": "config",
+    "init": "init",
+    "ports": "ports",
+    "boards": "boards",
+    "monitor": "monitor",
+    "firmware": "firmware",
+    "compare": "compare",
 }
 
 

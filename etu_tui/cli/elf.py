@@ -51,7 +51,8 @@ def format_elf(record: dict) -> str:
         lines.append("  runner pools:")
         for role, pool in record["pools"].items():
             lines.append(
-                f"    {p(role):<22} {p(pool['symbol']):<28} {pool['size']:>12,} B  "
+                f"    {p(role):<22} {p(pool['symbol'] or '(' + pool['section'] + ')'):<28} "
+                f"{pool['size']:>12,} B  "
                 f"at {pool['address']:#010x} in {p(pool['region'] or '?')}"
             )
     lines.append("  largest symbols:")

@@ -7,15 +7,28 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-HELP = "run the firmware on a Corstone FVP, stream and record its output"
+HELP = "run the firmware on a Corstone FVP or the emulated board, stream and record its output"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fvp", action="store_true", help="run on a Corstone FVP (the default)")
     parser.add_argument(
-        "--target", default="ethos-u55-128", help="e.g. ethos-u55-128, ethos-u85-256"
+        "--target", help="e.g. ethos-u55-128, ethos-u85-256 (default: the target setting)"
     )
-    parser.add_argument("--elf", type=Path, required=True, help="the runner firmware")
+    parser.add_argument("--elf", type=Path, help="the runner firmware")
+    parser.add_argument(
+        "--board", choices=["qemu-an547"],
+        help="run on the emulated board (QEMU mps3-an547, no NPU) instead of an FVP",
+    )  # fmt: skip
+    parser.add_argument(
+        "pte", type=Path, nargs="?",
+        help="with --board: a program to build the real runner for (if needed) and run",
+    )  # fmt: skip
+    parser.add_argument("--build-dir", type=Path, help="with PTE: where the firmware goes")
+    parser.add_argument(
+        "--pools", default="auto", help="with PTE: auto or METHOD,TEMP (see etu firmware build)"
+    )
+    parser.add_argument("--select-ops", default="auto", help="with PTE: auto or an operator list")
     parser.add_argument("--timelimit", type=int, default=600, help="seconds (FVP --timelimit)")
     parser.add_argument("--fast", action="store_true", help="the Ethos-U plugin's --fast mode")
     parser.add_argument("--fvp-path", type=Path, help="the simulator executable to use")
@@ -37,14 +50,28 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     """Exit status says how the run ended (see runner.run.EXIT_STATUS); 2: could not start."""
+    if args.board:
+        return _board_run(args, out=out, err=err)
+    if args.elf is None:
+        err.write("etu: run: --elf is required (or --board qemu-an547 with a PROGRAM.pte)\n")
+        return 2
     from fvp.command import FvpOptions, format_command, parse_param
     from fvp.launch import LaunchError, prepare_fvp_launch
     from parsers.text import printable
+    from runner.config import ConfigError, load_settings
 
+    try:
+        settings = load_settings(Path.cwd())
+    except ConfigError as error:
+        err.write(f"etu: {error}\n")
+        return 2
     try:
         params = tuple(parse_param(p) for p in args.param)
         options = FvpOptions(timelimit=args.timelimit, fast=args.fast, extra_params=params)
-        launch = prepare_fvp_launch(args.target, args.elf, options, fvp_path=args.fvp_path)
+        launch = prepare_fvp_launch(
+            args.target or settings.target, args.elf, options,
+            fvp_path=args.fvp_path, settings=settings,
+        )  # fmt: skip
     except (LaunchError, ValueError) as error:
         err.write(f"etu: {printable(str(error))}\n")
         return 2
@@ -80,7 +107,7 @@ def _stream_run(launch, args: argparse.Namespace, *, out: TextIO, err: TextIO) -
     try:
         controller = RunController(
             launch.argv, sessions=args.sessions, kind="fvp", meta=launch.meta(),
-            listener=Printer(), npu=launch.target.npu, time_limit=args.timelimit,
+            listener=Printer(), npu=launch.target.npu,
         )  # fmt: skip
     except OSError as error:  # --sessions is a file, read-only, on a full disk
         where = printable(str(error.filename or args.sessions))
@@ -99,4 +126,117 @@ def _stream_run(launch, args: argparse.Namespace, *, out: TextIO, err: TextIO) -
         line = f" (line {outcome.proof_line})" if outcome.proof_line else ""
         err.write(f"etu: run ended: {outcome.reason}{line}: {printable(outcome.proof)}\n")
         err.write(f"etu: session recorded in {printable(str(controller.folder))}\n")
+    return outcome.exit_status
+
+
+def _board_run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    """`etu run --board qemu-an547 [PROGRAM.pte | --elf ELF]`: build if needed, run."""
+    from runner.runtime_run import QEMU_LABEL, QemuMissing, qemu_argv, run_on_qemu
+
+    elf = args.elf
+    if elf is None:
+        if args.pte is None:
+            err.write("etu: run: --board needs a PROGRAM.pte or --elf\n")
+            return 2
+        elf = _build_if_needed(args, err=err)
+        if isinstance(elf, int):
+            return elf
+    if not Path(elf).is_file():
+        err.write(f"etu: {elf}: no such firmware file\n")
+        return 2
+    try:
+        argv = qemu_argv(Path(elf))
+    except QemuMissing as error:
+        err.write(f"etu: {error}\n")
+        return 2
+    if args.dry_run:
+        out.write((json.dumps({"argv": argv}) if args.json else " ".join(argv)) + "\n")
+        return 0
+    err.write(f"etu: {QEMU_LABEL}\n")
+    time_limit = float(args.timelimit) if args.timelimit else 60.0
+    controller = run_on_qemu(
+        Path(elf), sessions=args.sessions, listener=_printer(args, out), time_limit=time_limit,
+        meta={"program": str(args.pte) if args.pte else None},
+    )  # fmt: skip
+    status = _finish(controller, args, out=out, err=err)
+    _explain_fault(controller, Path(elf), err)
+    return status
+
+
+def _explain_fault(controller, elf: Path, err: TextIO) -> None:
+    """A hard fault's registers decoded and PC/LR symbolised from the ELF that ran."""
+    from runner.runtime_run import describe_fault
+
+    if controller.outcome is None or controller.outcome.reason != "hard_fault":
+        return
+    for line in (controller.folder / "events.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        if event.get("type") == "HardFault":
+            err.write(f"etu: fault: {describe_fault(event.get('registers', {}), elf)}\n")
+            return
+
+
+def _build_if_needed(args: argparse.Namespace, *, err: TextIO):
+    from etu_tui.cli.firmware import build_from_args
+    from runner.runtime_build import RuntimeBuildError, load_record
+    from runner.runtime_source import SourceError
+    from runner.session import file_sha256
+
+    folder = args.build_dir or Path(".etu") / "firmware" / f"{args.pte.stem}.{args.board}"
+    record = load_record(folder)
+    wanted = {"program_sha256": file_sha256(args.pte), "pools": args.pools,
+              "select_ops": args.select_ops}  # fmt: skip
+    if record and record.get("request") == wanted and Path(record["elf"]).is_file():
+        err.write(f"etu: firmware up to date: {record['elf']}\n")
+        return Path(record["elf"])
+    build_args = argparse.Namespace(
+        pte=args.pte, board=args.board, pools=args.pools, select_ops=args.select_ops,
+        bundleio=False, etdump=False, fault_on_start=False,
+    )  # fmt: skip
+    try:
+        result = build_from_args(build_args, folder, err=err)
+    except SourceError as error:
+        err.write(f"etu: {args.pte}: {error}\n")
+        return 2
+    except RuntimeBuildError as error:
+        err.write(f"etu: {error}\n")
+        return 2
+    data = result.to_json()
+    data["request"] = wanted
+    (Path(folder) / "etu_firmware.json").write_text(json.dumps(data, indent=2) + "\n")
+    err.write(f"etu: firmware built: {result.elf}\n")
+    return result.elf
+
+
+def _printer(args: argparse.Namespace, out: TextIO):
+    from etu_tui.safe_text import printable
+    from parsers.runner_events import LogLine
+    from runner.run import RunListener
+
+    class Printer(RunListener):
+        def on_events(self, events) -> None:
+            for event in events:
+                if args.json:
+                    out.write(json.dumps(event.to_json()) + "\n")
+                elif isinstance(event, LogLine):
+                    out.write(printable(event.text) + "\n")
+            out.flush()
+
+    return Printer()
+
+
+def _finish(controller, args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    from etu_tui.safe_text import printable
+
+    try:
+        outcome = controller.wait()
+    except KeyboardInterrupt:
+        controller.stop()
+        outcome = controller.wait()
+    if args.json:
+        out.write(json.dumps({**outcome.to_json(), "session": str(controller.folder)}) + "\n")
+    else:
+        line = f" (line {outcome.proof_line})" if outcome.proof_line else ""
+        err.write(f"etu: run ended: {outcome.reason}{line}: {printable(outcome.proof)}\n")
+        err.write(f"etu: session recorded in {controller.folder}\n")
     return outcome.exit_status

@@ -4,7 +4,10 @@
  * Same section names, symbol names, alignment and pool-size macros as the runner described
  * in runtime_formats.md §6.2-6.3, so the ELF, the ld map and ld's --print-memory-usage of a
  * link of this file look like the real firmware's. It does not execute a program: main()
- * only touches each pool and walks the kernel registry.
+ * only touches each pool and walks the kernel registry, printing runner-like lines over
+ * UART0 (uart_cmsdk.c) that say so. Reset_Handler is a start-up that boots on QEMU's
+ * mps3-an547 (Cortex-M55, Corstone-300 map); the end is SYSRESETREQ, which QEMU run with
+ * -no-reboot turns into its own exit.
  *
  * Build-time knobs (all optional):
  *   ET_PTE_FILE_PATH                                   "path" of the .pte to embed (model_pte)
@@ -16,6 +19,7 @@
  *   ET_NUM_INFERENCES                                  kept in .data (default 1)
  */
 #include "runner_stub.h"
+#include "uart_cmsdk.h"
 
 #ifndef ET_ARM_BAREMETAL_METHOD_ALLOCATOR_POOL_SIZE
 #define ET_ARM_BAREMETAL_METHOD_ALLOCATOR_POOL_SIZE (60 * 1024 * 1024)
@@ -44,8 +48,10 @@ __asm__(".section network_model_sec, \"a\", %progbits\n"
         "model_pte:\n"
         ".incbin \"" ET_PTE_FILE_PATH "\"\n"
         ".size model_pte, . - model_pte\n"
+        "model_pte_end:\n"
         ".previous\n");
 extern const unsigned char model_pte[];
+extern const unsigned char model_pte_end[];
 #endif
 
 /* -------------------------------------------------------------------------- the pools */
@@ -101,6 +107,7 @@ extern const uint32_t __zero_table_start__[], __zero_table_end__[];
 int main(void);
 void Reset_Handler(void);
 void Default_Handler(void);
+void system_exit(void);
 
 void Default_Handler(void) {
   for (;;) {
@@ -128,17 +135,67 @@ void Reset_Handler(void) {
       to[i] = 0;
     }
   }
+  /* Full access to the FPU (CP10, CP11) before any code may use it. */
+  *(volatile uint32_t *)0xE000ED88u |= (0xFu << 20);
   main();
+  system_exit();
+}
+
+/* SYSRESETREQ through AIRCR: a board resets, QEMU with -no-reboot exits. */
+void system_exit(void) {
+  __asm__ volatile("dsb 0xf" ::: "memory");
+  *(volatile uint32_t *)0xE000ED0Cu = 0x05FA0004u;
+  __asm__ volatile("dsb 0xf" ::: "memory");
   Default_Handler();
 }
 
 /* ---------------------------------------------------------------------------- main */
 
+/* One line in the runner's log format: "I [executorch:<file>:<line> <fn>()] <text>". */
+static void log_start(uint32_t line, const char *function) {
+  uart_puts("I [executorch:arm_executor_runner.cpp:");
+  uart_put_dec(line);
+  uart_putc(' ');
+  uart_puts(function);
+  uart_puts("()] ");
+}
+
+static void log_text(uint32_t line, const char *function, const char *text) {
+  log_start(line, function);
+  uart_puts(text);
+  uart_putc('\n');
+}
+
+static void log_size(uint32_t line, const char *function, const char *text, uint32_t size,
+                     const char *unit) {
+  log_start(line, function);
+  uart_puts(text);
+  uart_put_dec(size);
+  uart_puts(unit);
+  uart_putc('\n');
+}
+
 int main(void) {
   volatile unsigned char sink = 0;
+  uart_init(115200u);
+  uart_puts("etu stand-in runner firmware: runs no model, prints what the runner prints\n");
 #ifdef ET_PTE_FILE_PATH
+  log_start(912, "runner_init");
+  uart_puts("PTE @ ");
+  uart_put_hex((uint32_t)(uintptr_t)model_pte);
+  uart_puts(" [----");
+  for (int i = 4; i < 8; ++i) {
+    uart_putc((char)model_pte[i]);
+  }
+  uart_puts("]\n");
+  log_size(917, "runner_init", "PTE Model data loaded. Size: ",
+           (uint32_t)(model_pte_end - model_pte), " bytes.");
   sink ^= model_pte[4]; /* 'E' of the "ET12" identifier */
+#else
+  log_text(1021, "runner_init", "Model data is not initialized");
 #endif
+  log_size(968, "runner_init", "Setup Method allocator pool. Size: ",
+           (uint32_t)sizeof(method_allocation_pool), " bytes.");
   method_allocation_pool[0] = sink;
   temp_allocation_pool[0] = sink;
 #ifdef ET_ARM_BAREMETAL_FAST_SCRATCH_TEMP_ALLOCATOR_POOL_SIZE
@@ -150,6 +207,7 @@ int main(void) {
 #ifdef SEMIHOSTING
   input_file_allocation_pool[0] = sink;
 #endif
+  log_size(1140, "run_model", "Starting running ", et_num_inferences, " inferences...");
   void *args[2] = {(void *)&sink, 0};
   for (uint32_t run = 0; run < et_num_inferences; ++run) {
     for (const struct et_kernel *k = kernels_to_register; k->name; ++k) {
@@ -157,5 +215,10 @@ int main(void) {
     }
     et_inference_counts[run & 3]++;
   }
-  return (int)et_kernel_invocations;
+  log_size(1172, "run_model", "", et_num_inferences, " inferences finished");
+  log_size(1210, "log_mem_status", "kernel stub calls: ", et_kernel_invocations, "");
+  log_size(1210, "log_mem_status", "temp_allocator:            ",
+           (uint32_t)sizeof(temp_allocation_pool), "");
+  log_text(1381, "main", "Program complete, exiting.");
+  return 0;
 }

@@ -1,0 +1,34 @@
+"""etu boards: the board profiles etu knows, built in and the user's own."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TextIO
+
+HELP = "list board profiles (built in, and ETU_BOARDS_DIR's *.toml)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="one JSON object per profile per line")
+
+
+def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    from runner.boards.profiles import ProfileError, load_profiles
+
+    try:
+        profiles = load_profiles()
+    except ProfileError as error:
+        err.write(f"etu: {error}\n")
+        return 2
+    for profile in profiles.values():
+        if args.json:
+            out.write(json.dumps(profile.to_json()) + "\n")
+            continue
+        origin = "built-in" if profile.builtin else str(profile.source)
+        usb = ",".join(f"{v:04X}:{p:04X}" for v, p in profile.usb) or "-"
+        out.write(
+            f"{profile.name:<12} {profile.method:<16} {profile.baud:>7} {profile.framing}"
+            f"  usb {usb:<20} {origin}\n    {profile.description}\n"
+        )
+    return 0

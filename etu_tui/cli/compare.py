@@ -1,0 +1,55 @@
+"""etu compare: a run's outputs against the host runtime or saved arrays."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TextIO
+
+HELP = "compare a recorded run's outputs with the host runtime (or .npy files): errors, SNR"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from runner.compare import DEFAULT_ATOL, DEFAULT_RTOL
+
+    parser.add_argument("session", type=Path, help="a session folder (.etu/sessions/...)")
+    parser.add_argument(
+        "--reference", nargs="+", default=["host"], metavar="host|FILE.npy",
+        help="host (ExecuTorch's host runtime, same inputs) or one .npy per output",
+    )  # fmt: skip
+    parser.add_argument("--pte", type=Path, help="the program, when the session names none")
+    parser.add_argument("--rtol", type=float, default=DEFAULT_RTOL, help="relative tolerance")
+    parser.add_argument("--atol", type=float, default=DEFAULT_ATOL, help="absolute tolerance")
+    parser.add_argument("--json", action="store_true", help="one JSON object")
+
+
+def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    """0 all outputs pass, 1 some fail, 2 cannot compare."""
+    from runner.compare import CompareError, compare_session
+
+    reference = "host" if args.reference == ["host"] else [Path(p) for p in args.reference]
+    try:
+        record = compare_session(
+            args.session, reference=reference, pte=args.pte, rtol=args.rtol, atol=args.atol
+        )
+    except (CompareError, OSError, ValueError, RuntimeError) as error:
+        err.write(f"etu: {args.session}: {str(error).splitlines()[0] if str(error) else error}\n")
+        return 2
+    if args.json:
+        out.write(json.dumps(record) + "\n")
+    else:
+        out.write(f"reference: {record['reference']} (rtol {args.rtol:g}, atol {args.atol:g})\n")
+        for o in record["outputs"]:
+            cosine = "n/a" if o["cosine_similarity"] is None else f"{o['cosine_similarity']:.6f}"
+            snr = "inf" if o["snr_db"] is None else f"{o['snr_db']:.1f} dB"
+            out.write(
+                f"output {o['index']}: {'PASS' if o['passed'] else 'FAIL'}  n={o['count']}  "
+                f"max|e|={o['max_abs_error']:.3g}  mean|e|={o['mean_abs_error']:.3g}  "
+                f"rmse={o['rmse']:.3g}  cos={cosine}  snr={snr}  worst at [{o['worst_index']}]\n"
+            )
+            if o["note"]:
+                out.write(f"  note: {o['note']}\n")
+        for index in record["missing_outputs"]:
+            out.write(f"output {index}: not printed by the target\n")
+    return 0 if record["passed"] else 1

@@ -1,0 +1,100 @@
+"""etu firmware build: ExecuTorch's own arm_executor_runner around a program."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TextIO
+
+HELP = "build ExecuTorch's arm_executor_runner (upstream sources) around a program"
+
+BOARDS = ("qemu-an547", "corstone-300", "corstone-320")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    build = sub.add_parser("build", help="build the runner firmware for a board")
+    add_build_options(build)
+    build.add_argument("pte", type=Path, help="the program (.pte) to bake into the runner")
+    build.add_argument("--out", type=Path, help="output folder (default: PROGRAM.<board>/)")
+    build.add_argument("--json", action="store_true", help="one JSON object: ELF, commands, pools")
+
+
+def add_build_options(parser: argparse.ArgumentParser, *, board_required: bool = True) -> None:
+    parser.add_argument(
+        "--board", choices=BOARDS, required=board_required,
+        help="qemu-an547 (emulated, CPU only) or corstone-300/-320 (Ethos-U delegate)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--pools", default="auto",
+        help="auto (fit check's need + max(25%%, 16 KiB)) or METHOD,TEMP in bytes (K/M ok)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--select-ops", default="auto",
+        help="auto (the program's operators) or a comma-separated operator list",
+    )  # fmt: skip
+    parser.add_argument("--bundleio", action="store_true", help="runner with BundleIO checks")
+    parser.add_argument("--etdump", action="store_true", help="runner with the ETDump tracer")
+    parser.add_argument(
+        "--fault-on-start", action="store_true",
+        help="platform layer faults on purpose before main (to test the fault path)",
+    )  # fmt: skip
+
+
+def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    from runner.runtime_build import RuntimeBuildError
+    from runner.runtime_source import SourceError
+
+    folder = args.out or args.pte.with_name(f"{args.pte.stem}.{args.board}")
+    try:
+        result = build_from_args(args, folder, err=None if args.json else err)
+    except SourceError as error:
+        err.write(f"etu: {args.pte}: {error}\n")
+        return 2
+    except RuntimeBuildError as error:
+        err.write(f"etu: {error}\n")
+        return 1
+    if args.json:
+        out.write(json.dumps(result.to_json()) + "\n")
+        return 0
+    out.write(f"configure: {_join(result.configure_command)}\n")
+    out.write(f"build:     {_join(result.build_command)}\n")
+    out.write(f"pools: method {result.pools['method']:,} B, temp {result.pools['temp']:,} B "
+              f"({result.pool_basis})\n")  # fmt: skip
+    out.write(f"operators: {','.join(result.select_ops) or '(none)'}\n")
+    out.write(
+        f"library cache: {'reused' if result.reused_tree else 'built'} {result.build_dir}; "
+        f"{result.seconds.get('total', 0):.1f} s\n"
+    )
+    out.write(f"rebuild by hand: sh {folder / 'rebuild.sh'}\n")
+    out.write(f"ELF: {result.elf}\n")
+    return 0
+
+
+def build_from_args(args: argparse.Namespace, folder: Path, *, err: TextIO | None):
+    """Shared by `etu firmware build` and `etu run --board`."""
+    from runner.runtime_build import build_runner, parse_pools
+
+    pools = parse_pools(args.pools)
+    select = None
+    if args.select_ops.strip().lower() != "auto":
+        select = [op.strip() for op in args.select_ops.split(",") if op.strip()]
+
+    def progress(text: str) -> None:
+        if err is not None:
+            from etu_tui.safe_text import printable
+
+            err.write(f"etu: firmware: {printable(text)}\n")
+            err.flush()
+
+    return build_runner(
+        args.pte, args.board, folder, pools=pools, select_ops=select, bundleio=args.bundleio,
+        etdump=args.etdump, fault_on_start=args.fault_on_start, progress=progress,
+    )  # fmt: skip
+
+
+def _join(argv: list[str]) -> str:
+    import shlex
+
+    return shlex.join(argv)

@@ -1,0 +1,95 @@
+"""etu sessions: every recorded run of the workspace, newest first."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TextIO
+
+HELP = "list the workspace's recorded sessions (simulator, emulated board, board)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_workspace_options(parser)
+    parser.add_argument("--program", help="only this program (name, part of it, or hash prefix)")
+    parser.add_argument("--target", help="only this target, e.g. ethos-u55-128")
+    parser.add_argument(
+        "--ending",
+        help="only runs that ended so: success, runner_error, hard_fault, time_limit, crash, "
+        "killed, incomplete, unfinished, or failed (anything but success)",
+    )
+    parser.add_argument("--kind", help="only this kind of session: fvp, emulated, board")
+    parser.add_argument("--limit", type=int, help="at most this many (the newest)")
+    parser.add_argument("--json", action="store_true", help="one JSON object per session")
+
+
+def add_workspace_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--workspace", type=Path, default=Path("."),
+        help="the workspace (default: the current folder)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--sessions", type=Path,
+        help="the sessions folder (default: WORKSPACE/.etu/sessions)",
+    )  # fmt: skip
+
+
+def sessions_folder(args: argparse.Namespace) -> Path:
+    from runner.session import sessions_root
+
+    return args.sessions if args.sessions is not None else sessions_root(args.workspace)
+
+
+def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    from runner.history import list_rows
+
+    rows = list_rows(
+        sessions_folder(args), workspace=args.workspace, program=args.program,
+        target=args.target, ending=args.ending, kind=args.kind, limit=args.limit,
+    )  # fmt: skip
+    if args.json:
+        out.write("".join(json.dumps(row.to_json()) + "\n" for row in rows))
+        return 0
+    if not rows:
+        err.write(f"etu: {sessions_folder(args)}: no recorded sessions match\n")
+        return 0
+    out.write(format_rows(rows))
+    return 0
+
+
+def _num(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def format_rows(rows) -> str:
+    from parsers.text import printable
+
+    header = ("when", "kind", "target", "program", "firmware", "ending", "NPU cycles",
+              "CPU cycles", "method alloc", "temp alloc", "time", "proof")  # fmt: skip
+    table = [header]
+    for row in rows:
+        line = row.ending["proof_line"]
+        ending = row.ending["reason"] + (f" @{line}" if line else "")
+        kind = row.kind + ("*" if row.simulated else "")
+        table.append((
+            row.started_text, kind, row.target,
+            f"{row.program['name']} {row.program['short']}".strip(),
+            f"{row.firmware['name']} {row.firmware['short']}".strip(),
+            ending, _num(row.npu_cycles), _num(row.cpu_cycles),
+            _num(row.method_allocator_used), _num(row.temp_allocator),
+            "-" if row.duration_s is None else f"{row.duration_s:.1f}s",
+            printable(row.ending["proof"]),
+        ))  # fmt: skip
+    widths = [max(len(r[i]) for r in table) for i in range(len(header) - 1)]
+    numeric = {6, 7, 8, 9, 10}
+    lines = []
+    for cells in table:
+        parts = [
+            cells[i].rjust(widths[i]) if i in numeric else cells[i].ljust(widths[i])
+            for i in range(len(widths))
+        ]
+        lines.append("  ".join(parts) + "  " + cells[-1])
+    simulated = any(row.simulated for row in rows)
+    note = "\n* the etu stand-in FVP: numbers are SIMULATED\n" if simulated else "\n"
+    return "\n".join(lines) + note

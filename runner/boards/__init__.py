@@ -1,0 +1,1 @@
+"""Boards: profiles, ports, transfer methods, and the emulated board (QEMU)."""

@@ -1,0 +1,187 @@
+"""Outputs of a recorded run against a reference: the host runtime or saved arrays.
+
+The target's outputs are the runner's ``Output[i][j]`` lines (the upstream runner prints
+every element of Float/Int/Char/Bool outputs, floats with ``%f``: six decimals, so a
+perfect match differs from the host by up to 5e-7). The host reference is the same program
+run by ExecuTorch's host runtime (``executorch.runtime``, imported here lazily) on the same
+inputs as the runner: every input filled with ones.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from runner.session import read_session
+
+DEFAULT_RTOL = 1e-3
+DEFAULT_ATOL = 1e-5
+PRINT_RESOLUTION = 5e-7  # %f rounding
+
+
+class CompareError(RuntimeError):
+    """One line: what cannot be compared and why."""
+
+
+@dataclass(frozen=True)
+class OutputComparison:
+    index: int
+    count: int  # elements compared
+    numel: int | None  # elements the output has (None when unknown)
+    max_abs_error: float
+    mean_abs_error: float
+    rmse: float
+    cosine_similarity: float | None
+    snr_db: float | None  # None: no error at all (infinite)
+    worst_index: int
+    passed: bool
+    note: str | None = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def metrics(
+    index: int,
+    target: list[float],
+    reference: list[float],
+    *,
+    rtol: float,
+    atol: float,
+    numel: int | None = None,
+) -> OutputComparison:
+    """Per-output error metrics (ST Edge AI's validate is the anchor) and allclose pass/fail."""
+    count = min(len(target), len(reference))
+    if count == 0:
+        raise CompareError(f"output {index}: nothing to compare")
+    errors = [abs(t - r) for t, r in zip(target[:count], reference[:count], strict=True)]
+    worst = max(range(count), key=errors.__getitem__)
+    sq_err = sum(e * e for e in errors)
+    sq_ref = sum(r * r for r in reference[:count])
+    sq_tgt = sum(t * t for t in target[:count])
+    dot = sum(t * r for t, r in zip(target[:count], reference[:count], strict=True))
+    cosine = dot / math.sqrt(sq_ref * sq_tgt) if sq_ref > 0 and sq_tgt > 0 else None
+    if sq_err == 0:
+        snr = None
+    elif sq_ref == 0:
+        snr = -math.inf
+    else:
+        snr = 10 * math.log10(sq_ref / sq_err)
+    passed = all(e <= atol + rtol * abs(r) for e, r in zip(errors, reference[:count], strict=True))
+    note = None
+    if len(target) != len(reference):
+        note = f"target printed {len(target)} values, reference has {len(reference)}"
+        passed = False
+    return OutputComparison(
+        index=index, count=count, numel=numel, max_abs_error=max(errors),
+        mean_abs_error=sum(errors) / count, rmse=math.sqrt(sq_err / count),
+        cosine_similarity=cosine, snr_db=snr, worst_index=worst, passed=passed, note=note,
+    )  # fmt: skip
+
+
+def session_outputs(folder: Path) -> tuple[dict[int, dict], dict]:
+    """``{output index: OutputTensor event}`` of the session's last inference, and its meta."""
+    session = read_session(Path(folder))
+    outputs: dict[int, dict] = {}
+    for event in session.events:
+        if event.get("type") == "OutputTensor":
+            outputs[int(event["index"])] = event
+    if not outputs:
+        raise CompareError(f"{folder}: the run printed no Output[i][j] lines")
+    return outputs, session.meta
+
+
+def input_specs(pte: Path) -> list[tuple[tuple[int, ...], str]]:
+    """(shape, dtype) of the forward method's tensor inputs, from etu's decoder."""
+    from parsers.pte import Tensor, open_program
+
+    with open_program(pte) as program:
+        plan = program.plans[0]
+        return [
+            (tuple(plan.values[i].sizes), plan.values[i].dtype)
+            for i in plan.inputs
+            if isinstance(plan.values[i], Tensor)
+        ]
+
+
+def host_reference(pte: Path, inputs: list | None = None) -> list[list[float]]:
+    """The program run by ExecuTorch's host runtime; inputs all ones unless given."""
+    import torch
+    from executorch.runtime import Runtime
+
+    if inputs is None:
+        inputs = [
+            torch.ones(shape, dtype=getattr(torch, _TORCH_DTYPES.get(dtype, "float32")))
+            for shape, dtype in input_specs(pte)
+        ]
+    program = Runtime.get().load_program(Path(pte))
+    method = program.load_method("forward")
+    results = method.execute(inputs)
+    return [_flat(r) for r in results]
+
+
+def npy_reference(paths: list[Path]) -> list[list[float]]:
+    import numpy
+
+    return [numpy.load(path).astype("float64").reshape(-1).tolist() for path in paths]
+
+
+def compare_session(
+    folder: Path,
+    *,
+    reference: str | list[Path] = "host",
+    pte: Path | None = None,
+    rtol: float = DEFAULT_RTOL,
+    atol: float = DEFAULT_ATOL,
+) -> dict:
+    """The ``etu compare --json`` record."""
+    outputs, meta = session_outputs(folder)
+    if reference == "host":
+        program = pte or (Path(meta["program"]) if meta.get("program") else None)
+        if program is None or not Path(program).is_file():
+            raise CompareError(
+                f"{folder}: the session names no program file; pass --pte PROGRAM.pte"
+            )
+        refs = host_reference(Path(program))
+        source = f"host runtime (executorch.runtime) on {program}, inputs all ones"
+    else:
+        refs = npy_reference(list(reference))
+        source = "files: " + ", ".join(str(p) for p in reference)
+    results = []
+    for index in sorted(outputs):
+        if index >= len(refs):
+            raise CompareError(f"output {index}: the reference has only {len(refs)} outputs")
+        event = outputs[index]
+        values = [float(v) for v in event.get("values") or []]
+        result = metrics(index, values, refs[index], rtol=rtol, atol=atol,
+                         numel=event.get("numel"))  # fmt: skip
+        if event.get("printed") is not None and event.get("numel") not in (None, len(values)):
+            result = OutputComparison(**{**asdict(result), "note": (
+                f"the runner printed {len(values)} of {event.get('numel')} elements; "
+                "compared what was printed")})  # fmt: skip
+        results.append(result)
+    missing = [i for i in range(len(refs)) if i not in outputs]
+    return {
+        "session": str(folder),
+        "reference": source,
+        "rtol": rtol,
+        "atol": atol,
+        "print_resolution": PRINT_RESOLUTION,
+        "outputs": [r.to_json() for r in results],
+        "missing_outputs": missing,
+        "passed": bool(results) and all(r.passed for r in results) and not missing,
+    }
+
+
+_TORCH_DTYPES = {
+    "Float": "float32", "Double": "float64", "Int": "int32", "Long": "int64",
+    "Char": "int8", "Byte": "uint8", "Short": "int16", "Bool": "bool", "Half": "float16",
+}  # fmt: skip
+
+
+def _flat(value) -> list[float]:
+    try:
+        return [float(v) for v in value.reshape(-1).tolist()]
+    except AttributeError:
+        return [float(value)]

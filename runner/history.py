@@ -1,0 +1,344 @@
+"""Every recorded session of a workspace, as rows to list, filter and compare.
+
+A session folder (runner/session.py) has ``meta.json``; since format 2 the run's end also
+writes ``summary.json`` (the ``etu log --json`` summary plus each output's values) and a few
+figures into ``meta.json`` (``summary``), so listing reads one small file per session.
+Sessions from an older etu (format 1: no summary) are summarised by re-parsing ``raw.log``
+once; the result is cached in ``.etu/sessions/.summaries.json`` keyed on the log's size
+and modification time, so they list fast too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner.session import META, RAW, list_sessions
+
+SESSION_FORMAT = 2
+SUMMARY = "summary.json"
+CACHE = ".summaries.json"
+MAX_OUTPUT_VALUES = 4096  # values kept per output in summary.json (the parser's own cap rules)
+ENDINGS = ("success", "runner_error", "hard_fault", "time_limit", "crash", "killed", "incomplete")
+
+
+# --------------------------------------------------------------------------- summaries
+
+
+def run_summary(log: dict[str, Any], outputs: Iterable[Any]) -> dict[str, Any]:
+    """``summary.json``: the parser's summary (``LogSummary.to_json()``) and the outputs'
+    values (``OutputTensor`` events or their JSON), so a diff needs no re-parse."""
+    values: dict[str, dict] = {}
+    for output in outputs:
+        item = output.to_json() if hasattr(output, "to_json") else dict(output)
+        values[str(item["index"])] = {
+            "dtype": item.get("dtype"),
+            "numel": item.get("numel"),
+            "values": list(item.get("values") or [])[:MAX_OUTPUT_VALUES],
+        }
+    return {"format": SESSION_FORMAT, **log, "output_values": values}
+
+
+def figures(log: dict[str, Any]) -> dict[str, Any]:
+    """The few numbers a listing shows (kept in meta.json as ``summary``)."""
+    pmu = (log.get("pmu") or [{}])[-1]
+    allocators = log.get("allocators") or {}
+    method = allocators.get("method_allocator") or {}
+    temp = allocators.get("temp_allocator") or {}
+    return {
+        "lines": log.get("lines"),
+        "verdict": log.get("verdict"),
+        "npu_cycles": pmu.get("npu_cycles"),
+        "cpu_cycles": pmu.get("cpu_cycles"),
+        "method_allocator_used": method.get("used"),
+        "method_allocator_size": method.get("size"),
+        "temp_allocator": temp.get("size"),
+        "outputs": len(log.get("outputs") or {}),
+        "errors": len(log.get("errors") or []),
+    }
+
+
+def summarize_raw(folder: Path, npu: str | None) -> dict[str, Any]:
+    """A session's summary from its ``raw.log`` (older sessions), read in chunks."""
+    from parsers.runner_events import OutputTensor
+    from parsers.runner_log import LogSummary, RunnerLogParser
+
+    parser = RunnerLogParser(npu=npu)
+    summary = LogSummary()
+    outputs = []
+
+    def take(events) -> None:
+        for event in events:
+            summary.add(event)
+            if type(event) is OutputTensor:
+                outputs.append(event)
+
+    path = folder / RAW
+    if path.is_file():
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                take(parser.feed(block))
+    take(parser.close())
+    return run_summary(summary.to_json(), outputs)
+
+
+def load_summary(folder: Path, meta: dict | None = None) -> dict[str, Any]:
+    """``summary.json`` when the session has one, else re-parsed from ``raw.log``."""
+    try:
+        return json.loads((folder / SUMMARY).read_text())
+    except (OSError, ValueError):
+        pass
+    meta = meta if meta is not None else read_meta(folder)
+    return summarize_raw(folder, _npu(meta))
+
+
+def _npu(meta: dict) -> str | None:
+    return str(meta.get("target") or "").rpartition("-")[0] or None
+
+
+def read_meta(folder: Path) -> dict:
+    try:
+        meta = json.loads((folder / META).read_text())
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+# --------------------------------------------------------------------------- rows
+
+
+@dataclass(slots=True)
+class SessionRow:
+    """One line of ``etu sessions`` (``--json``: these fields)."""
+
+    id: str
+    folder: str
+    started: float | None
+    started_text: str
+    kind: str
+    target: str
+    simulated: bool
+    program: dict
+    firmware: dict
+    ending: dict
+    npu_cycles: int | None
+    cpu_cycles: int | None
+    method_allocator_used: int | None
+    method_allocator_size: int | None
+    temp_allocator: int | None
+    duration_s: float | None
+    format: int
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _short(digest: object) -> str:
+    return digest[:8] if isinstance(digest, str) else ""
+
+
+def _number(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def session_row(
+    folder: Path, meta: dict, figures_: dict, programs: dict[str, str] | None = None
+) -> SessionRow:
+    """A row from what the session recorded; ``programs`` maps a .pte's sha256 to its name
+    (the workspace's programs) for sessions that did not record the name."""
+    started = meta.get("started") if isinstance(meta.get("started"), int | float) else None
+    ended = meta.get("ended") if isinstance(meta.get("ended"), int | float) else None
+    program_sha = meta.get("program_sha256")
+    program_name = meta.get("program")
+    if isinstance(program_name, str) and ("/" in program_name or "\\" in program_name):
+        program_name = Path(program_name).name  # a path (board runs record the .pte given)
+    if not program_name and isinstance(program_sha, str):
+        program_name = (programs or {}).get(program_sha)
+    elf = meta.get("elf") or meta.get("firmware")
+    warnings = []
+    if not meta:
+        warnings.append("meta.json is unreadable")
+    elif ended is None:
+        warnings.append("no end recorded (the console or the run was killed)")
+    reason = meta.get("exit_reason")
+    if not isinstance(reason, str):
+        reason = "unfinished" if ended is None else "incomplete"
+    return SessionRow(
+        id=folder.name,
+        folder=str(folder),
+        started=started,
+        started_text=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)) if started else "",
+        kind=str(meta.get("kind") or "?"),
+        target=str(meta.get("target") or ""),
+        simulated=bool(meta.get("simulated")),
+        program={
+            "name": str(program_name or ("model_pte" if program_sha else "")),
+            "sha256": program_sha if isinstance(program_sha, str) else None,
+            "short": _short(program_sha),
+        },
+        firmware={
+            "name": Path(str(elf)).name if elf else "",
+            "sha256": meta.get("elf_sha256") if isinstance(meta.get("elf_sha256"), str) else None,
+            "short": _short(meta.get("elf_sha256")),
+        },
+        ending={
+            "reason": reason,
+            "proof": str(meta.get("proof") or ""),
+            "proof_line": _number(meta.get("proof_line")),
+            "verdict": meta.get("verdict") or figures_.get("verdict"),
+        },
+        npu_cycles=_number(figures_.get("npu_cycles")),
+        cpu_cycles=_number(figures_.get("cpu_cycles")),
+        method_allocator_used=_number(figures_.get("method_allocator_used")),
+        method_allocator_size=_number(figures_.get("method_allocator_size")),
+        temp_allocator=_number(figures_.get("temp_allocator")),
+        duration_s=round(ended - started, 3) if started and ended else None,
+        format=int(meta.get("format") or 1) if isinstance(meta.get("format"), int) else 1,
+        warnings=warnings,
+    )
+
+
+def workspace_programs(workspace: Path) -> dict[str, str]:
+    """sha256 → file name of the workspace's ``.pte`` programs (to name older sessions)."""
+    names: dict[str, str] = {}
+    try:
+        candidates = sorted(Path(workspace).glob("*.pte"))
+    except OSError:
+        return names
+    for path in candidates:
+        try:
+            names.setdefault(hashlib.sha256(path.read_bytes()).hexdigest(), path.name)
+        except OSError:
+            continue
+    return names
+
+
+class _Cache:
+    """Figures of format-1 sessions, keyed on their raw.log's size and mtime."""
+
+    def __init__(self, root: Path) -> None:
+        self.path = root / CACHE
+        try:
+            self.data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            self.data = {}
+        if not isinstance(self.data, dict):
+            self.data = {}
+        self.changed = False
+
+    def figures(self, folder: Path, meta: dict) -> dict:
+        try:
+            stat = (folder / RAW).stat()
+            key = f"{stat.st_size}:{stat.st_mtime_ns}"
+        except OSError:
+            key = "missing"
+        hit = self.data.get(folder.name)
+        if isinstance(hit, dict) and hit.get("key") == key:
+            return hit.get("figures") or {}
+        result = figures(load_summary(folder, meta))
+        self.data[folder.name] = {"key": key, "figures": result}
+        self.changed = True
+        return result
+
+    def save(self) -> None:
+        if not self.changed:
+            return
+        partial = self.path.with_name(self.path.name + f".{os.getpid()}.partial")
+        try:
+            partial.write_text(json.dumps(self.data))
+            partial.replace(self.path)
+        except OSError:
+            partial.unlink(missing_ok=True)
+
+
+def list_rows(
+    root: Path,
+    *,
+    workspace: Path | None = None,
+    program: str | None = None,
+    target: str | None = None,
+    ending: str | None = None,
+    kind: str | None = None,
+    limit: int | None = None,
+) -> list[SessionRow]:
+    """Rows of the sessions under ``root``, newest first, filtered. ``program`` matches the
+    program's name (substring) or a prefix of its hash; ``ending`` is a reason
+    (``success``, ``runner_error``...) or ``failed`` for any other than success."""
+    root = Path(root)
+    workspace = Path(workspace) if workspace is not None else root.parent.parent
+    programs: dict[str, str] | None = None
+    cache: _Cache | None = None
+    rows: list[SessionRow] = []
+    for folder in list_sessions(root):
+        meta = read_meta(folder)
+        if target and meta.get("target") != target:
+            continue
+        if kind and meta.get("kind") != kind:
+            continue
+        if not meta.get("program") and meta.get("program_sha256") and programs is None:
+            programs = workspace_programs(workspace)
+        stored = meta.get("summary")
+        if isinstance(stored, dict):
+            found = stored
+        else:
+            cache = cache or _Cache(root)
+            found = cache.figures(folder, meta)
+        row = session_row(folder, meta, found, programs)
+        if program and not _program_matches(row, program):
+            continue
+        if ending and not _ending_matches(row, ending):
+            continue
+        rows.append(row)
+        if limit is not None and len(rows) >= limit:
+            break
+    if cache is not None:
+        cache.save()
+    return rows
+
+
+def _program_matches(row: SessionRow, wanted: str) -> bool:
+    name = row.program["name"].lower()
+    digest = row.program["sha256"] or ""
+    return wanted.lower() in name or (len(wanted) >= 4 and digest.startswith(wanted.lower()))
+
+
+def _ending_matches(row: SessionRow, wanted: str) -> bool:
+    if wanted == "failed":
+        return row.ending["reason"] != "success"
+    return row.ending["reason"] == wanted
+
+
+def resolve_session(name: str | Path, root: Path) -> Path | None:
+    """A session folder from a path, a folder name under ``root``, or a unique prefix."""
+    path = Path(name)
+    if (path / META).is_file() or (path / RAW).is_file():
+        return path
+    candidate = Path(root) / str(name)
+    if (candidate / META).is_file() or (candidate / RAW).is_file():
+        return candidate
+    matches = [f for f in list_sessions(Path(root)) if f.name.startswith(str(name))]
+    return matches[0] if len(matches) == 1 else None
+
+
+__all__ = [
+    "ENDINGS",
+    "SESSION_FORMAT",
+    "SUMMARY",
+    "SessionRow",
+    "figures",
+    "list_rows",
+    "load_summary",
+    "read_meta",
+    "resolve_session",
+    "run_summary",
+    "session_row",
+    "summarize_raw",
+    "workspace_programs",
+]

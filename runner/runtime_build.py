@@ -1,0 +1,438 @@
+"""Build ExecuTorch's own arm_executor_runner around a program, with a library cache.
+
+The CMake project (``runner/runtime_platform``) adds the upstream tree as a subdirectory,
+so the core libraries, the kernels and the runner are all built by ExecuTorch's own CMake
+with its own toolchain file. One build tree per (source commit, compiler, CPU, board kind,
+options) lives in the build cache; every program is configured into that tree, so ninja
+rebuilds only what the new program changes (its model header, its selected-ops libraries,
+the kernels it newly needs) and relinks. Concurrent builds of one tree wait on a file lock.
+
+Every tool runs with an argument list; a failing step is a RuntimeBuildError whose message
+is one line naming the step and the first error line.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from runner.runtime_source import (
+    ENV_CMSIS,
+    ENV_DRIVER,
+    RuntimeSource,
+    SourceError,
+    cache_root,
+    find_executorch,
+    find_sibling,
+)
+
+PROJECT = Path(__file__).resolve().parent / "runtime_platform"
+BOARDS = ("qemu-an547", "corstone-300", "corstone-320")
+BOARD_NPU = {"corstone-300": "ethos-u55-128", "corstone-320": "ethos-u85-256"}
+ELF_NAME = "arm_executor_runner.elf"
+MAP_NAME = "arm_executor_runner.map"
+RECORD_NAME = "etu_firmware.json"
+REBUILD_NAME = "rebuild.sh"
+POOL_MARGIN = 0.25  # auto pools: the fit check's need plus a quarter ...
+POOL_MARGIN_MIN = 16 * 1024  # ... and at least 16 KiB
+CPU_TEMP_POOL = 64 * 1024  # temp pool of a program with no delegate scratch
+BUILD_TIMEOUT = 1800
+
+Progress = Callable[[str], None]
+
+
+class RuntimeBuildError(RuntimeError):
+    """The runner could not be built; one line naming the step and the cause."""
+
+
+@dataclass
+class RuntimeBuild:
+    elf: Path
+    map_file: Path
+    board: str
+    build_dir: Path
+    configure_command: list[str]
+    build_command: list[str]
+    pools: dict[str, int]
+    pool_basis: str
+    select_ops: list[str]
+    kernel_sources: list[str]
+    source: dict
+    cache_key: str
+    seconds: dict[str, float] = field(default_factory=dict)
+    reused_tree: bool = False
+    options: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        for key in ("elf", "map_file", "build_dir"):
+            data[key] = str(data[key])
+        data["rebuild"] = rebuild_text(self.configure_command, self.build_command)
+        return data
+
+
+def rebuild_text(configure: list[str], build: list[str]) -> str:
+    return f"{shlex.join(configure)}\n{shlex.join(build)}\n"
+
+
+@dataclass(frozen=True)
+class ProgramFacts:
+    ops: list[str]  # non-prim CPU operators
+    delegated: bool
+    delegate_ids: list[str]
+    npu_targets: list[str]
+    method_need: int
+    method_detail: str
+    scratch: int
+    memory_mode: str | None
+
+
+def program_facts(pte: Path) -> ProgramFacts:
+    """What the build needs to know of the program, from etu's own decoder."""
+    from parsers.errors import ParseError
+    from parsers.fit import _metadata_estimate, method_pool_need, vela_flags
+    from parsers.program_facts import cpu_operators, delegates
+    from parsers.pte import open_program
+
+    try:
+        with open_program(pte) as program:
+            ops = [op.name for op in cpu_operators(program) if not op.is_prim]
+            infos = delegates(program)
+            planned, inputs = method_pool_need(program)
+            metadata = _metadata_estimate(program)
+            scratch = max((i.payload.scratch_size for i in infos if i.payload), default=0)
+            targets = sorted({i.payload.target for i in infos if i.payload and i.payload.target})
+            ids = [i.delegate.id for i in infos]
+            flags = vela_flags(infos[0].delegate.spec("compile_flags")) if infos else {}
+    except ParseError as error:
+        raise RuntimeBuildError(str(error)) from None
+    need = planned + inputs + metadata
+    detail = (
+        f"planned {planned:,} B + unplanned inputs {inputs:,} B + metadata (estimated) "
+        f"{metadata:,} B"
+    )
+    mode = flags.get("memory-mode")
+    return ProgramFacts(ops, bool(ids), ids, targets, need, detail, scratch, mode)
+
+
+def auto_pools(facts: ProgramFacts) -> tuple[dict[str, int], str]:
+    """Pools from the fit check's need plus the stated margin, rounded up to KiB."""
+
+    def sized(need: int) -> int:
+        total = need + max(int(need * POOL_MARGIN), POOL_MARGIN_MIN)
+        return -(-total // 1024) * 1024
+
+    method = sized(facts.method_need)
+    temp = sized(facts.scratch) if facts.scratch else CPU_TEMP_POOL
+    basis = f"method pool = fit need ({facts.method_detail}) + max(25 %, 16 KiB); temp pool = " + (
+        f"Ethos-U scratch {facts.scratch:,} B + max(25 %, 16 KiB)"
+        if facts.scratch
+        else f"{CPU_TEMP_POOL // 1024} KiB (no delegate scratch)"
+    )
+    return {"method": method, "temp": temp}, basis
+
+
+def parse_pools(text: str) -> dict[str, int] | None:
+    """``auto`` → None; ``METHOD,TEMP`` (bytes, 0x…, or with K/M) → sizes."""
+    if text.strip().lower() == "auto":
+        return None
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 2:
+        raise RuntimeBuildError(f"--pools {text!r}: expected auto or METHOD,TEMP")
+    return {"method": _size(parts[0]), "temp": _size(parts[1])}
+
+
+def _size(text: str) -> int:
+    match = re.fullmatch(r"(0x[0-9a-fA-F]+|\d+)\s*([KkMm]?)(?:i?B)?", text)
+    if not match:
+        raise RuntimeBuildError(f"pool size {text!r}: expected bytes, 0x…, or a K/M suffix")
+    value = int(match.group(1), 0) * {"": 1, "k": 1024, "m": 1 << 20}[match.group(2).lower()]
+    if value <= 0:
+        raise RuntimeBuildError(f"pool size {text!r}: must be positive")
+    return value
+
+
+def refuse_delegated(pte: Path, facts: ProgramFacts, board: str) -> None:
+    if board == "qemu-an547" and facts.delegated:
+        raise RuntimeBuildError(
+            f"{pte}: the program delegates to {', '.join(sorted(set(facts.delegate_ids)))}; "
+            "the emulated board (QEMU mps3-an547) has no NPU. Compile the CPU twin with "
+            "`etu compile ... --no-delegate` and run that, or build for corstone-300/-320 "
+            "and run it on an FVP or a board"
+        )
+
+
+def kernel_sources(root: Path, ops: list[str]) -> tuple[list[str], list[str]]:
+    """The kernels/portable/cpu files defining the portable kernels of ``ops`` (found by
+    the kernel function functions.yaml names), and the ops that are not portable ones."""
+    import yaml
+
+    entries = yaml.safe_load((root / "kernels/portable/functions.yaml").read_text())
+    table = {e["op"]: e["kernels"][0]["kernel_name"] for e in entries if "op" in e}
+    texts = {
+        p.name: p.read_text() for p in sorted((root / "kernels/portable/cpu").glob("op_*.cpp"))
+    }
+    sources: list[str] = []
+    others: list[str] = []
+    for op in ops:
+        namespace, _, name = op.partition("::")
+        if namespace != "aten" or name not in table:
+            others.append(op)
+            continue
+        function = table[name].rsplit("::", 1)[-1]
+        pattern = re.compile(
+            rf"\b{re.escape(function)}\s*\(\s*(?:ET_UNUSED\s+)?[\w:]*RuntimeContext"
+        )
+        hits = [file for file, text in texts.items() if pattern.search(text)]
+        if not hits:
+            raise RuntimeBuildError(f"{op}: no portable kernel source defines {function}()")
+        sources += [h for h in hits if h not in sources]
+    return sorted(sources), others
+
+
+def compiler_version() -> str:
+    gcc = shutil.which("arm-none-eabi-gcc")
+    if gcc is None:
+        raise RuntimeBuildError(
+            "arm-none-eabi-gcc: not found on PATH (make system-deps installs gcc-arm-none-eabi)"
+        )
+    for tool in ("cmake", "ninja"):
+        if shutil.which(tool) is None:
+            raise RuntimeBuildError(f"{tool}: not found on PATH (make system-deps installs it)")
+    result = subprocess.run([gcc, "-dumpfullversion"], capture_output=True, text=True, check=False)
+    return result.stdout.strip() or "unknown"
+
+
+def venv_tool(name: str) -> Path:
+    """A tool from this Python's environment (flatc comes with the executorch wheel)."""
+    candidate = Path(sys.executable).parent / name
+    if candidate.is_file():
+        return candidate
+    found = shutil.which(name)
+    if found is None:
+        raise RuntimeBuildError(f"{name}: not found beside {sys.executable} nor on PATH")
+    return Path(found)
+
+
+def build_runner(
+    pte: Path,
+    board: str,
+    out: Path,
+    *,
+    pools: dict[str, int] | None = None,
+    select_ops: list[str] | None = None,
+    bundleio: bool = False,
+    etdump: bool = False,
+    fault_on_start: bool = False,
+    progress: Progress | None = None,
+    workspace: Path | None = None,
+    source: RuntimeSource | None = None,
+    jobs: int | None = None,
+) -> RuntimeBuild:
+    """Build the runner for ``board`` with ``pte`` baked in; ELF, map, record in ``out``."""
+    say = progress or (lambda _text: None)
+    if board not in BOARDS:
+        raise RuntimeBuildError(f"--board {board}: expected one of {', '.join(BOARDS)}")
+    pte = Path(pte).resolve()
+    if not pte.is_file():
+        raise RuntimeBuildError(f"{pte}: no such program file")
+    started = time.monotonic()
+    facts = program_facts(pte)
+    refuse_delegated(pte, facts, board)
+    source = source or find_executorch(workspace)
+    root = source.root
+    gcc_version = compiler_version()
+    if pools is None:
+        pools, basis = auto_pools(facts)
+    else:
+        basis = "given with --pools"
+    chosen_ops = list(facts.ops if select_ops is None else select_ops)
+    sources, _other_ops = kernel_sources(root, chosen_ops)
+
+    ethosu = board in BOARD_NPU
+    npu = BOARD_NPU.get(board)
+    if ethosu and facts.npu_targets:
+        npu = facts.npu_targets[0]
+    options = {
+        "board_kind": "ethos-u" if ethosu else "cpu",
+        "board": board if ethosu else "cpu",
+        "npu": npu,
+        "bundleio": bundleio,
+        "etdump": etdump,
+    }
+    key_text = json.dumps(
+        {"commit": source.commit, "root": str(root), "gcc": gcc_version, "cpu": "cortex-m55",
+         "project": _project_hash(), **options},
+        sort_keys=True,
+    )  # fmt: skip
+    key = hashlib.sha256(key_text.encode()).hexdigest()[:16]
+    build_dir = cache_root() / "runtime-build" / key
+    build_dir.mkdir(parents=True, exist_ok=True)
+
+    defines = {
+        "CMAKE_TOOLCHAIN_FILE": str(root / "examples/arm/ethos-u-setup/arm-none-eabi-gcc.cmake"),
+        "TARGET_CPU": "cortex-m55",
+        "CMAKE_BUILD_TYPE": "Release",
+        "EXECUTORCH_ROOT": str(root),
+        "ETU_BOARD": board,
+        "EXECUTORCH_BUILD_ARM_BAREMETAL": "ON" if ethosu else "OFF",
+        "EXECUTORCH_BUILD_CORTEX_M": "OFF",
+        "EXECUTORCH_BUILD_KERNELS_QUANTIZED": "ON",
+        "EXECUTORCH_BUILD_DEVTOOLS": "ON" if (bundleio or etdump) else "OFF",
+        "EXECUTORCH_BUILD_ARM_ETDUMP": "ON" if etdump else "OFF",
+        "EXECUTORCH_ENABLE_EVENT_TRACER": "ON" if etdump else "OFF",
+        "EXECUTORCH_BUILD_CPUINFO": "OFF",
+        "EXECUTORCH_BUILD_PTHREADPOOL": "OFF",
+        "FLATC_EXECUTABLE": str(venv_tool("flatc")),
+        "PYTHON_EXECUTABLE": sys.executable,
+        "ET_PTE_FILE_PATH": str(pte),
+        "ETU_SELECT_OPS": ",".join(chosen_ops) if select_ops is not None else "",
+        "ETU_PORTABLE_KERNEL_SOURCES": ";".join(sources),
+        "ET_ARM_BAREMETAL_METHOD_ALLOCATOR_POOL_SIZE": str(pools["method"]),
+        "ET_ARM_BAREMETAL_SCRATCH_TEMP_ALLOCATOR_POOL_SIZE": str(pools["temp"]),
+        "ET_BUNDLE_IO": "ON" if bundleio else "OFF",
+        "ETU_FAULT_ON_START": "ON" if fault_on_start else "OFF",
+        # upstream's rule (corstone_utils.cmake): Shared_Sram/Sram_Only put the NPU's
+        # scratch (the temp pool, .bss.tensor_arena) in SRAM, Dedicated_Sram in DDR
+        "ETHOSU_ARENA": "0" if facts.memory_mode in ("Shared_Sram", "Sram_Only") else "1",
+    }
+    if ethosu:
+        driver = find_sibling(
+            source, ENV_DRIVER, "ethos-u-core-driver*.tar.gz", "include/ethosu_driver.h"
+        )
+        cmsis = find_sibling(source, ENV_CMSIS, "cmsis-core*.tar.gz", "CMSIS/Core/Include")
+        if driver is None or cmsis is None:
+            missing = (
+                "Ethos-U core driver (ETU_ETHOSU_DRIVER_SRC)"
+                if driver is None
+                else ("CMSIS-Core (ETU_CMSIS_SRC)")
+            )
+            raise SourceError(f"{board}: the Ethos-U build needs the {missing}: set it to a "
+                              "checkout or a tarball")  # fmt: skip
+        sdk = build_dir / "ethos-sdk"
+        (sdk / "core_platform").mkdir(parents=True, exist_ok=True)
+        (sdk / "core_software").mkdir(parents=True, exist_ok=True)
+        link = sdk / "core_software" / "core_driver"
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(driver, target_is_directory=True)
+        defines.update({
+            "ETU_ETHOSU_DRIVER_SRC": str(driver),
+            "ETU_ETHOS_SDK_PATH": str(sdk),
+            "ETHOS_SDK_PATH": str(sdk),
+            "CMSIS_PATH": str(cmsis),
+            "ETHOSU_TARGET_NPU_CONFIG": npu,
+            "ETU_NPU_CONFIG": npu,
+            "FETCH_ETHOS_U_CONTENT": "OFF",
+        })  # fmt: skip
+    configure = ["cmake", "-S", str(PROJECT), "-B", str(build_dir), "-G", "Ninja",
+                 *[f"-D{name}={value}" for name, value in defines.items()]]  # fmt: skip
+    build = ["cmake", "--build", str(build_dir), "--target", "arm_executor_runner",
+             "-j", str(jobs or os.cpu_count() or 2)]  # fmt: skip
+
+    seconds: dict[str, float] = {}
+    lock_path = build_dir.with_name(build_dir.name + ".lock")
+    with open(lock_path, "w") as lock:
+        say(f"waiting for the build tree {build_dir}")
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        reused = (build_dir / "build.ninja").is_file()
+        say(f"configure ({'reusing the cached libraries' if reused else 'new library build'})")
+        t0 = time.monotonic()
+        _run_step(configure, "configure", build_dir, say)
+        seconds["configure"] = time.monotonic() - t0
+        t0 = time.monotonic()
+        say("build")
+        _run_step(build, "build", build_dir, say)
+        seconds["build"] = time.monotonic() - t0
+        out = Path(out).resolve()
+        out.mkdir(parents=True, exist_ok=True)
+        elf = out / ELF_NAME
+        built = build_dir / "arm_executor_runner"
+        if not built.is_file():
+            built = build_dir / "arm_executor_runner.elf"
+        shutil.copy2(built, elf)
+        shutil.copy2(build_dir / MAP_NAME, out / MAP_NAME)
+    seconds["total"] = time.monotonic() - started
+    result = RuntimeBuild(
+        elf=elf, map_file=out / MAP_NAME, board=board, build_dir=build_dir,
+        configure_command=configure, build_command=build, pools=pools, pool_basis=basis,
+        select_ops=chosen_ops, kernel_sources=sources,
+        source={"root": str(root), "origin": source.origin, "given": source.given,
+                "commit": source.commit},
+        cache_key=key, seconds=seconds, reused_tree=reused,
+        options={**options, "fault_on_start": fault_on_start, "compiler": gcc_version,
+                 "program": str(pte)},
+    )  # fmt: skip
+    (out / RECORD_NAME).write_text(json.dumps(result.to_json(), indent=2) + "\n")
+    (out / REBUILD_NAME).write_text("#!/bin/sh\nset -e\n" + result.to_json()["rebuild"])
+    return result
+
+
+def load_record(folder: Path) -> dict | None:
+    path = Path(folder) / RECORD_NAME
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _project_hash() -> str:
+    digest = hashlib.sha256()
+    for path in sorted(PROJECT.rglob("*")):
+        if path.is_file():
+            digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+_NINJA_STEP = re.compile(rb"^\[(\d+)/(\d+)\] (.*)$")
+
+
+def _run_step(argv: list[str], step: str, cwd: Path, say: Progress) -> None:
+    """Run one step, reporting ninja's ``[n/N]`` lines; keep the tail for the error."""
+    tail: list[str] = []
+    try:
+        process = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    except FileNotFoundError:
+        raise RuntimeBuildError(f"{argv[0]}: not found ({step})") from None
+    deadline = time.monotonic() + BUILD_TIMEOUT
+    assert process.stdout is not None
+    for raw in process.stdout:
+        line = raw.rstrip(b"\r\n")
+        tail.append(line.decode("utf-8", "replace"))
+        del tail[:-400]
+        match = _NINJA_STEP.match(line)
+        if match:
+            what = match.group(3).decode("utf-8", "replace")
+            say(f"[{int(match.group(1))}/{int(match.group(2))}] {what}")
+        if time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeBuildError(f"{step}: took over {BUILD_TIMEOUT} s")
+    returncode = process.wait()
+    if returncode != 0:
+        raise RuntimeBuildError(f"{step} failed (status {returncode}): {_first_error(tail)}")
+
+
+def _first_error(lines: list[str]) -> str:
+    for keyword in ("error:", "Error", "undefined reference", "FAILED", "overflowed"):
+        for line in lines:
+            if keyword in line:
+                return line.strip()[:400]
+    return (lines[-1].strip() if lines else "no output")[:400]

@@ -1,0 +1,2 @@
+// Placeholder when a program needs no portable kernel.
+namespace etu_placeholder {}

@@ -1,0 +1,99 @@
+"""The real runner on the emulated board: QEMU mps3-an547 with UART0 on stdout.
+
+The same RunController (parser → session) as the FVP path. QEMU has no NPU and no cycle
+model: sessions say so in their label. The run ends when the runner exits (SYSRESETREQ with
+``-no-reboot``) or at etu's time limit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+from runner.run import RunController, RunListener
+
+QEMU = "qemu-system-arm"
+QEMU_LABEL = "emulated board (QEMU, no NPU): timings are not cycles"
+DEFAULT_TIME_LIMIT = 60.0
+
+
+class QemuMissing(RuntimeError):
+    pass
+
+
+def qemu_argv(elf: Path) -> list[str]:
+    qemu = shutil.which(QEMU)
+    if qemu is None:
+        raise QemuMissing(f"{QEMU}: not found on PATH (make system-deps installs qemu-system-arm)")
+    return [qemu, "-M", "mps3-an547", "-nographic", "-no-reboot", "-monitor", "none",
+            "-serial", "stdio", "-kernel", str(elf)]  # fmt: skip
+
+
+def run_on_qemu(
+    elf: Path,
+    *,
+    sessions: Path,
+    listener: RunListener | None = None,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    meta: dict | None = None,
+) -> RunController:
+    """Start the runner ELF on QEMU; the caller waits on the returned controller."""
+    elf = Path(elf).resolve()
+    info = {
+        "board": "qemu-an547",
+        "label": QEMU_LABEL,
+        "elf": str(elf),
+        "elf_sha256": hashlib.sha256(elf.read_bytes()).hexdigest(),
+        "simulated": False,
+        "emulated": True,
+        **(meta or {}),
+    }
+    return RunController(
+        qemu_argv(elf), sessions=sessions, kind="qemu", meta=info, listener=listener,
+        time_limit=time_limit,
+    ).start()  # fmt: skip
+
+
+def symbolize(elf: Path, address: int) -> str | None:
+    """The function symbol holding ``address`` (Thumb bit ignored), from the ELF's symtab."""
+    from elftools.elf.elffile import ELFFile
+
+    address &= ~1
+    with open(elf, "rb") as handle:
+        symtab = ELFFile(handle).get_section_by_name(".symtab")
+        if symtab is None:
+            return None
+        for symbol in symtab.iter_symbols():
+            if symbol["st_info"]["type"] != "STT_FUNC" or not symbol["st_size"]:
+                continue
+            start = symbol["st_value"] & ~1
+            if start <= address < start + symbol["st_size"]:
+                return symbol.name
+    return None
+
+
+# Configurable Fault Status Register bits (Armv8-M), name by bit.
+_CFSR_BITS = {
+    0: "IACCVIOL", 1: "DACCVIOL", 3: "MUNSTKERR", 4: "MSTKERR", 5: "MLSPERR", 7: "MMARVALID",
+    8: "IBUSERR", 9: "PRECISERR", 10: "IMPRECISERR", 11: "UNSTKERR", 12: "STKERR",
+    13: "LSPERR", 15: "BFARVALID", 16: "UNDEFINSTR", 17: "INVSTATE", 18: "INVPC",
+    19: "NOCP", 20: "STKOF", 24: "UNALIGNED", 25: "DIVBYZERO",
+}  # fmt: skip
+
+
+def describe_fault(registers: dict, elf: Path | None = None) -> str:
+    """One line: the CFSR bits by name, the fault address when valid, PC/LR symbolised."""
+    cfsr = int(registers.get("cfsr", 0))
+    names = [name for bit, name in _CFSR_BITS.items() if cfsr >> bit & 1]
+    parts = [f"CFSR {cfsr:#010x} ({', '.join(names) or 'no bits'})"]
+    if cfsr & (1 << 15) and "bfar" in registers:
+        parts.append(f"bus fault address {int(registers['bfar']):#010x}")
+    if cfsr & (1 << 7) and "mmfar" in registers:
+        parts.append(f"memory fault address {int(registers['mmfar']):#010x}")
+    for reg in ("pc", "lr"):
+        if reg in registers:
+            value = int(registers[reg])
+            where = symbolize(elf, value) if elf is not None else None
+            parts.append(f"{reg.upper()} {value:#010x}" + (f" in {where}()" if where else ""))
+    return "; ".join(parts)

@@ -1,0 +1,229 @@
+"""Where the ExecuTorch runtime source (and the Ethos-U driver, CMSIS) comes from.
+
+Order: ``ETU_EXECUTORCH_SRC`` (a checkout or a tarball), the workspace config
+(``executorch_src`` in ``etu.toml`` or the user's config, via runner/config.py), then a
+download of the pinned upstream commit when the machine is online (``ETU_NO_DOWNLOAD=1``
+skips it). A tarball is unpacked once into the cache (``<cache>/src/<sha256 prefix>/``):
+ExecuTorch's top CMakeLists.txt refuses a folder not named ``executorch``. The Ethos-U
+core driver and CMSIS-Core come from
+``ETU_ETHOSU_DRIVER_SRC`` / ``ETU_CMSIS_SRC`` or, when ExecuTorch came as a tarball, from
+archives beside it (``ethos-u-core-driver-*.tar.gz``, ``cmsis-core-*.tar.gz``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tarfile
+import tempfile
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+PINNED_COMMIT = "cff6f4dd32e630945b7188512c1f2b4f102b05ad"
+PINNED_URL = f"https://github.com/pytorch/executorch/archive/{PINNED_COMMIT}.tar.gz"
+DOWNLOAD_TIMEOUT = 30
+ENV_SOURCE = "ETU_EXECUTORCH_SRC"
+ENV_DRIVER = "ETU_ETHOSU_DRIVER_SRC"
+ENV_CMSIS = "ETU_CMSIS_SRC"
+ENV_CACHE = "ETU_BUILD_CACHE"
+
+
+class SourceError(RuntimeError):
+    """No usable source; the message is one line (status 2 for the CLI)."""
+
+
+@dataclass(frozen=True)
+class RuntimeSource:
+    root: Path  # the folder named executorch
+    origin: str  # "env", "workspace" or "download"
+    given: str  # what the user pointed at
+    commit: str  # the upstream commit (or a content hash when unknown)
+
+
+def cache_root() -> Path:
+    """The build cache: ``ETU_BUILD_CACHE`` or the platform's user cache for etu."""
+    override = os.environ.get(ENV_CACHE)
+    if override:
+        return Path(override).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("etu"))
+
+
+def no_source_message() -> str:
+    return (
+        "no ExecuTorch runtime source: set ETU_EXECUTORCH_SRC to a checkout or a source "
+        "tarball, or set executorch_src in the workspace's etu.toml (or etu config), or "
+        f"connect this machine so etu can download the pinned commit {PINNED_COMMIT[:8]} "
+        "from github.com/pytorch/executorch"
+    )
+
+
+def find_executorch(workspace: Path | None = None, *, online: bool = True) -> RuntimeSource:
+    """The runtime source by the documented order, or SourceError naming the three ways."""
+    given = os.environ.get(ENV_SOURCE)
+    if given:
+        return _from_path(Path(given).expanduser(), "env", given)
+    configured = _workspace_setting(workspace or Path.cwd(), "executorch_src")
+    if configured:
+        return _from_path(configured, "workspace", str(configured))
+    if online and not os.environ.get("ETU_NO_DOWNLOAD"):
+        try:
+            return download_pinned()
+        except SourceError as error:
+            raise SourceError(f"{no_source_message()} ({error})") from None
+    raise SourceError(no_source_message())
+
+
+def download_pinned() -> RuntimeSource:
+    """Fetch the pinned commit's tarball from GitHub into the cache (urllib, no shell)."""
+    target = cache_root() / "downloads" / f"executorch-{PINNED_COMMIT[:8]}.tar.gz"
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(target.name + ".partial")
+        try:
+            with (
+                urllib.request.urlopen(PINNED_URL, timeout=DOWNLOAD_TIMEOUT) as response,
+                open(partial, "wb") as handle,
+            ):
+                shutil.copyfileobj(response, handle)
+        except (urllib.error.URLError, OSError, TimeoutError) as error:
+            partial.unlink(missing_ok=True)
+            reason = getattr(error, "reason", error)
+            raise SourceError(f"download of {PINNED_URL} failed: {reason}") from None
+        partial.replace(target)
+    return _from_path(target, "download", PINNED_URL)
+
+
+def find_sibling(source: RuntimeSource, env: str, pattern: str, marker: str) -> Path | None:
+    """A companion source (driver, CMSIS): its env variable, else an archive beside the
+    ExecuTorch tarball. Returns the unpacked folder holding ``marker``."""
+    given = os.environ.get(env)
+    if given:
+        path = Path(given).expanduser()
+    else:
+        folder = Path(source.given).expanduser().parent
+        matches = sorted(folder.glob(pattern)) if Path(source.given).is_file() else []
+        if not matches:
+            return None
+        path = matches[-1]
+    if path.is_dir():
+        found = _find_marker(path, marker)
+        if found is None:
+            raise SourceError(f"{path}: no {marker} inside")
+        return found
+    if not path.is_file():
+        raise SourceError(f"{path}: no such file or folder ({env})")
+    unpacked = _unpack(path)
+    found = _find_marker(unpacked, marker)
+    if found is None:
+        raise SourceError(f"{path}: no {marker} inside the archive")
+    return found
+
+
+def _find_marker(folder: Path, marker: str) -> Path | None:
+    if (folder / marker).exists():
+        return folder
+    for child in sorted(folder.iterdir()):
+        if child.is_dir() and (child / marker).exists():
+            return child
+    return None
+
+
+def _workspace_setting(workspace: Path, key: str) -> Path | None:
+    """A path setting from the workspace's etu.toml / the user's config file."""
+    from runner.config import ConfigError, load_settings
+
+    try:
+        settings = load_settings(Path(workspace), env={})
+    except ConfigError as error:
+        raise SourceError(str(error)) from None
+    value = getattr(settings, key, None)
+    return Path(value) if value else None
+
+
+def _from_path(path: Path, origin: str, given: str) -> RuntimeSource:
+    if path.is_dir():
+        root = path if (path / "CMakeLists.txt").is_file() else path / "executorch"
+        if not (root / "runtime").is_dir() or not (root / "CMakeLists.txt").is_file():
+            raise SourceError(
+                f"{path}: not an ExecuTorch source tree (no runtime/, CMakeLists.txt)"
+            )
+        if root.name != "executorch":
+            raise SourceError(
+                f"{path}: the source folder must be named 'executorch' "
+                "(ExecuTorch's CMakeLists.txt refuses another name)"
+            )
+        return RuntimeSource(root.resolve(), origin, given, _commit_of(root))
+    if path.is_file():
+        unpacked = _unpack(path)
+        root = unpacked / "executorch"
+        if not root.is_dir():
+            candidates = [c for c in unpacked.iterdir() if (c / "runtime").is_dir()]
+            if len(candidates) != 1:
+                raise SourceError(f"{path}: the archive holds no ExecuTorch source tree")
+            candidates[0].rename(root)  # GitHub archives unpack as executorch-<sha>/
+        return RuntimeSource(root, origin, given, _archive_commit(path))
+    raise SourceError(
+        f"{path}: no such file or folder ({ENV_SOURCE if origin == 'env' else origin})"
+    )
+
+
+def _unpack(archive: Path) -> Path:
+    """Unpack once into the cache, keyed by the archive's content; a finished unpack is
+    marked, so an interrupted one is redone."""
+    digest = _sha256(archive)[:16]
+    folder = cache_root() / "src" / digest
+    if (folder / ".etu-unpacked").is_file():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"{digest}-", dir=folder.parent))
+    try:
+        with tarfile.open(archive) as tar:
+            tar.extractall(work, filter="data")  # no absolute paths, no links out
+        (work / ".etu-unpacked").write_text(str(archive) + "\n")
+        if folder.exists():
+            shutil.rmtree(folder)
+        work.rename(folder)
+    except (tarfile.TarError, OSError) as error:
+        shutil.rmtree(work, ignore_errors=True)
+        raise SourceError(f"{archive}: cannot unpack ({error})") from None
+    return folder
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _archive_commit(path: Path) -> str:
+    """The commit a tarball's name states (…-<hex>.tar.gz), else its content hash."""
+    stem = path.name.split(".tar")[0]
+    tail = stem.rsplit("-", 1)[-1]
+    if len(tail) >= 7 and all(c in "0123456789abcdef" for c in tail.lower()):
+        return tail.lower()
+    return "sha256-" + _sha256(path)[:12]
+
+
+def _commit_of(root: Path) -> str:
+    """A checkout's HEAD commit from .git (no git process), else a hash of version.txt."""
+    head = root / ".git" / "HEAD"
+    try:
+        text = head.read_text().strip()
+        if text.startswith("ref: "):
+            ref = root / ".git" / text[5:]
+            if ref.is_file():
+                return ref.read_text().strip()
+        elif text:
+            return text
+    except OSError:
+        pass
+    version = root / "version.txt"
+    seed = version.read_bytes() if version.is_file() else str(root).encode()
+    return "tree-" + hashlib.sha256(seed + str(root).encode()).hexdigest()[:12]
