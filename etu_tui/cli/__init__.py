@@ -28,6 +28,7 @@ COMMAND_MODULES: dict[str, str] = {
     "ports": "ports",
     "boards": "boards",
     "monitor": "monitor",
+    "flash": "flash",
 }
 
 

@@ -82,8 +82,9 @@ class _Port:
     EOT_WAIT = 1.0
     START_PAUSE = 0.05
 
-    def __init__(self, handle: serial.SerialBase) -> None:
+    def __init__(self, handle: serial.SerialBase, pending: bytes = b"") -> None:
         self.handle = handle
+        self.pending = bytearray(pending)  # read before the call (after a prompt's text)
         self.all_acked = False  # set once the last block is acknowledged: the EOT phase
         self.eot_unanswered = 0
         self.wire_out = 0
@@ -99,6 +100,14 @@ class _Port:
             timeout = min(timeout, self.EOT_WAIT)
         deadline = time.monotonic() + timeout
         while True:
+            if self.pending:
+                data = bytes(self.pending[:size])
+                del self.pending[:size]
+                self.wire_in += len(data)
+                self.last_answer = data
+                if data == b"C" and self.wire_out:
+                    continue
+                return data
             try:
                 if self.handle.timeout != timeout:  # the setter reconfigures the port
                     self.handle.timeout = timeout
@@ -143,13 +152,15 @@ def xmodem_send(
     retries: int = 16,
     timeout: float = 10.0,
     on_progress: Callable[[Progress], None] | None = None,
+    pending: bytes = b"",
 ) -> TransferStats:
-    """Send ``data`` to the XMODEM receiver on ``handle``; raise TransferError on failure."""
+    """Send ``data`` to the XMODEM receiver on ``handle``; raise TransferError on failure.
+    ``pending``: bytes already read from the port (a ``C`` that came with a prompt)."""
     from xmodem import XMODEM
 
     if block_size not in FORMAT_OVERHEAD:
         raise TransferError(f"{name}: XMODEM blocks are 128 or 1024 bytes, not {block_size}")
-    port = _Port(handle)
+    port = _Port(handle, pending)
     mode = "xmodem1k" if block_size == 1024 else "xmodem"
     modem = XMODEM(port.getc, port.putc, mode=mode)
     total = len(data)
