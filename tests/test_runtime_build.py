@@ -248,3 +248,41 @@ def test_corstone300_ethosu_build_of_the_demo_links_and_fits(demo_pte, runtime_e
     assert fit.returncode == 0, fit.stdout
     verdicts = {v["check"]: v for v in json.loads(fit.stdout)["verdicts"]}
     assert verdicts["cpu_kernels"]["status"] == "ok"  # the kernel registry was found
+
+
+@runtime_build
+def test_bundleio_passes_on_target_and_a_wrong_reference_fails(
+    float_program, runtime_env, tmp_path
+):
+    good = build(float_program, tmp_path / "good", runtime_env, "--bundleio", "--seed", "3")
+    assert Path(good["options"]["baked"]).name == "program.bpte"
+    status, events, _ = run_qemu(Path(good["elf"]), tmp_path / "s", runtime_env)
+    assert status == 0, events[-1]
+    (verdict,) = [e for e in events if e.get("type") == "BundleIOResult"]
+    assert verdict["passed"] is True
+
+    # A deliberately wrong reference: the host's outputs plus 0.5 on element 7.
+    import numpy
+
+    from runner.compare import session_outputs
+
+    host = numpy.array(session_outputs(_session_of(events))[0][0]["values"], dtype="float32")
+    wrong = host.copy()
+    wrong[7] += 0.5
+    numpy.save(tmp_path / "wrong.npy", wrong.reshape(1, -1))
+    bad = build(float_program, tmp_path / "bad", runtime_env, "--bundleio", "--seed", "3",
+                "--bundle-expected", tmp_path / "wrong.npy")  # fmt: skip
+    status, events, session = run_qemu(Path(bad["elf"]), tmp_path / "s", runtime_env)
+    assert status == 1 and events[-1]["reason"] == "runner_error"
+    (verdict,) = [e for e in events if e.get("type") == "BundleIOResult"]
+    assert verdict["passed"] is False
+    compared = etu(["compare", session, "--reference", tmp_path / "wrong.npy", "--json"],
+                   runtime_env)  # fmt: skip
+    assert compared.returncode == 1
+    (output,) = json.loads(compared.stdout)["outputs"]
+    assert not output["passed"] and output["worst_index"] == 7
+    assert abs(output["max_abs_error"] - 0.5) < 1e-5
+
+
+def _session_of(events: list[dict]) -> Path:
+    return Path(events[-1]["session"])
