@@ -24,6 +24,12 @@ system-deps:
 	  $$SUDO apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q \
 	    cmake ninja-build qemu-system-arm; }
+	# Debian's headless Chromium and its driver: the report and `etu serve` browser tests.
+	@{ command -v chromium >/dev/null && command -v chromedriver >/dev/null; } || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium chromium-driver \
+	  || echo "make: chromium could not be installed; the browser tests will skip"; }
 
 $(STAMP):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

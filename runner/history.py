@@ -157,6 +157,8 @@ def session_row(
     ended = meta.get("ended") if isinstance(meta.get("ended"), int | float) else None
     program_sha = meta.get("program_sha256")
     program_name = meta.get("program")
+    if isinstance(program_name, str) and ("/" in program_name or "\\" in program_name):
+        program_name = Path(program_name).name  # a path (board runs record the .pte given)
     if not program_name and isinstance(program_sha, str):
         program_name = (programs or {}).get(program_sha)
     elf = meta.get("elf") or meta.get("firmware")

@@ -156,3 +156,21 @@ def test_init_creates_a_workspace_that_opens(tmp_path: Path) -> None:
     again = etu("init", "ws", cwd=tmp_path)
     assert "kept as it was" in again.stdout  # an existing etu.toml is never overwritten
     assert load_settings(ws, env={}).keymap == {"quit": "ctrl+q"}
+
+
+def test_runtime_source_and_board_profiles_read_the_settings(tmp_path: Path, monkeypatch) -> None:
+    from runner.boards.profiles import user_boards_dir
+    from runner.runtime_source import find_executorch
+
+    tree = tmp_path / "src" / "executorch"
+    (tree / "runtime").mkdir(parents=True)
+    (tree / "CMakeLists.txt").write_text("project(executorch)\n")
+    (tmp_path / "etu.toml").write_text('executorch_src = "src/executorch"\nboards_dir = "lab"\n')
+    monkeypatch.delenv("ETU_EXECUTORCH_SRC", raising=False)
+    monkeypatch.delenv("ETU_BOARDS_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    source = find_executorch(tmp_path, online=False)
+    assert source.root == tree.resolve() and source.origin == "workspace"
+    assert user_boards_dir() == tmp_path / "lab"
+    monkeypatch.setenv("ETU_BOARDS_DIR", "/elsewhere")
+    assert user_boards_dir() == Path("/elsewhere")

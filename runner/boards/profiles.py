@@ -89,9 +89,18 @@ class BoardProfile:
 
 
 def user_boards_dir() -> Path | None:
-    """The user's profile folder: ``ETU_BOARDS_DIR`` when set."""
+    """The user's profile folder: ``ETU_BOARDS_DIR`` when set, else the ``boards_dir``
+    setting (runner/config.py: etu.toml, the user's file, default ``boards/`` in the
+    workspace); None when the settings cannot be read (``etu config`` says why)."""
     value = os.environ.get(ENV_DIR)
-    return Path(value).expanduser() if value else None
+    if value:
+        return Path(value).expanduser()
+    from runner.config import ConfigError, load_settings
+
+    try:
+        return load_settings(Path.cwd(), env={}).boards_dir
+    except ConfigError:
+        return None
 
 
 def load_profiles(user_dir: Path | None = None) -> dict[str, BoardProfile]:

@@ -1,0 +1,45 @@
+"""etu report: one recorded run as a self-contained Markdown or HTML report."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TextIO
+
+from etu_tui.cli.sessions import add_workspace_options, sessions_folder
+
+HELP = "a self-contained report (Markdown or one HTML file) on one recorded session"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("session", help="the session: its folder, name, or a unique name prefix")
+    parser.add_argument(
+        "--format", choices=("md", "html"), default="md", help="Markdown (default) or HTML"
+    )
+    parser.add_argument("-o", "--output", type=Path, help="write to this file (default: stdout)")
+    add_workspace_options(parser)
+
+
+def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    from etu_tui.report_format import render_html, render_markdown
+    from runner.history import resolve_session
+    from runner.report import build_report
+
+    root = sessions_folder(args)
+    folder = resolve_session(args.session, root)
+    if folder is None:
+        err.write(f"etu: {args.session}: not a session under {root}\n")
+        return 2
+    workspace = args.workspace if args.sessions is None else None
+    report = build_report(folder, workspace)
+    text = render_html(report) if args.format == "html" else render_markdown(report)
+    if args.output is None:
+        out.write(text)
+        return 0
+    try:
+        args.output.write_text(text, encoding="utf-8")
+    except OSError as error:
+        err.write(f"etu: {args.output}: {error.strerror or error}\n")
+        return 2
+    err.write(f"etu: report written to {args.output}\n")
+    return 0

@@ -1,0 +1,477 @@
+"""The History tab: every recorded session of the workspace, two compared side by side, a
+figure charted over one program's sessions, and a replay in the Run tab's panes.
+
+The panel owns its keys and its state (rows, sort, the two marked sessions, the figure).
+Listing and diffing run in thread workers that only post messages (runner/history.py and
+runner/diff.py do the reading); the handlers here update the widgets. Replay is asked of
+the app with :class:`ReplayRequested`: the Run tab's panes show the session, at once or at
+the pace its ``raw.index`` recorded.
+"""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import DataTable, Static
+from textual.worker import get_current_worker
+
+from parsers.text import printable
+from runner.history import SessionRow
+
+# (column title, key of SessionRow or a function of it, numeric)
+COLUMNS: tuple[tuple[str, str, bool], ...] = (
+    ("when", "started", False),
+    ("kind", "kind", False),
+    ("target", "target", False),
+    ("program", "program", False),
+    ("firmware", "firmware", False),
+    ("ending", "ending", False),
+    ("NPU cycles", "npu_cycles", True),
+    ("CPU cycles", "cpu_cycles", True),
+    ("method alloc", "method_allocator_used", True),
+    ("temp alloc", "temp_allocator", True),
+    ("time", "duration_s", True),
+)
+# Figures the chart can follow over one program's sessions: (row attribute, title).
+FIGURES: tuple[tuple[str, str], ...] = (
+    ("npu_cycles", "NPU cycles"),
+    ("cpu_cycles", "CPU cycles"),
+    ("method_allocator_used", "method allocator used (B)"),
+)
+MARK = "●"
+
+
+class HistoryListed(Message):
+    def __init__(self, rows: list[SessionRow], request: int, error: str | None = None) -> None:
+        super().__init__()
+        self.rows, self.request, self.error = rows, request, error
+
+
+class DiffReady(Message):
+    def __init__(self, result: dict | None, error: str | None, request: int) -> None:
+        super().__init__()
+        self.result, self.error, self.request = result, error, request
+
+
+class ReplayRequested(Message):
+    """Show ``folder`` in the Run tab's panes; ``timed``: at the recorded pace."""
+
+    def __init__(self, folder: Path, timed: bool) -> None:
+        super().__init__()
+        self.folder, self.timed = folder, timed
+
+
+@dataclass(slots=True)
+class SortState:
+    column: int = 0  # index in COLUMNS
+    reverse: bool = True  # newest first
+    time_reverse: bool = True  # the direction of the last sort by time
+
+
+def _sort_key(row: SessionRow, column: int):
+    attr = COLUMNS[column][1]
+    value = getattr(row, attr)
+    if attr == "program" or attr == "firmware":
+        value = value["name"]
+    elif attr == "ending":
+        value = value["reason"]
+    missing = value is None
+    return (missing, value if not missing else 0)
+
+
+def _n(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.1f}s"
+    return f"{value:,}"
+
+
+class HistoryPanel(Vertical):
+    """Sessions table (sortable), a side-by-side compare of two marked sessions, a chart."""
+
+    DEFAULT_CSS = """
+    HistoryPanel {
+        & #history-table { height: 2fr; min-height: 6; border: round $primary; }
+        & #history-bottom { height: 3fr; min-height: 10; }
+        & #history-compare { width: 3fr; border: round $secondary; }
+        & #history-chart { width: 2fr; border: round $secondary; }
+        & #history-status { height: 1; padding: 0 1; color: $text-muted; }
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "sort", "Sort", id="history.sort", tooltip="Sort by the next column"),
+        Binding("space", "mark", "Mark", id="history.mark", tooltip="Mark for compare"),
+        Binding("v", "compare", "Compare", id="history.compare", tooltip="The two marked"),
+        Binding("g", "next_figure", "Figure", id="history.figure", tooltip="Chart figure"),
+        Binding("r", "replay", "Replay", id="history.replay", tooltip="In the Run tab"),
+        Binding(
+            "y",
+            "replay_timed",
+            "Replay timed",
+            id="history.replay_timed",
+            tooltip="In the Run tab, at the recorded pace",
+        ),
+        Binding("ctrl+r", "refresh", "Refresh", id="history.refresh", show=False),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.workspace: Path | None = None
+        self.rows: list[SessionRow] = []
+        self.sort = SortState()
+        self.marked: list[str] = []  # session ids, at most two, in marking order
+        self.figure = 0
+        self.chart_points: list[tuple[str, float]] = []  # (session id, value) as charted
+        self.chart_program = ""
+        self.diff: dict | None = None
+        self._requests = {"list": 0, "diff": 0}
+
+    def compose(self) -> ComposeResult:
+        yield Static("No workspace open.", id="history-status")
+        table = DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
+        table.border_title = "Sessions"
+        yield table
+        with Horizontal(id="history-bottom"):
+            compare = DataTable(id="history-compare", cursor_type="row", show_cursor=False)
+            compare.border_title = "Compare: mark two sessions (space), then v"
+            yield compare
+            yield self._make_chart()
+
+    def _make_chart(self):
+        try:
+            from textual_plotext import PlotextPlot
+        except ImportError:  # pragma: no cover - the chart is optional when not installed
+            chart = Static("textual-plotext is not installed: no chart", id="history-chart")
+        else:
+            chart = PlotextPlot(id="history-chart")
+        chart.border_title = "Chart"
+        return chart
+
+    # ------------------------------------------------------------------ loading
+
+    def set_workspace(self, workspace: Path | None) -> None:
+        self.workspace = workspace
+        self.action_refresh()
+
+    def action_refresh(self) -> None:
+        self._requests["list"] += 1
+        if self.workspace is None:
+            self.query_one("#history-status", Static).update("No workspace open.")
+            return
+        self.query_one("#history-status", Static).update("Reading sessions…")
+        self._list(self.workspace, self._requests["list"])
+
+    @work(thread=True, exclusive=True, group="history-list")
+    def _list(self, workspace: Path, request: int) -> None:
+        from runner.history import list_rows
+        from runner.session import sessions_root
+
+        try:
+            rows = list_rows(sessions_root(workspace), workspace=workspace)
+            error = None
+        except OSError as exc:  # a folder that vanished: a message, never a crash
+            rows, error = [], f"{exc.filename or workspace}: {exc.strerror or exc}"
+        if not get_current_worker().is_cancelled:
+            self.post_message(HistoryListed(rows, request, error))
+
+    def on_history_listed(self, message: HistoryListed) -> None:
+        if message.request != self._requests["list"]:
+            return
+        message.stop()
+        self.rows = message.rows
+        ids = {row.id for row in self.rows}
+        self.marked = [m for m in self.marked if m in ids]
+        status = message.error or self._status()
+        self.query_one("#history-status", Static).update(status)
+        self._fill_table()
+        self._chart()
+
+    def _status(self) -> str:
+        if not self.rows:
+            return "No recorded session yet: runs from the Run tab and `etu run` appear here."
+        simulated = " · * stand-in FVP: SIMULATED" if any(r.simulated for r in self.rows) else ""
+        return (
+            f"{len(self.rows)} sessions · sorted by {COLUMNS[self.sort.column][0]}"
+            f"{' ↓' if self.sort.reverse else ' ↑'}{simulated}"
+        )
+
+    # ------------------------------------------------------------------ table
+
+    def sorted_rows(self) -> list[SessionRow]:
+        column = self.sort.column
+        rows = sorted(self.rows, key=lambda r: _sort_key(r, column), reverse=self.sort.reverse)
+        missing = [r for r in rows if _sort_key(r, column)[0]]
+        return [r for r in rows if not _sort_key(r, column)[0]] + missing
+
+    def _cells(self, row: SessionRow) -> list[str]:
+        mark = f"{MARK} " if row.id in self.marked else "  "
+        line = row.ending["proof_line"]
+        return [
+            mark + (row.started_text or row.id),
+            row.kind + ("*" if row.simulated else ""),
+            row.target,
+            printable(f"{row.program['name']} {row.program['short']}".strip()),
+            printable(f"{row.firmware['name']} {row.firmware['short']}".strip()),
+            row.ending["reason"] + (f" @{line}" if line else ""),
+            _n(row.npu_cycles),
+            _n(row.cpu_cycles),
+            _n(row.method_allocator_used),
+            _n(row.temp_allocator),
+            "-" if row.duration_s is None else f"{row.duration_s:.1f}s",
+        ]
+
+    def _fill_table(self) -> None:
+        table = self.query_one("#history-table", DataTable)
+        current = self.current_row()
+        table.clear(columns=True)
+        for title, _attr, _numeric in COLUMNS:
+            arrow = ""
+            if COLUMNS[self.sort.column][0] == title:
+                arrow = " ↓" if self.sort.reverse else " ↑"
+            table.add_column(title + arrow, key=title)
+        for row in self.sorted_rows():
+            table.add_row(*self._cells(row), key=row.id)
+        if current is not None:
+            with suppress(Exception):  # the row is gone
+                table.move_cursor(row=table.get_row_index(current.id))
+        table.border_title = f"Sessions ({len(self.rows)})"
+
+    def current_row(self) -> SessionRow | None:
+        table = self.query_one("#history-table", DataTable)
+        if not self.rows or table.row_count == 0:
+            return None
+        try:
+            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        except Exception:
+            return None
+        return next((r for r in self.rows if r.id == key), None)
+
+    def action_sort(self) -> None:
+        """Next column; a second press on the same column would be confusing, so the first
+        column (time) toggles newest/oldest first when the cycle comes back to it."""
+        self.sort.column = (self.sort.column + 1) % len(COLUMNS)
+        if self.sort.column == 0:
+            self.sort.time_reverse = not self.sort.time_reverse
+            self.sort.reverse = self.sort.time_reverse
+        else:
+            self.sort.reverse = COLUMNS[self.sort.column][2]  # numbers: biggest first
+        self._fill_table()
+        self.query_one("#history-status", Static).update(self._status())
+
+    @on(DataTable.HeaderSelected, "#history-table")
+    def _header_clicked(self, event: DataTable.HeaderSelected) -> None:
+        column = event.column_index
+        if column == self.sort.column:
+            self.sort.reverse = not self.sort.reverse
+        else:
+            self.sort.column, self.sort.reverse = column, COLUMNS[column][2]
+        if column == 0:
+            self.sort.time_reverse = self.sort.reverse
+        self._fill_table()
+        self.query_one("#history-status", Static).update(self._status())
+
+    @on(DataTable.RowHighlighted, "#history-table")
+    def _row_moved(self) -> None:
+        self._chart()
+
+    # ------------------------------------------------------------------ compare
+
+    def action_mark(self) -> None:
+        row = self.current_row()
+        if row is None:
+            return
+        if row.id in self.marked:
+            self.marked.remove(row.id)
+        else:
+            self.marked = [*self.marked, row.id][-2:]
+        self._fill_table()
+        if len(self.marked) == 2:
+            self.action_compare()
+
+    def action_compare(self) -> None:
+        if len(self.marked) != 2:
+            self.app.notify("Mark two sessions with space first.", severity="warning")
+            return
+        # A is the older, B the newer: the change reads as "what happened since"
+        pair = sorted((r for r in self.rows if r.id in self.marked), key=lambda r: r.started or 0)
+        folders = [Path(r.folder) for r in pair]
+        self._requests["diff"] += 1
+        self._diff(folders[0], folders[1], self._requests["diff"])
+
+    @work(thread=True, exclusive=True, group="history-diff")
+    def _diff(self, a: Path, b: Path, request: int) -> None:
+        from runner.diff import DiffError, diff_sessions
+
+        try:
+            result, error = diff_sessions(a, b), None
+        except (DiffError, OSError, ValueError) as exc:
+            result, error = None, str(exc)
+        self.post_message(DiffReady(result, error, request))
+
+    def on_diff_ready(self, message: DiffReady) -> None:
+        if message.request != self._requests["diff"]:
+            return
+        message.stop()
+        self.diff = message.result
+        table = self.query_one("#history-compare", DataTable)
+        table.clear(columns=True)
+        if message.result is None:
+            table.border_title = f"Compare: {printable(message.error or '')}"
+            return
+        result = message.result
+        a, b = result["a"]["id"], result["b"]["id"]
+        for title in ("", f"A {_short_id(a)}", f"B {_short_id(b)}", "Δ", "%"):
+            table.add_column(title)
+        for label, left, right, delta, pct in compare_rows(result):
+            table.add_row(label, left, right, delta, pct)
+        verdict = "equal" if result["equal"] else "different"
+        table.border_title = f"Compare: {verdict} (rtol 1e-5, atol 1e-8)"
+
+    # ------------------------------------------------------------------ chart
+
+    def action_next_figure(self) -> None:
+        self.figure = (self.figure + 1) % len(FIGURES)
+        self._chart()
+
+    def _chart(self) -> None:
+        row = self.current_row()
+        attr, title = FIGURES[self.figure]
+        if row is None:
+            self.chart_points, self.chart_program = [], ""
+        else:
+            same = [r for r in self.rows if r.program["sha256"] == row.program["sha256"]]
+            same.sort(key=lambda r: r.started or 0)
+            self.chart_program = row.program["name"] or row.program["short"]
+            self.chart_points = [
+                (r.id, float(getattr(r, attr))) for r in same if getattr(r, attr) is not None
+            ]
+        chart = self.query_one("#history-chart")
+        label = f"{title} · {printable(self.chart_program)} · {len(self.chart_points)} sessions"
+        chart.border_title = f"Chart: {label} (g: next figure)"
+        plt = getattr(chart, "plt", None)
+        if plt is None:
+            return
+        plt.clear_data()
+        plt.clear_figure()
+        if self.chart_points:
+            xs = list(range(1, len(self.chart_points) + 1))
+            plt.plot(xs, [v for _, v in self.chart_points], marker="braille")
+            plt.scatter(xs, [v for _, v in self.chart_points], marker="dot")
+            step = max(1, len(xs) // 6)
+            plt.xticks(xs[::step], [_short_id(i) for i, _ in self.chart_points][::step])
+            plt.xlabel("session (oldest → newest)")
+        plt.title(title)
+        chart.refresh()
+
+    # ------------------------------------------------------------------ replay
+
+    def action_replay(self) -> None:
+        self._replay(timed=False)
+
+    def action_replay_timed(self) -> None:
+        self._replay(timed=True)
+
+    def _replay(self, timed: bool) -> None:
+        row = self.current_row()
+        if row is None:
+            return
+        self.post_message(ReplayRequested(Path(row.folder), timed))
+
+
+def _short_id(session_id: str) -> str:
+    """``20261123-213507-fvp-000`` → ``21:35:07``."""
+    parts = session_id.split("-")
+    if len(parts) >= 2 and len(parts[1]) == 6 and parts[1].isdigit():
+        clock = parts[1]
+        return f"{clock[:2]}:{clock[2:4]}:{clock[4:]}"
+    return session_id[:8]
+
+
+def compare_rows(result: dict) -> list[tuple[str, str, str, str, str]]:
+    """The compare table's rows: (what, A, B, change, % change), changed figures marked."""
+
+    def fmt(value, width: int = 22) -> str:
+        if value is None:
+            return "-"
+        if isinstance(value, float):
+            return f"{value:.6g}"
+        if isinstance(value, int):
+            return f"{value:,}"
+        text = printable(str(value))
+        return text if len(text) <= width else text[: width - 1] + "…"
+
+    rows: list[tuple[str, str, str, str, str]] = []
+    ending = result["ending"]
+    mark = "≠ " if ending["changed"] else "  "
+    rows.append((mark + "ending", ending["a"], ending["b"], "", ""))
+    for group in ("cycles", "counters", "allocators"):
+        for item in result[group]:
+            if item["a"] is None and item["b"] is None:
+                continue
+            delta = item["delta"]
+            if delta is not None:
+                delta = f"{delta:+,}" if isinstance(delta, int) else f"{delta:+.6g}"
+            rows.append((
+                ("  " if item["equal"] else "≠ ") + item["name"].removeprefix("ETHOSU_PMU_"),
+                fmt(item["a"]), fmt(item["b"]),
+                delta or "",
+                "" if item["percent"] is None else f"{item['percent']:+.2f}%",
+            ))  # fmt: skip
+    for output in result["outputs"]:
+        rows.append((
+            ("  " if output["equal"] else "≠ ") + f"output {output['index']}",
+            f"{output['numel_a']} values", f"{output['numel_b']} values",
+            f"max |Δ| {fmt(output['max_abs_diff'])}",
+            f"cos {output['cosine_similarity']:.6f}",
+        ))  # fmt: skip
+    diverge = result["first_divergence"]
+    if diverge is not None:
+        left, right = around_difference(diverge["a"], diverge["b"])
+        rows.append((f"≠ log line {diverge['line']}", fmt(left), fmt(right), "", ""))
+    else:
+        rows.append(("  log", "the same", "the same", "", ""))
+    return rows
+
+
+def around_difference(a: str | None, b: str | None, before: int = 12) -> tuple[str, str]:
+    """Both lines from a little before where they first differ (``…`` marks the cut)."""
+    if a is None or b is None:
+        return (a if a is not None else "(ended)", b if b is not None else "(ended)")
+    same = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        same += 1
+    start = max(0, same - before)
+    cut = "…" if start else ""
+    return cut + a[start:], cut + b[start:]
+
+
+def replay_schedule(line_times: list[tuple[int, float]], speed: float = 1.0) -> list[float]:
+    """Seconds after the start at which each recorded line is shown again (raw.index)."""
+    if not line_times:
+        return []
+    first = line_times[0][1]
+    return [max(0.0, (when - first) / speed) for _, when in line_times]
+
+
+__all__ = [
+    "COLUMNS",
+    "FIGURES",
+    "DiffReady",
+    "HistoryListed",
+    "HistoryPanel",
+    "ReplayRequested",
+    "compare_rows",
+    "replay_schedule",
+]

@@ -1,0 +1,110 @@
+"""A recorded session played back through the same parser and listener as a live run.
+
+The bytes of ``raw.log`` are fed to a fresh :class:`RunnerLogParser` line by line as
+``raw.index`` says they arrived: at once, or at the recorded pace (``speed`` times faster;
+silences longer than ``max_gap`` seconds are shortened to it, so an hour-long idle board
+does not replay for an hour). The listener hears ``on_events`` and ``on_end`` exactly as
+from :class:`runner.run.RunController`, so the console's live panes (filter, search, follow)
+show a replay as they show a run. The end is the recorded one (meta.json), not re-judged.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from parsers.runner_log import LogSummary, RunnerLogParser
+from runner.history import read_meta
+from runner.run import RunListener, RunOutcome
+from runner.session import INDEX, RAW
+
+MAX_GAP = 5.0
+
+
+def _index(folder: Path) -> list[tuple[int, float]]:
+    entries = []
+    try:
+        text = (folder / INDEX).read_text()
+    except OSError:
+        return entries
+    for line in text.splitlines():
+        try:
+            offset, when = line.split()
+            entries.append((int(offset), float(when)))
+        except ValueError:
+            continue  # a torn last line: the bytes are still in raw.log
+    return entries
+
+
+def recorded_outcome(meta: dict, summary: dict) -> RunOutcome:
+    reason = meta.get("exit_reason")
+    if reason not in ("success", "runner_error", "hard_fault", "time_limit", "crash", "killed"):
+        reason = "incomplete"
+    line = meta.get("proof_line")
+    return RunOutcome(
+        reason,
+        meta.get("returncode") if isinstance(meta.get("returncode"), int) else None,
+        str(meta.get("proof") or "no end recorded (the run or the console was killed)"),
+        line if isinstance(line, int) else None,
+        summary,
+    )
+
+
+def replay_session(
+    folder: Path,
+    listener: RunListener,
+    *,
+    timed: bool = True,
+    speed: float = 1.0,
+    max_gap: float = MAX_GAP,
+    stop: threading.Event | None = None,
+) -> RunOutcome:
+    """Feed ``folder``'s recorded output to ``listener``; returns the recorded end."""
+    folder = Path(folder)
+    meta = read_meta(folder)
+    npu = str(meta.get("target") or "").rpartition("-")[0] or None
+    parser = RunnerLogParser(npu=npu)
+    summary = LogSummary()
+    stop = stop or threading.Event()
+    try:
+        data = (folder / RAW).read_bytes()
+    except OSError:
+        data = b""
+    index = _index(folder) or [(0, 0.0)]
+    kept = [(offset, when) for offset, when in index if 0 <= offset <= len(data)]
+    if not kept or kept[0][0] != 0:
+        kept.insert(0, (0, kept[0][1] if kept else 0.0))
+    starts = [offset for offset, _ in kept]
+    times = [when for _, when in kept]
+    clock = time.monotonic()
+    previous = times[0]
+    for number, start in enumerate(starts):
+        if stop.is_set():
+            break
+        end = starts[number + 1] if number + 1 < len(starts) else len(data)
+        if timed and number:
+            gap = min(max(times[number] - previous, 0.0), max_gap) / max(speed, 1e-6)
+            clock += gap
+            delay = clock - time.monotonic()
+            if delay > 0 and stop.wait(delay):
+                break
+            previous = times[number]
+        events = parser.feed(data[start:end])
+        for event in events:
+            summary.add(event)
+        if events:
+            listener.on_events(events)
+    tail = parser.close()
+    for event in tail:
+        summary.add(event)
+    if tail:
+        listener.on_events(tail)
+    outcome = recorded_outcome(meta, summary.to_json())
+    if stop.is_set():
+        outcome = RunOutcome("killed", None, "replay stopped by the user", None, outcome.summary)
+    listener.on_end(outcome)
+    return outcome
+
+
+__all__ = ["MAX_GAP", "recorded_outcome", "replay_session"]
