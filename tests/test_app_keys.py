@@ -94,7 +94,7 @@ async def test_footer_shows_the_tab_keys_quit_and_help_at_80_columns() -> None:
             await pilot.press(key)
             await pilot.pause()
             footer = _footer(app)
-            assert "q Quit" in footer and "? Help" in footer and "itdnmfuk Tabs" in footer
+            assert "q Quit" in footer and "? Help" in footer and "itdnmfukj Tabs" in footer
 
 
 async def test_help_screen_lists_every_key_by_panel() -> None:
@@ -136,7 +136,7 @@ async def test_keymap_rebinds_a_key_by_id_and_the_help_shows_it() -> None:
     [
         ("help", "Help: keys"),
         ("session", "Run: past sessions of this workspace"),
-        ("history", "History: runs and compiles across sessions"),
+        ("history", "View: history of sessions"),
     ],
 )
 async def test_palette_finds_help_session_and_history(query: str, title: str) -> None:

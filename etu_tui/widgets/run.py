@@ -471,6 +471,29 @@ class RunPanel(Vertical):
             self._bridges[self.run_id] = bridge
         return bridge
 
+    def replay(self, folder: Path, timed: bool) -> bool:
+        """Play a recorded session through the live panes (History's replay): at once, or
+        at the pace its raw.index recorded. Not while a run is under way."""
+        if self.running:
+            self.notify("A run is under way: stop it first.", severity="warning")
+            return False
+        bridge = self.attach(LaunchInfo(["replay", folder.name]))
+        self.run_worker(
+            partial(self._replay_in_thread, folder, bridge, timed),
+            thread=True,
+            group="run-replay",
+            exit_on_error=False,
+        )
+        return True
+
+    def _replay_in_thread(self, folder: Path, bridge: RunBridge, timed: bool) -> None:
+        from runner.replay import replay_session
+
+        try:
+            replay_session(folder, bridge, timed=timed)
+        except Exception as error:  # a bad session must become a message, never a crash
+            bridge.on_end(RunOutcome("incomplete", None, f"replay failed: {error}", None))
+
     def _new_live(self) -> None:
         self._freeze_heap()
         self.run_id += 1
