@@ -143,11 +143,9 @@ class RunBridge(RunListener):
 class RunElfScreen(OpenFileScreen):
     """The open-file modal, asking for the firmware ELF to run."""
 
-    def compose(self) -> ComposeResult:
-        with Vertical() as box:
-            box.border_title = "Firmware ELF to run"
-            yield Input(self._start, placeholder="path/to/arm_executor_runner.elf", id="path")
-            yield Label("Enter use · Escape cancel · the FVP loads it with -a")
+    DIALOG_TITLE = "Firmware ELF to run"
+    PLACEHOLDER = "path/to/arm_executor_runner.elf"
+    HINT = "Enter use · Tab complete · Escape cancel · the FVP loads it with -a"
 
 
 Prepare = Callable[[], tuple[list[str], dict, LaunchInfo, str | None, str]]
