@@ -55,6 +55,7 @@ from etu_tui.widgets.program_panels import (
 from etu_tui.widgets.run_log import TIME_MODES
 from etu_tui.widgets.run_model import LEVELS
 from parsers.pte import ExecutionPlan
+from runner.workspace import writable_workspace
 
 DEMO_WORKSPACE = Path(__file__).resolve().parent / "demo"
 
@@ -119,7 +120,8 @@ class EtuApp(App[int]):
 
     def __init__(self, target: Path | None = None, keymap: dict[str, str] | None = None) -> None:
         super().__init__()
-        self.target = DEMO_WORKSPACE if target is None else Path(target)
+        # The demo ships in the package; an installed one is read-only: open a copy.
+        self.target = writable_workspace(DEMO_WORKSPACE) if target is None else Path(target)
         self.facts: ProgramFacts | None = None
         self.workspace: Path | None = None  # firmware, sessions and compile jobs live here
         self.plan_index = 0

@@ -1,388 +1,59 @@
-"""What the loading workers read for the UI: the decoded program with its derived facts,
-the Vela report beside it, the firmware's memory map and fit verdicts.
+"""What the loading workers read for the UI, re-exported from :mod:`runner.workspace`.
 
-Blocking functions, no widgets: the App's and panels' workers call them off the UI thread
-and post the result in a message declared beside the worker (``etu_tui.app``,
-``etu_tui.widgets.*_panel``). The Message classes live there, not here.
+The loading code is headless and shared with the CLI (``etu elf``, ``etu fit``); it lives in
+``runner/workspace.py``. This module keeps the names the console's panels import.
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
-from pathlib import Path
-
-from parsers.elf_map import Symbol
-from parsers.errors import ParseError, WrongKindError
-from parsers.fit import Verdict, check_fit
-from parsers.memory_map import MemoryMap, load_memory_map
-from parsers.program_facts import (
-    CpuOperator,
-    DelegateInfo,
-    cpu_operators,
-    delegates,
-    select_ops_list,
+from runner.workspace import (
+    DEFAULT_PRESET,
+    FIRMWARE_FOLDER,
+    REGIONS_FROM,
+    TOP_SYMBOLS,
+    VELA_FOLDER,
+    FirmwareResult,
+    ProgramFacts,
+    VelaResult,
+    decode_facts,
+    error_line,
+    file_label,
+    find_firmware,
+    find_vela_output,
+    load_firmware,
+    load_vela,
+    output_shapes,
+    program_target,
+    read_memory_map,
+    resolve_target,
+    sidecar,
+    vela_error_line,
+    vela_label,
+    workspace_vela,
 )
-from parsers.pte import DelegateCall, KernelCall, Program, open_program
-from parsers.vela import VelaReport, load_vela_report
 
-VELA_FOLDER = "vela"  # where `etu compile` leaves Vela's output, beside the .pte
-FIRMWARE_FOLDER = "firmware"  # where the runner's ELF (and its .map, .ld) sit in a workspace
-DEFAULT_PRESET = "corstone-300"  # the runner's layout when nothing else names the regions
-TOP_SYMBOLS = 50
-
-
-@dataclass(slots=True)
-class ProgramFacts:
-    """A decoded program plus the derived facts every view shows."""
-
-    path: Path
-    program: Program
-    delegates: list[DelegateInfo]
-    cpu_ops: list[CpuOperator]
-    select_ops: str
-    delegate_calls: int
-    kernel_calls: int
-    other_instructions: int
-
-    @property
-    def name(self) -> str:
-        """The file name: views show it instead of the path, so screenshots match anywhere."""
-        return self.path.name
-
-
-def resolve_target(target: Path) -> Path:
-    """A workspace folder opens its first ``*.pte`` by name; a file opens as is."""
-    if target.is_dir():
-        programs = sorted(p for p in target.glob("*.pte") if p.is_file())
-        if not programs:
-            raise WrongKindError("folder holds no .pte file", source=target.name or str(target))
-        return programs[0]
-    return target
-
-
-def decode_facts(path: Path) -> ProgramFacts:
-    """Decode ``path`` and everything derived from it. Raises ParseError; blocking."""
-    program = open_program(path)
-    try:
-        kernel = delegate = other = 0
-        for plan in program.plans:
-            for instr in plan.instructions:
-                if isinstance(instr, KernelCall):
-                    kernel += 1
-                elif isinstance(instr, DelegateCall):
-                    delegate += 1
-                else:
-                    other += 1
-        return ProgramFacts(
-            path=path,
-            program=program,
-            delegates=delegates(program),
-            cpu_ops=cpu_operators(program),
-            select_ops=select_ops_list(program),
-            delegate_calls=delegate,
-            kernel_calls=kernel,
-            other_instructions=other,
-        )
-    except BaseException:
-        program.close()
-        raise
-
-
-def error_line(error: BaseException, path: Path) -> str:
-    """One line naming the file (by name, not path) and what is wrong with it."""
-    found: BaseException | None = error
-    while found is not None and not isinstance(found, ParseError):
-        found = found.__context__  # e.g. a BufferError raised while unwinding a ParseError
-    if isinstance(found, ParseError):
-        return f"{path.name}: {found.detail}"
-    text = str(error).splitlines()[0] if str(error) else ""
-    return f"{path.name}: unexpected {type(error).__name__}" + (f": {text}" if text else "")
-
-
-# --------------------------------------------------------------------------- Vela
-
-
-@dataclass(slots=True)
-class VelaResult:
-    """One Vela report as the NPU tab knows it: loaded, failed, or not found.
-
-    ``label`` names it for the views (``vela/``, ``30_u85_256_et_default_perf/``), never by
-    an absolute path; it is None when the workspace has no Vela output. ``path`` is what was
-    read, kept off screen.
-    """
-
-    label: str | None
-    path: Path | None = None
-    report: VelaReport | None = None
-    error: str | None = None  # one line, when the report could not be read
-
-    def relative(self, text: str) -> str:
-        """``text`` with the report's absolute path replaced by its label."""
-        if self.path is None or self.label is None:
-            return text
-        root = str(self.path)
-        label = self.label.rstrip("/")
-        return text.replace(root + os.sep, label + "/").replace(root, label)
-
-
-def find_vela_output(folder: Path) -> Path | None:
-    """Vela output of a workspace: its ``vela/`` folder, else summary CSVs beside the .pte."""
-    sub = folder / VELA_FOLDER
-    if sub.is_dir():
-        return sub
-    try:
-        if any(p.is_file() for p in folder.glob("*_summary_*.csv")):
-            return folder
-    except OSError:
-        return None
-    return None
-
-
-def vela_label(path: Path, workspace: Path | None = None) -> str:
-    """A short name: relative to ``workspace`` when inside it; folders end with ``/``."""
-    try:
-        name = path.resolve().name or str(path)
-    except OSError:
-        name = path.name or str(path)
-    if workspace is not None:
-        try:
-            relative = path.resolve().relative_to(workspace.resolve())
-            name = str(relative) if str(relative) != "." else (workspace.resolve().name or ".")
-        except (OSError, ValueError):
-            pass
-    return name + "/" if path.is_dir() else name
-
-
-def vela_error_line(error: BaseException, path: Path, label: str) -> str:
-    """One line naming the Vela file (relative to ``label``) and what is wrong with it."""
-    found: BaseException | None = error
-    while found is not None and not isinstance(found, ParseError):
-        found = found.__context__
-    if not isinstance(found, ParseError):
-        text = str(error).splitlines()[0] if str(error) else ""
-        return f"{label}: unexpected {type(error).__name__}" + (f": {text}" if text else "")
-    where = label
-    if found.source:
-        source = Path(found.source)
-        if path.is_dir():
-            try:
-                inside = source.relative_to(path)
-                where = label if str(inside) == "." else f"{label.rstrip('/')}/{inside}"
-            except ValueError:
-                where = source.name
-        elif source != path:
-            where = source.name
-    return f"{where}: {found.detail}"
-
-
-def load_vela(path: Path, label: str) -> VelaResult:
-    """Read one Vela output folder or file; any failure becomes a one-line error. Blocking."""
-    try:
-        return VelaResult(label, path, report=load_vela_report(path))
-    except Exception as error:  # a bad report must become a message, never a crash
-        return VelaResult(label, path, error=vela_error_line(error, path, label))
-
-
-def workspace_vela(program: Path) -> VelaResult:
-    """The Vela report beside ``program`` (a .pte or a workspace folder), if there is one."""
-    folder = program if program.is_dir() else program.parent
-    found = find_vela_output(folder)
-    if found is None:
-        return VelaResult(None)
-    return load_vela(found, vela_label(found, folder))
-
-
-# --------------------------------------------------------------------------- firmware
-
-
-@dataclass(slots=True)
-class FirmwareResult:
-    """One firmware ELF as the Memory and Fit tabs know it: its memory map, the verdicts of
-    the fit check against the open program, or why either could not be had.
-
-    ``label`` names the ELF for the views (``firmware/arm_executor_runner.elf`` relative to
-    the workspace, else its file name); None when the workspace has no firmware. Every text
-    here (warnings, errors) names files by label or name, never by an absolute path.
-    """
-
-    label: str | None
-    path: Path | None = None
-    memory_map: MemoryMap | None = None
-    regions_text: str = ""  # where the regions came from: "from ld map arm_executor_runner.map"
-    symbols: list[Symbol] = field(default_factory=list)  # the largest symbols, largest first
-    warnings: list[str] = field(default_factory=list)
-    verdicts: list[Verdict] | None = None  # failing first; None when the check did not run
-    error: str | None = None  # one line: the ELF (so the map) could not be read
-    fit_error: str | None = None  # one line: the fit check could not run
-    program: str = ""  # the file name of the program the verdicts are for
-    vela: str | None = None  # the label of the Vela report the check used, if any
-    picked: bool = False  # chosen with the pick-ELF action, not found in the workspace
-    request: int = 0  # tells a stale result from the current one
-
-
-def find_firmware(folder: Path) -> Path | None:
-    """A workspace's firmware: the first ``firmware/*.elf`` by name, else ``*.elf`` beside."""
-    for where in (folder / FIRMWARE_FOLDER, folder):
-        try:
-            found = sorted(p for p in where.glob("*.elf") if p.is_file())
-        except OSError:
-            continue
-        if found:
-            return found[0]
-    return None
-
-
-def sidecar(elf: Path, suffix: str) -> Path | None:
-    """The file beside ``elf`` with its stem and ``suffix``, else the only ``*suffix`` there."""
-    same = elf.with_suffix(suffix)
-    if same.is_file():
-        return same
-    try:
-        others = [p for p in elf.parent.glob(f"*{suffix}") if p.is_file()]
-    except OSError:
-        return None
-    return others[0] if len(others) == 1 else None
-
-
-def file_label(path: Path, workspace: Path | None) -> str:
-    """``path`` relative to ``workspace`` when inside it, else its file name."""
-    if workspace is not None:
-        try:
-            return str(path.resolve().relative_to(workspace.resolve()))
-        except (OSError, ValueError):
-            pass
-    return path.name or str(path)
-
-
-def _where(error: ParseError, names: dict[str, str], fallback: str) -> str:
-    """``file: detail`` with the file named by its label."""
-    source = error.source or ""
-    return f"{names.get(source, Path(source).name if source else fallback)}: {error.detail}"
-
-
-def _relative(text: str, names: dict[str, str]) -> str:
-    for path, name in sorted(names.items(), key=lambda item: -len(item[0])):
-        text = text.replace(path, name)
-    return text
-
-
-REGIONS_FROM = {
-    "ld_map": "ld map",
-    "linker_script": "linker script",
-    "regions": "given regions",
-    "preset": "preset",
-    "guessed": "guessed",
-}
-
-
-def read_memory_map(elf: Path, label: str) -> tuple[MemoryMap, str, list[str], dict[str, str]]:
-    """The map of ``elf``, its regions from the ``.map`` beside it, else the ``.ld`` beside
-    it, else the preset every section fits, else the runner's Corstone-300 layout.
-
-    Returns (map, where the regions came from, notes, path → label). A map or script that
-    cannot be read is skipped with a note; an ELF that cannot be read raises ParseError."""
-    names = {str(elf): label}
-    notes: list[str] = []
-    memory_map: MemoryMap | None = None
-    for suffix, option in ((".map", "map_path"), (".ld", "script_path")):
-        extra = sidecar(elf, suffix)
-        if extra is None:
-            continue
-        names[str(extra)] = extra.name
-        try:
-            memory_map = load_memory_map(elf, **{option: extra})
-            break
-        except ParseError as error:
-            if error.source is not None and Path(error.source) == elf:
-                raise
-            notes.append(f"{_where(error, names, extra.name)} (not used)")
-    if memory_map is None:
-        memory_map = load_memory_map(elf)
-        if not memory_map.regions and memory_map.elf.is_arm:
-            memory_map = load_memory_map(elf, preset=DEFAULT_PRESET)
-            notes.append(
-                f"no .map or .ld beside {elf.name}: regions are the runner's {DEFAULT_PRESET} "
-                "layout"
-            )
-    source = REGIONS_FROM.get(memory_map.regions_from or "", "nowhere")
-    if memory_map.regions_from == "ld_map" or memory_map.regions_from == "linker_script":
-        source += f" {Path(memory_map.regions_source or '').name}"
-    elif memory_map.regions_from in ("preset", "guessed") and memory_map.preset:
-        source += f" {memory_map.preset}"
-    return memory_map, f"from {source}", notes, names
-
-
-def load_firmware(
-    elf: Path | None,
-    program: Program | None,
-    vela: VelaReport | None,
-    *,
-    workspace: Path | None,
-    program_name: str = "",
-    vela_name: str | None = None,
-    picked: bool = False,
-    request: int = 0,
-) -> FirmwareResult:
-    """Read ``elf``'s memory map and check ``program`` against it. Blocking; never raises:
-    a bad file becomes a one-line error in the result."""
-    if elf is None:
-        return FirmwareResult(None, program=program_name, request=request)
-    label = file_label(elf, workspace)
-    result = FirmwareResult(
-        label, elf, program=program_name, vela=vela_name, picked=picked, request=request
-    )
-    try:
-        memory_map, source, notes, names = read_memory_map(elf, label)
-    except Exception as error:  # a bad file must become a message, never a crash
-        result.error = _firmware_error(error, {str(elf): label}, label)
-        return result
-    result.memory_map = memory_map
-    result.regions_text = source
-    result.symbols = memory_map.symbols_top(TOP_SYMBOLS)
-    result.warnings = [_relative(w, names) for w in [*notes, *memory_map.warnings]]
-    if program is None:
-        result.fit_error = "no program open to check"
-        return result
-    try:
-        result.verdicts = check_fit(program, memory_map, vela)
-    except Exception as error:
-        result.fit_error = _firmware_error(error, names, program_name or "program")
-    return result
-
-
-def _firmware_error(error: BaseException, names: dict[str, str], label: str) -> str:
-    found: BaseException | None = error
-    while found is not None and not isinstance(found, ParseError):
-        found = found.__context__
-    if isinstance(found, ParseError):
-        return _relative(_where(found, names, label), names)
-    text = str(error).splitlines()[0] if str(error) else ""
-    text = _relative(text, names)
-    return f"{label}: unexpected {type(error).__name__}" + (f": {text}" if text else "")
-
-
-# --------------------------------------------------------------------------- programs
-
-
-def program_target(facts: ProgramFacts) -> str | None:
-    """The Ethos-U target the program was compiled for (its delegate's ``target`` compile
-    spec, e.g. ``ethos-u55-128``), when it says."""
-    for info in facts.delegates:
-        for spec in info.delegate.compile_specs:
-            if spec.key == "target" and spec.text:
-                return spec.text.strip()
-    return None
-
-
-def output_shapes(facts: ProgramFacts) -> list[tuple[int, ...]]:
-    """The shapes of the first plan's outputs (the runner prints values, not shapes)."""
-    plans = facts.program.plans
-    if not plans:
-        return []
-    plan = plans[0]
-    shapes = []
-    for index in plan.outputs:
-        value = plan.values[index] if 0 <= index < len(plan.values) else None
-        shapes.append(tuple(getattr(value, "sizes", ()) or ()))
-    return shapes
+__all__ = [
+    "DEFAULT_PRESET",
+    "FIRMWARE_FOLDER",
+    "REGIONS_FROM",
+    "TOP_SYMBOLS",
+    "VELA_FOLDER",
+    "FirmwareResult",
+    "ProgramFacts",
+    "VelaResult",
+    "decode_facts",
+    "error_line",
+    "file_label",
+    "find_firmware",
+    "find_vela_output",
+    "load_firmware",
+    "load_vela",
+    "output_shapes",
+    "program_target",
+    "read_memory_map",
+    "resolve_target",
+    "sidecar",
+    "vela_error_line",
+    "vela_label",
+    "workspace_vela",
+]

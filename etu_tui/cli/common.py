@@ -9,7 +9,10 @@ from pathlib import Path
 def add_region_options(parser: argparse.ArgumentParser) -> None:
     """Where memory regions come from, in order of preference."""
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--map", type=Path, help="GNU ld map file (-Map) of the link")
+    group.add_argument(
+        "--map", type=Path,
+        help="GNU ld map file (-Map) of the link (default: the .map beside the ELF, else the .ld)",
+    )  # fmt: skip
     group.add_argument("--ld", type=Path, help="linker script with a MEMORY block")
     group.add_argument(
         "--region",
@@ -21,7 +24,17 @@ def add_region_options(parser: argparse.ArgumentParser) -> None:
 
 
 def memory_map_from_args(args: argparse.Namespace):
+    """The map the options name; with none, the regions come from the ``.map`` beside the
+    ELF, else the ``.ld`` beside it, as the console's Memory tab reads them
+    (:func:`runner.workspace.read_memory_map`)."""
     from parsers.memory_map import load_memory_map, parse_region_spec
+
+    if not (args.map or args.ld or args.region or args.preset):
+        from runner.workspace import read_memory_map
+
+        memory_map, _source, notes, _names = read_memory_map(args.elf, args.elf.name)
+        memory_map.warnings[:0] = notes
+        return memory_map
 
     regions = [parse_region_spec(spec) for spec in args.region] if args.region else None
     return load_memory_map(
