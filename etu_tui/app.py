@@ -54,6 +54,7 @@ from etu_tui.widgets.program_panels import (
 )
 from etu_tui.widgets.run_log import TIME_MODES
 from etu_tui.widgets.run_model import LEVELS
+from parsers.errors import describe_error
 from parsers.pte import ExecutionPlan
 from runner.workspace import writable_workspace
 
@@ -206,7 +207,7 @@ class EtuApp(App[int]):
         try:
             vela = workspace_vela(path)  # its own errors stay in the NPU tab
         except Exception as error:
-            text = f"unexpected {type(error).__name__}: {error}".splitlines()[0]
+            text = describe_error(error)
             vela = VelaResult("Vela output", error=text)
         if get_current_worker().is_cancelled:
             _close(facts)
@@ -284,7 +285,7 @@ class EtuApp(App[int]):
         """Last line of defence: a worker that still raised is reported, not fatal."""
         error = event.worker.error
         if event.state == WorkerState.ERROR and error is not None:
-            text = f"unexpected {type(error).__name__}: {error}".splitlines()[0]
+            text = describe_error(error)
             if event.worker.group == "load":
                 self.post_message(ProgramFailed(self.target, text, self._request))
             else:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from parsers.elf_map import Symbol
-from parsers.errors import ParseError, WrongKindError
+from parsers.errors import ParseError, WrongKindError, describe_error, find_parse_error
 from parsers.fit import Verdict, check_fit
 from parsers.memory_map import MemoryMap, load_memory_map
 from parsers.program_facts import (
@@ -98,13 +98,7 @@ def decode_facts(path: Path) -> ProgramFacts:
 
 def error_line(error: BaseException, path: Path) -> str:
     """One line naming the file (by name, not path) and what is wrong with it."""
-    found: BaseException | None = error
-    while found is not None and not isinstance(found, ParseError):
-        found = found.__context__  # e.g. a BufferError raised while unwinding a ParseError
-    if isinstance(found, ParseError):
-        return f"{path.name}: {found.detail}"
-    text = str(error).splitlines()[0] if str(error) else ""
-    return f"{path.name}: unexpected {type(error).__name__}" + (f": {text}" if text else "")
+    return describe_error(error, path.name)
 
 
 # --------------------------------------------------------------------------- Vela
@@ -163,24 +157,20 @@ def vela_label(path: Path, workspace: Path | None = None) -> str:
 
 def vela_error_line(error: BaseException, path: Path, label: str) -> str:
     """One line naming the Vela file (relative to ``label``) and what is wrong with it."""
-    found: BaseException | None = error
-    while found is not None and not isinstance(found, ParseError):
-        found = found.__context__
-    if not isinstance(found, ParseError):
-        text = str(error).splitlines()[0] if str(error) else ""
-        return f"{label}: unexpected {type(error).__name__}" + (f": {text}" if text else "")
+    found = find_parse_error(error)
+    if found is None or not found.source:
+        return describe_error(error, label)
     where = label
-    if found.source:
-        source = Path(found.source)
-        if path.is_dir():
-            try:
-                inside = source.relative_to(path)
-                where = label if str(inside) == "." else f"{label.rstrip('/')}/{inside}"
-            except ValueError:
-                where = source.name
-        elif source != path:
+    source = Path(found.source)
+    if path.is_dir():
+        try:
+            inside = source.relative_to(path)
+            where = label if str(inside) == "." else f"{label.rstrip('/')}/{inside}"
+        except ValueError:
             where = source.name
-    return f"{where}: {found.detail}"
+    elif source != path:
+        where = source.name
+    return describe_error(found, where)
 
 
 def load_vela(path: Path, label: str) -> VelaResult:
@@ -265,7 +255,7 @@ def file_label(path: Path, workspace: Path | None) -> str:
 def _where(error: ParseError, names: dict[str, str], fallback: str) -> str:
     """``file: detail`` with the file named by its label."""
     source = error.source or ""
-    return f"{names.get(source, Path(source).name if source else fallback)}: {error.detail}"
+    return describe_error(error, names.get(source, Path(source).name if source else fallback))
 
 
 def _relative(text: str, names: dict[str, str]) -> str:
@@ -359,14 +349,13 @@ def load_firmware(
 
 
 def _firmware_error(error: BaseException, names: dict[str, str], label: str) -> str:
-    found: BaseException | None = error
-    while found is not None and not isinstance(found, ParseError):
-        found = found.__context__
-    if isinstance(found, ParseError):
-        return _relative(_where(found, names, label), names)
-    text = str(error).splitlines()[0] if str(error) else ""
-    text = _relative(text, names)
-    return f"{label}: unexpected {type(error).__name__}" + (f": {text}" if text else "")
+    """One line, the files named by label (a ParseError by the file it names)."""
+    found = find_parse_error(error)
+    if found is not None:
+        source = found.source or ""
+        where = names.get(source, Path(source).name if source else label)
+        return _relative(describe_error(found, where), names)
+    return _relative(describe_error(error, label), names)
 
 
 # --------------------------------------------------------------------------- programs

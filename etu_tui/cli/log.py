@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import TextIO
 
+from parsers.errors import describe_error
+
 HELP = "summarise a saved runner log or a recorded session"
 MAX_LOG_BYTES = 64 << 30  # read as a stream: the cap only refuses absurd files
 BLOCK = 1 << 20
@@ -108,6 +110,5 @@ def _etdump_rows(data: bytes, err: TextIO) -> list[dict] | None:
 
         return etdump_operators(data)
     except Exception as error:  # a foreign library reading device-sent bytes
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        err.write(f"etu: etdump: {printable(first)}\n")
+        err.write(f"etu: etdump: {printable(describe_error(error))}\n")
         return None
