@@ -29,7 +29,8 @@ def log_command(path: Path, *, as_json: bool, events: bool, out: TextIO, err: Te
     """A saved log (or a session folder's raw.log) re-read through the same parser."""
     from parsers.errors import ParseError
     from parsers.files import open_regular
-    from parsers.runner_log import LogSummary, RunnerLogParser
+    from parsers.log_summary import LogSummary
+    from parsers.runner_log import RunnerLogParser
     from parsers.text import printable
     from runner.run import bound_summary
     from runner.session import RAW
