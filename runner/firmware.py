@@ -112,12 +112,14 @@ def build_stub_firmware(
     num_inferences: int = 1,
     linker_script: Path | None = None,
     sources: Path = FIRMWARE_SOURCES,
+    debug: bool = False,
 ) -> FirmwareBuild:
     """Compile and link the stub runner with ``pte`` baked in as ``model_pte``.
 
     ``temp_pool``/``fast_scratch`` default to what the runner's CMake picks for
     ``memory_mode``; ``semihosting_pool`` adds ``input_file_allocation_pool`` (SEMIHOSTING);
-    ``linker_script`` replaces the preset's script (it is C-preprocessed the same way).
+    ``linker_script`` replaces the preset's script (it is C-preprocessed the same way);
+    ``debug`` adds DWARF line information (``-g``), for symbolising fault addresses.
     Writes ``arm_executor_runner.{elf,map,ld}`` and ``memory_usage.txt`` into ``out_dir``.
     """
     if preset not in PRESET_BUILDS:
@@ -173,6 +175,8 @@ def build_stub_firmware(
     cpu = _pick_cpu(compiler, cpus)
     target = [f"-mcpu={cpu}", "-mthumb"]
     cflags = [*target, "-Os", "-std=gnu11", "-ffunction-sections", "-fdata-sections", "-Wall"]
+    if debug:
+        cflags.append("-g")
     define_flags = [f"-D{name}={value}" for name, value in defines.items()]
 
     with tempfile.TemporaryDirectory(prefix="etu-firmware-") as work:
