@@ -20,6 +20,7 @@ from pathlib import Path
 
 from parsers.elf_map import Symbol
 from parsers.errors import ParseError, WrongKindError, describe_error, find_parse_error
+from parsers.firmware_program import is_elf, open_embedded_program
 from parsers.fit import Verdict, check_fit
 from parsers.memory_map import MemoryMap, load_memory_map
 from parsers.program_facts import (
@@ -69,8 +70,9 @@ def resolve_target(target: Path) -> Path:
 
 
 def decode_facts(path: Path) -> ProgramFacts:
-    """Decode ``path`` and everything derived from it. Raises ParseError; blocking."""
-    program = open_program(path)
+    """Decode ``path`` and everything derived from it: a ``.pte``, or a firmware ELF's
+    baked-in program. Raises ParseError; blocking."""
+    program = open_embedded_program(path) if is_elf(path) else open_program(path)
     try:
         kernel = delegate = other = 0
         for plan in program.plans:

@@ -40,3 +40,29 @@ def memory_map_from_args(args: argparse.Namespace):
     return load_memory_map(
         args.elf, map_path=args.map, script_path=args.ld, regions=regions, preset=args.preset
     )
+
+
+def add_target_option(parser: argparse.ArgumentParser, what: str, **kwargs) -> None:
+    """``--target`` with its values listed (the FVPs' targets, fvp/targets.py)."""
+    from fvp.targets import targets
+
+    values = targets()
+    parser.add_argument(
+        "--target", choices=values, metavar="TARGET",
+        help=f"{what}; one of: {', '.join(values)}", **kwargs,
+    )  # fmt: skip
+
+
+def add_vela_config_options(parser: argparse.ArgumentParser) -> None:
+    """``--system-config`` and ``--memory-mode`` with their values listed
+    (runner/compile_request.py: Vela's vela.ini sections the runner builds for)."""
+    from runner.compile_request import MEMORY_MODES, SYSTEM_CONFIGS
+
+    parser.add_argument(
+        "--system-config", choices=list(SYSTEM_CONFIGS), metavar="CONFIG",
+        help=f"Vela's system config (default per target); one of: {', '.join(SYSTEM_CONFIGS)}",
+    )  # fmt: skip
+    parser.add_argument(
+        "--memory-mode", choices=MEMORY_MODES, metavar="MODE",
+        help=f"Vela's memory mode (default per target); one of: {', '.join(MEMORY_MODES)}",
+    )  # fmt: skip
