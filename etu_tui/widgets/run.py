@@ -33,6 +33,7 @@ from etu_tui.keys import bindings
 from etu_tui.messages import file_label, find_firmware
 from etu_tui.safe_text import printable
 from etu_tui.screens.open_file import OpenFileScreen
+from etu_tui.screens.preflight import PreflightScreen
 from etu_tui.widgets.formatting import short_path
 from etu_tui.widgets.run_log import TIME_MODES, HexView, LogView
 from etu_tui.widgets.run_messages import (
@@ -69,6 +70,7 @@ from etu_tui.widgets.run_panes import (
 from fvp.command import DEFAULT_TIMELIMIT, FvpOptions, format_command
 from fvp.launch import LaunchError, prepare_fvp_launch
 from fvp.targets import targets
+from parsers.fit import FAIL, OK, check_fit
 from parsers.runner_events import Event
 from runner.process import ProcessStats
 from runner.run import RunController, RunListener, RunOutcome
@@ -148,6 +150,16 @@ class RunElfScreen(OpenFileScreen):
     HINT = "Enter use · Tab complete · Escape cancel · the FVP loads it with -a"
 
 
+PREFLIGHT_CHECKS = ("target", "program_placement")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return a == b
+
+
 Prepare = Callable[[], tuple[list[str], dict, LaunchInfo, str | None, str]]
 
 
@@ -186,6 +198,8 @@ class RunPanel(Vertical):
         self.elf: Path | None = None
         self.elf_picked = False
         self.firmware = None  # the Memory tab's FirmwareResult: pre-flight verdicts
+        self.program = None  # the open program (parsers.pte.Program), None when none
+        self.program_target: str | None = None
         self.target = DEFAULT_TARGET
         self.vela_cycles: float | None = None
         self.shapes: list[tuple[int, ...]] = []
@@ -315,12 +329,15 @@ class RunPanel(Vertical):
         target: str | None,
         vela_cycles: float | None,
         shapes: Sequence[tuple[int, ...]] = (),
+        program=None,
     ) -> None:
         """A program opened: its folder is the workspace (firmware, sessions)."""
         if workspace != self.workspace:
             self.workspace = workspace
             self.elf_picked = False
             self.elf = find_firmware(workspace)
+        self.program = program  # parsers.pte.Program, for the pre-flight fit checks
+        self.program_target = target
         if target in targets():
             self.target = target
         self.vela_cycles = vela_cycles
@@ -871,7 +888,7 @@ class RunPanel(Vertical):
 
     @on(Button.Pressed, "#run-start")
     def _start_pressed(self) -> None:
-        self.start_run()
+        self.request_run()
 
     @on(Button.Pressed, "#run-stop")
     def _stop_pressed(self) -> None:
@@ -993,8 +1010,56 @@ class RunPanel(Vertical):
         return True
 
     def action_start_run(self) -> None:
-        if self.start_run():
-            self.app.refresh_bindings()
+        self.request_run()
+
+    def preflight(self) -> list[str]:
+        """What would make the next run fail, checked before launching it: the program's
+        NPU target against the run's, and the fit checks of the program against the
+        firmware to be run (its baked-in program, its NPU platform)."""
+        problems: list[str] = []
+        fw, elf = self.firmware, self.elf
+        same = (
+            fw is not None
+            and fw.memory_map is not None
+            and fw.path is not None
+            and elf is not None
+            and _same_file(fw.path, elf)
+        )
+        if same and self.program is not None:
+            try:
+                verdicts = check_fit(self.program, fw.memory_map, None, target=self.target)
+            except Exception:  # the Fit tab reports a check that cannot run
+                verdicts = []
+            for verdict in verdicts:
+                bad = verdict.status == FAIL or (
+                    verdict.check == "program_placement" and verdict.status != OK
+                )
+                if verdict.check in PREFLIGHT_CHECKS and bad:
+                    problems.append(verdict.message)
+        elif self.program_target and self.program_target != self.target:
+            problems.append(
+                f"the program was compiled for {self.program_target}, the run targets "
+                f"{self.target}: the driver rejects a command stream for another NPU config"
+            )
+        return list(dict.fromkeys(problems))
+
+    def request_run(self) -> bool:
+        """Start a run after the pre-flight checks; a problem asks first (run anyway?)."""
+        if self.running or self.workspace is None:
+            return False
+        problems = self.preflight()
+        if not problems:
+            if self.start_run():
+                self.app.refresh_bindings()
+                return True
+            return False
+
+        def chosen(run_anyway: bool | None) -> None:
+            if run_anyway and self.start_run():
+                self.app.refresh_bindings()
+
+        self.app.push_screen(PreflightScreen(problems), callback=chosen)
+        return False
 
     def action_stop_run(self) -> None:
         self.stop_run()
