@@ -67,9 +67,11 @@ from etu_tui.widgets.run_panes import (
     per_inference,
     session_name,
 )
+from etu_tui.widgets.triage import fault_lines, missing_operator_lines
 from fvp.command import DEFAULT_TIMELIMIT, FvpOptions, format_command
 from fvp.launch import LaunchError, prepare_fvp_launch
 from fvp.targets import targets
+from parsers.elf_map import read_elf
 from parsers.fit import FAIL, OK, check_fit
 from parsers.runner_events import Event
 from runner.process import ProcessStats
@@ -199,6 +201,7 @@ class RunPanel(Vertical):
         self.elf_picked = False
         self.firmware = None  # the Memory tab's FirmwareResult: pre-flight verdicts
         self.program = None  # the open program (parsers.pte.Program), None when none
+        self.select_ops = ""  # its EXECUTORCH_SELECT_OPS_LIST value
         self.program_target: str | None = None
         self.target = DEFAULT_TARGET
         self.vela_cycles: float | None = None
@@ -330,6 +333,7 @@ class RunPanel(Vertical):
         vela_cycles: float | None,
         shapes: Sequence[tuple[int, ...]] = (),
         program=None,
+        select_ops: str = "",
     ) -> None:
         """A program opened: its folder is the workspace (firmware, sessions)."""
         if workspace != self.workspace:
@@ -337,6 +341,7 @@ class RunPanel(Vertical):
             self.elf_picked = False
             self.elf = find_firmware(workspace)
         self.program = program  # parsers.pte.Program, for the pre-flight fit checks
+        self.select_ops = select_ops
         self.program_target = target
         if target in targets():
             self.target = target
@@ -802,7 +807,36 @@ class RunPanel(Vertical):
             banner.set_state("-running", Content.styled("● stopping…", "bold"))
             return
         name = session_name(record.folder.name, self._stable) if record and record.folder else ""
-        banner.show(record, hint, name, self._stable)
+        triage = self._triage(record) if record is not None and record.outcome else []
+        banner.show(record, hint, name, self._stable, triage)
+
+    def _triage(self, record: RunRecord) -> list[str]:
+        """A fault's registers with PC/LR symbolised against the firmware ELF; a missing
+        operator with the Fit tab's fix (the exact EXECUTORCH_SELECT_OPS_LIST)."""
+        lines: list[str] = []
+        if record.faults:
+            elf_path = self.elf
+            fw = self.firmware
+            image = None
+            shown = fw is not None and fw.memory_map is not None and fw.path is not None
+            if shown and elf_path is not None and _same_file(fw.path, elf_path):
+                image = fw.memory_map.elf
+            if image is None and elf_path is not None:
+                try:
+                    image = read_elf(elf_path)
+                except Exception:  # symbolising is a help; the registers still show
+                    image = None
+            lines += fault_lines(record.faults[-1], image, elf_path)
+        if record.missing:
+            fix = None
+            verdicts = self.firmware.verdicts if self.firmware is not None else None
+            for verdict in verdicts or []:
+                if verdict.check == "cpu_kernels" and verdict.fix:
+                    fix = verdict.fix
+            if fix is None and self.select_ops:
+                fix = f"rebuild with -DEXECUTORCH_SELECT_OPS_LIST={self.select_ops}"
+            lines += missing_operator_lines(record.missing, fix)
+        return lines
 
     def _show_controls(self) -> None:
         running = self.running
