@@ -418,6 +418,10 @@ async def test_filter_levels_find_time_and_hex(workspace: Path) -> None:
         await pilot.pause()
         assert [line.line_no for _, line in log.rows()] == [2, 6]
         assert "2 shown" in str(app.query_one("#run-log-box").border_title)
+        app.query_one("#run-filter", Input).value = "no such text"
+        panel.apply_filter()
+        assert log.row_count == 0
+        assert "no line matches the filter" in str(app.query_one("#run-log-box").border_title)
         app.query_one("#run-filter", Input).value = ""
         panel.apply_filter()
         assert log.row_count == 6
@@ -434,6 +438,8 @@ async def test_filter_levels_find_time_and_hex(workspace: Path) -> None:
         assert log.line(log.cursor)[1].line_no == 2
         await pilot.press("left_square_bracket", "left_square_bracket")
         assert log.line(log.cursor)[1].line_no == 6  # wrapped around
+        status = app.query_one("#run-find-status", Static).render()
+        assert "5 of 5 matches · line 6" in str(status)  # 5 lines have the text
         # The match is highlighted in its row.
         row = log.render_line(log.cursor_row)
         styles = {segment.text: segment.style for segment in row if segment.text}

@@ -34,7 +34,7 @@ from etu_tui.messages import file_label, find_firmware
 from etu_tui.safe_text import printable
 from etu_tui.screens.open_file import OpenFileScreen
 from etu_tui.screens.preflight import PreflightScreen
-from etu_tui.widgets.formatting import short_path
+from etu_tui.widgets.formatting import plural, short_path
 from etu_tui.widgets.run_log import TIME_MODES, HexView, LogView
 from etu_tui.widgets.run_messages import (
     LaunchPreviewed,
@@ -891,6 +891,8 @@ class RunPanel(Vertical):
             if store.first:
                 count = f"last {kept:,} of {store.total:,} lines (all in the session)"
             shown = f" · {log.row_count:,} shown" if log.filtering else ""
+            if log.filtering and not log.row_count and kept:
+                shown = " · no line matches the filter"
             mode = "following" if log.follow else "paused · end follows"
             where = "" if self.shown is None or self.shown.live else f" · {self.shown.label}"
             if where and self._stable:
@@ -976,7 +978,13 @@ class RunPanel(Vertical):
             status.update(Content.styled(" no match", "$text-error"))
         else:
             _, line = self.log.store.line(seq)  # type: ignore[union-attr]
-            status.update(f" line {line.line_no:,}")
+            total, rank = self.log.match_count(term, seq)
+            place = (
+                f"{rank:,} of {plural(total, 'match', 'matches')}"
+                if rank
+                else plural(total, "match", "matches")
+            )
+            status.update(f" {place} · line {line.line_no:,}")
         return seq
 
     @on(LogView.CursorMoved)

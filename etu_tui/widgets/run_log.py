@@ -419,6 +419,22 @@ class LogView(ScrollView, can_focus=True):
                 return seq
         return None
 
+    def match_count(self, term: str, seq: int | None = None) -> tuple[int, int | None]:
+        """How many shown lines contain ``term``, and the 1-based rank of line ``seq``
+        among them (None when it is not one)."""
+        needle = term.lower()
+        store = self.store
+        if not needle or store is None:
+            return 0, None
+        total, rank = 0, None
+        for row in range(self.row_count):
+            at = self.seq_at(row)
+            if needle in store.entry(at)[TEXT].lower():
+                total += 1
+                if at == seq:
+                    rank = total
+        return total, rank
+
     # -- rendering ---------------------------------------------------------------------
 
     def line_style(self, line: LogLine | Entry) -> Style:
