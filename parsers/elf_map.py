@@ -22,8 +22,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from parsers.errors import FormatError, ParseError, TruncatedError, WrongKindError
+from parsers.files import GiB, check_regular
 
 ELF_MAGIC = b"\x7fELF"
+MAX_ELF_BYTES = 2 * GiB  # mapped, not read: the cap only refuses absurd files
 
 SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR = 0x1, 0x2, 0x4
 SHF_MERGE, SHF_STRINGS, SHF_INFO_LINK, SHF_LINK_ORDER = 0x10, 0x20, 0x40, 0x80
@@ -234,6 +236,7 @@ class ElfImage:
 def read_elf(path: str | os.PathLike[str]) -> ElfImage:
     """Map ``path`` and decode it. Raises ParseError naming the file."""
     source = str(path)
+    check_regular(path, "an ELF file", MAX_ELF_BYTES)
     try:
         with open(path, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size

@@ -15,12 +15,14 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from parsers.errors import FormatError, ParseError, WrongKindError
+from parsers.errors import FormatError, WrongKindError
+from parsers.files import MiB, read_regular
 from parsers.linker_script import MemoryRegion
 
 MEMORY_HEADER = "Memory Configuration"
 MAP_HEADER = "Linker script and memory map"
 DEFAULT_REGION = "*default*"
+MAX_MAP_BYTES = 256 * MiB  # a big firmware's map is tens of MiB
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,13 +144,7 @@ def parse_ld_map(text: str, source: str = "<ld map>") -> LdMap:
 
 def read_ld_map(path: str | os.PathLike[str]) -> LdMap:
     source = str(path)
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except IsADirectoryError:
-        raise WrongKindError("is a directory, not a map file", source=source) from None
-    except OSError as error:
-        raise ParseError(error.strerror or str(error), source=source) from None
+    raw = read_regular(path, "a map file", MAX_MAP_BYTES)
     if raw.startswith(b"\x7fELF"):
         raise WrongKindError("an ELF file, not a GNU ld map file", source=source)
     return parse_ld_map(raw.decode("utf-8", errors="replace"), source)

@@ -19,7 +19,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from parsers.errors import FormatError, ParseError, WrongKindError
+from parsers.errors import FormatError, WrongKindError
+from parsers.files import MiB, read_regular
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +81,29 @@ class _ExprError(Exception):
     pass
 
 
+# Bounds that keep evaluation linear in the text: addresses and sizes are 64-bit at most, a
+# literal has at most MAX_DIGITS digits, parentheses and unary signs nest MAX_DEPTH deep.
+VALUE_LIMIT = 1 << 64
+MAX_SCRIPT_BYTES = 16 * MiB
+MAX_DIGITS = 24
+MAX_DEPTH = 32
+MAX_TOKENS = 500
+
+
+def _bounded(value: int) -> int:
+    if not -VALUE_LIMIT < value < VALUE_LIMIT:
+        raise _ExprError("value does not fit in 64 bits")
+    return value
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    """``text`` quoted for an error message, cut so a huge input gives a short line."""
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
 def _number(text: str) -> int:
+    if len(text) > MAX_DIGITS + 3:
+        raise _ExprError(f"number {_shown(text, 24)} has more than {MAX_DIGITS} digits")
     scale = 1
     if text[-1] in "kK":
         scale, text = 1024, text[:-1]
@@ -94,7 +117,7 @@ def _number(text: str) -> int:
         value = int(text, 8)
     else:
         value = int(text)
-    return value * scale
+    return _bounded(value * scale)
 
 
 def evaluate(text: str, lookup: Callable[[str, str | None], int] | None = None) -> int:
@@ -112,7 +135,10 @@ def evaluate(text: str, lookup: Callable[[str, str | None], int] | None = None) 
         pos = match.end()
         while pos < len(text) and text[pos].isspace():
             pos += 1
+    if len(tokens) > MAX_TOKENS:
+        raise _ExprError(f"expression too long (over {MAX_TOKENS} tokens)")
     index = 0
+    depth = 0
 
     def peek() -> tuple[str, str] | None:
         return tokens[index] if index < len(tokens) else None
@@ -125,6 +151,16 @@ def evaluate(text: str, lookup: Callable[[str, str | None], int] | None = None) 
         return tokens[index - 1]
 
     def primary() -> int:
+        nonlocal depth
+        depth += 1
+        if depth > MAX_DEPTH:
+            raise _ExprError(f"nested more than {MAX_DEPTH} deep")
+        try:
+            return _primary()
+        finally:
+            depth -= 1
+
+    def _primary() -> int:
         kind, value = take()
         if kind == "num":
             return _number(value)
@@ -135,7 +171,7 @@ def evaluate(text: str, lookup: Callable[[str, str | None], int] | None = None) 
             return result
         if kind == "op" and value in "-~+":
             operand = primary()
-            return -operand if value == "-" else ~operand if value == "~" else operand
+            return _bounded(-operand if value == "-" else ~operand if value == "~" else operand)
         if kind == "name":
             if peek() == ("op", "("):
                 take()
@@ -164,23 +200,23 @@ def evaluate(text: str, lookup: Callable[[str, str | None], int] | None = None) 
                 raise _ExprError("division by zero")
             if op in ("<<", ">>") and not 0 <= right < 128:
                 raise _ExprError(f"shift by {right}")
-            left = {
-                "|": lambda a, b: a | b,
-                "&": lambda a, b: a & b,
-                "<<": lambda a, b: a << b,
-                ">>": lambda a, b: a >> b,
-                "+": lambda a, b: a + b,
-                "-": lambda a, b: a - b,
-                "*": lambda a, b: a * b,
-                "/": lambda a, b: a // b,
-                "%": lambda a, b: a % b,
-            }[op](left, right)
+            left = _bounded(
+                {
+                    "|": lambda a, b: a | b,
+                    "&": lambda a, b: a & b,
+                    "<<": lambda a, b: a << b,
+                    ">>": lambda a, b: a >> b,
+                    "+": lambda a, b: a + b,
+                    "-": lambda a, b: a - b,
+                    "*": lambda a, b: a * b,
+                    "/": lambda a, b: a // b,
+                    "%": lambda a, b: a % b,
+                }[op](left, right)
+            )
         return left
 
     if not tokens:
         raise _ExprError("empty expression")
-    if len(tokens) > 500:
-        raise _ExprError("expression too long")
     result = binary(0)
     if index != len(tokens):
         raise _ExprError(f"unexpected {tokens[index][1]!r}")
@@ -192,9 +228,9 @@ def parse_size(text: str) -> int:
     try:
         value = evaluate(text)
     except _ExprError as error:
-        raise FormatError(f"cannot read {text!r} as a size: {error}") from None
+        raise FormatError(f"cannot read {_shown(text)} as a size: {error}") from None
     if value < 0:
-        raise FormatError(f"{text!r} is negative")
+        raise FormatError(f"{_shown(text)} is negative")
     return value
 
 
@@ -284,13 +320,7 @@ def parse_linker_script(text: str, source: str = "<linker script>") -> LinkerScr
 
 def read_linker_script(path: str | os.PathLike[str]) -> LinkerScript:
     source = str(path)
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except IsADirectoryError:
-        raise WrongKindError("is a directory, not a linker script", source=source) from None
-    except OSError as error:
-        raise ParseError(error.strerror or str(error), source=source) from None
+    raw = read_regular(path, "a linker script", MAX_SCRIPT_BYTES)
     if raw.startswith(b"\x7fELF"):
         raise WrongKindError("an ELF file, not a linker script", source=source)
     try:
@@ -352,7 +382,7 @@ def _parse_memory(script: LinkerScript, clean: str, open_at: int, close_at: int)
                 values.append(evaluate(match.group(part), _lookup_for(script, line_no)))
             except _ExprError as error:
                 raise FormatError(
-                    f"cannot evaluate {part.upper()} = {match.group(part)!r}: {error}",
+                    f"cannot evaluate {part.upper()} = {_shown(match.group(part))}: {error}",
                     field=where,
                 ).with_source(script.source) from None
         name = match.group("name")

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from parsers.errors import ParseError, WrongKindError
+from parsers.files import open_regular, read_regular
 from parsers.vela_csv import (
     MEMORY_AREAS,
     PER_LAYER_UNITS,
@@ -315,7 +316,7 @@ def load_vela_report(path: str | os.PathLike[str], *, strict: bool = True) -> Ve
                 " or vela_stdout.txt)",
                 source=str(target),
             )
-    elif target.is_file():
+    elif target.exists():  # a FIFO or a device is refused by _sniff, never opened blocking
         files = _empty_files()
         files[_sniff(target)].append(target)
         record = target.parent / COMPILE_RECORD_NAME
@@ -363,20 +364,24 @@ def _folder_files(folder: Path) -> dict[str, list[Path]]:
 
 
 def _read(path: Path) -> bytes:
+    return read_regular(path, "a Vela output file", MAX_FILE_BYTES)
+
+
+def _head(path: Path, size: int) -> bytes:
+    """The first ``size`` bytes of a regular file (a FIFO or a device is refused)."""
+    fd, _ = open_regular(path, "a Vela output file", MAX_FILE_BYTES)
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise ParseError(f"{size} bytes is too large for a Vela output file", source=str(path))
-        return path.read_bytes()
+        return os.read(fd, size)
     except OSError as error:
         raise ParseError(f"cannot read: {error.strerror or error}", source=str(path)) from None
+    finally:
+        os.close(fd)
 
 
 def _sniff_csv(path: Path) -> str | None:
     try:
-        with path.open("rb") as handle:
-            head = handle.read(4096)
-    except OSError:
+        head = _head(path, 4096)
+    except ParseError:
         return None
     first = head.decode("utf-8", "replace").lstrip("\ufeff").splitlines()[:1]
     cells = first[0].split(",") if first else []
@@ -392,11 +397,7 @@ def _sniff(path: Path) -> str:
     kind = _sniff_csv(path)
     if kind:
         return kind
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(512)
-    except OSError as error:
-        raise ParseError(f"cannot read: {error.strerror or error}", source=str(path)) from None
+    head = _head(path, 512)
     text = head.decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
     if text.startswith("<") or path.suffix.lower() == ".xml":
         return "debug"

@@ -12,7 +12,11 @@ for an FVP that never started is the cautionary tale).
 
 from __future__ import annotations
 
+import itertools
+import signal
 import threading
+import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +56,27 @@ _VERDICT_REASON = {
     "timeout": "time_limit",
 }
 _DECISIVE = (RunSucceeded, RunError, AssertFailed, MissingKernel, HardFault, FvpStopped)
+WATCHDOG_GRACE_S = 30.0  # a simulator this long past its own --timelimit is killed by etu
+_ACTIVE: weakref.WeakSet[RunController] = weakref.WeakSet()
+# A run may print for days: what is held in memory is bounded. The first entries (the cause)
+# and the latest (the state now) are kept; the raw log on disk keeps everything.
+MAX_HELD = 1024
+_SUMMARY_LISTS = ("errors", "pmu", "bundleio", "etdump", "etdump_errors", "stops")
+
+
+def bound_list(items: list, limit: int = MAX_HELD) -> None:
+    """Drop the middle of ``items`` once it passes ``limit``: first and last halves stay."""
+    if len(items) > limit:
+        keep = limit // 2
+        del items[keep : len(items) - keep]
+
+
+def bound_summary(summary) -> None:
+    """The lists a LogSummary grows during a run, bounded (see :func:`bound_list`)."""
+    for name in _SUMMARY_LISTS:
+        items = getattr(summary, name, None)
+        if isinstance(items, list):
+            bound_list(items)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +110,7 @@ def classify(
     last_stderr: str | None = None,
     time_limit: str | None = None,
     timed_out: float | None = None,
+    stop_reason: str = "stopped by the user",
 ) -> RunOutcome:
     """The run's end from the runner's own words first, the process second.
 
@@ -97,7 +123,7 @@ def classify(
         proof = f"no runner verdict within etu's time limit of {timed_out:g} s; stopped"
         return RunOutcome("time_limit", returncode, proof, None, summary)
     if stopped and reason not in ("success", "runner_error", "hard_fault"):
-        return RunOutcome("killed", returncode, "stopped by the user", None, summary)
+        return RunOutcome("killed", returncode, stop_reason, None, summary)
     if time_limit and reason not in ("success", "runner_error", "hard_fault"):
         return RunOutcome("time_limit", returncode, time_limit, None, summary)
     if reason is not None:
@@ -205,9 +231,13 @@ class RunController:
         npu: str | None = None,
         source: ByteSource | None = None,
         time_limit: float | None = None,
+        watchdog_limit: float | None = None,
+        grace: float = WATCHDOG_GRACE_S,
     ) -> None:
         """``time_limit``: stop the source after that many seconds (for emulators that,
-        unlike the FVP, have no --timelimit of their own)."""
+        unlike the FVP, have no --timelimit of their own). ``watchdog_limit`` (default: the
+        ``--timelimit`` in ``argv``) + ``grace``: the source is killed if it is still running
+        then, whatever it does with its own limit."""
         if source is None:
             if argv is None:
                 raise ValueError("RunController needs argv or a source")
@@ -216,6 +246,13 @@ class RunController:
         self.time_limit = time_limit
         self._timer: threading.Timer | None = None
         self._timed_out = False
+        self.watchdog_limit = (
+            watchdog_limit if watchdog_limit is not None else _argv_time_limit(self.argv)
+        )
+        self.grace = grace
+        self._watchdog_fired = False
+        self._stop_reason = "stopped by the user"
+        self._record_stopped = False
         self.listener = listener or RunListener()
         self._lock = threading.Lock()
         self._parsers = {
@@ -260,15 +297,36 @@ class RunController:
             self._timer = threading.Timer(self.time_limit, self._time_up)
             self._timer.daemon = True
             self._timer.start()
+        _ACTIVE.add(self)
+        if self.watchdog_limit is not None:
+            threading.Thread(target=self._watchdog, name="etu-watchdog", daemon=True).start()
         return self
+
+    def _watchdog(self) -> None:
+        assert self.watchdog_limit is not None
+        if self._done.wait(self.watchdog_limit + self.grace):
+            return
+        self._watchdog_fired = True
+        self._stop_reason = (
+            f"the simulator outlived its time limit ({self.watchdog_limit:g} s) by "
+            f"{self.grace:g} s: killed by etu's watchdog"
+        )
+        self._source.kill()
 
     def _time_up(self) -> None:
         if not self._done.is_set():
             self._timed_out = True
             self._source.stop()
 
-    def stop(self) -> None:
+    def stop(self, reason: str | None = None) -> None:
+        """Stop the source (a simulator's process group: SIGTERM, then SIGKILL)."""
+        if reason:
+            self._stop_reason = reason
         self._source.stop()
+
+    def stop_soon(self, reason: str) -> None:
+        """:meth:`stop` from a thread of its own: safe in a signal handler or a reader."""
+        threading.Thread(target=self.stop, args=(reason,), name="etu-stop", daemon=True).start()
 
     def kill(self) -> None:
         self._source.kill()
@@ -286,6 +344,12 @@ class RunController:
                 "success", "error", "hard_fault"
             )  # fmt: skip
             self._told_verdict |= decided
+            failed = self.session.failure is not None and not self._record_stopped
+            if failed:
+                self._record_stopped = True
+                self._stop_reason = f"could not record the session: {self.session.failure}"
+        if failed:
+            self.stop_soon(self._stop_reason)  # the readers keep draining: no child blocks
         if events:
             self.listener.on_events(events)
         if decided:
@@ -313,6 +377,10 @@ class RunController:
                 text = self._recent.get((stream, event.line_no), type(event).__name__)
                 self._decisive.append((event, text))
             self._summary.add(event)
+        if events:
+            bound_summary(self._summary)
+            bound_list(self._decisive)
+            bound_list(self._outputs, 1 << 16)
         self.session.write_events(events)
 
     def _save_etdump(self, block: EtdumpBlock) -> None:
@@ -320,7 +388,7 @@ class RunController:
         only says what kind of file it is (``etdump`` or ``debug_buffer``)."""
         kind = "debug_buffer" if "debug" in block.file_name else "etdump"
         self._etdumps += 1
-        (self.session.folder / f"{kind}-{self._etdumps:03d}.bin").write_bytes(block.data)
+        self.session.write_file(f"{kind}-{self._etdumps:03d}.bin", block.data)
 
     def _on_stats(self, stats: ProcessStats) -> None:
         self._peak_rss = max(self._peak_rss, stats.rss_bytes)
@@ -342,7 +410,16 @@ class RunController:
                 self._last_stderr,
                 self._source.time_limit_hit,
                 self.time_limit if self._timed_out else None,
+                self._stop_reason,
             )
+            if self._record_stopped and self.outcome.reason != "success":
+                self.outcome = RunOutcome(
+                    "incomplete", returncode, self._stop_reason, None, summary
+                )
+            elif self._watchdog_fired and self.outcome.reason in ("killed", "crash"):
+                self.outcome = RunOutcome(
+                    "time_limit", returncode, self._stop_reason, None, summary
+                )
             if self._timer is not None:
                 self._timer.cancel()
             self.session.write_events([self.outcome])
@@ -356,7 +433,61 @@ class RunController:
                 verdict=summary.get("verdict"),
                 peak_rss_bytes=self._peak_rss,
             )
+        _ACTIVE.discard(self)
         if tail:
             self.listener.on_events(tail)
         self._done.set()
         self.listener.on_end(self.outcome)
+
+
+def _argv_time_limit(argv: Sequence[str]) -> float | None:
+    """The ``--timelimit N`` an FVP command line carries, if any."""
+    for flag, value in itertools.pairwise(argv):
+        if flag == "--timelimit":
+            try:
+                return float(value)
+            except ValueError:
+                return None
+    return None
+
+
+# ------------------------------------------------------------------ hard stops (signals)
+
+
+def active_runs() -> list[RunController]:
+    return list(_ACTIVE)
+
+
+def stop_all_runs(reason: str) -> list[RunController]:
+    """Stop every run of this process (each simulator's process group; their sessions are
+    finished as they end). Returns at once: safe in a signal handler."""
+    runs = active_runs()
+    for controller in runs:
+        controller.stop_soon(reason)
+    return runs
+
+
+def wait_all_runs(timeout: float = 10.0) -> bool:
+    """Wait until every run has ended and recorded its end; False on timeout."""
+    deadline = time.monotonic() + timeout
+    for controller in active_runs():
+        if controller.wait(max(0.0, deadline - time.monotonic())) is None:
+            return False
+    return True
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def install_stop_signals(after: Callable[[int], None] | None = None) -> None:
+    """SIGTERM and SIGHUP end runs as SIGINT does: every run is stopped (process group
+    signalled, session finished with the signal's name as the reason), then ``after(signum)``
+    runs (the console uses it to exit). Main thread only, as Python requires."""
+
+    def handler(signum: int, _frame) -> None:
+        stop_all_runs(f"stopped by {signal.Signals(signum).name}")
+        if after is not None:
+            after(signum)
+
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, handler)

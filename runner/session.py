@@ -11,6 +11,7 @@ what the OS had not yet been handed: nothing that reached ``write_output``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -59,15 +60,35 @@ class SessionWriter:
         _write_json_atomically(folder / META, self.meta)
         self._streams = {name: _StreamFile(folder, *files) for name, files in STREAM_FILES.items()}
         self._events = open(folder / EVENTS, "a", buffering=1)  # noqa: SIM115 (held for the run)
+        self.failure: str | None = None  # why recording stopped (disk full, folder gone)
 
     def write_output(self, chunk: bytes, when: float | None = None, stream: str = "stdout") -> None:
         """Store ``chunk`` as received, and the host time of each line that starts in it."""
-        self._streams[stream].write(chunk, time.time() if when is None else when)
+        if self.failure is None:
+            with self._guard():
+                self._streams[stream].write(chunk, time.time() if when is None else when)
 
     def write_events(self, events: Iterable) -> None:
         lines = [json.dumps(_event_json(event)) + "\n" for event in events]
-        if lines:
-            self._events.write("".join(lines))
+        if lines and self.failure is None:
+            with self._guard():
+                self._events.write("".join(lines))
+
+    def write_file(self, name: str, data: bytes) -> None:
+        """A file of the session (ETDump blocks), under a name etu chose."""
+        if self.failure is None:
+            with self._guard():
+                (self.folder / name).write_bytes(data)
+
+    @contextlib.contextmanager
+    def _guard(self):
+        """A write that fails (ENOSPC, EFBIG, EIO, the folder removed) stops recording; the
+        caller sees ``failure`` and stops the run: nothing raises into a reader thread."""
+        try:
+            yield
+        except OSError as error:
+            where = error.filename or self.folder
+            self.failure = f"{where}: {error.strerror or error}"
 
     def update_meta(self, **fields) -> None:
         self.meta.update(fields)
@@ -75,15 +96,24 @@ class SessionWriter:
 
     def write_summary(self, summary: dict) -> None:
         """``summary.json``: what the run amounted to (runner/history.py's run_summary)."""
-        _write_json_atomically(self.folder / "summary.json", summary)
+        if self.failure is None:
+            with self._guard():
+                _write_json_atomically(self.folder / "summary.json", summary)
 
     def finish(self, **fields) -> None:
-        """Record how the run ended and close the files."""
+        """Record how the run ended and close the files. When recording failed, the session
+        is marked incomplete (if meta.json can still be written; if not, its missing end
+        says the same to :func:`read_session`)."""
         sizes = {name: stream.offset for name, stream in self._streams.items()}
-        self.update_meta(ended=time.time(), bytes=sizes, **fields)
-        for stream in self._streams.values():
-            stream.close()
-        self._events.close()
+        if self.failure is not None:
+            fields = {**fields, "incomplete": True, "record_error": self.failure}
+        try:
+            self.update_meta(ended=time.time(), bytes=sizes, **fields)
+        except OSError as error:
+            self.failure = self.failure or f"{self.folder / META}: {error.strerror or error}"
+        for closing in (*(s.close for s in self._streams.values()), self._events.close):
+            with contextlib.suppress(OSError):
+                closing()
 
 
 class _StreamFile:
@@ -110,7 +140,8 @@ class _StreamFile:
 
     def close(self) -> None:
         self._raw.close()
-        self._index.close()
+        with contextlib.suppress(OSError):  # a full disk refuses the buffered tail
+            self._index.close()
 
 
 def _event_json(event) -> dict:
@@ -137,6 +168,9 @@ def read_session(folder: Path) -> RecordedSession:
     except (OSError, ValueError) as error:
         meta = {}
         warnings.append(f"{folder / META}: unreadable ({error}); the run did not finish?")
+    if not isinstance(meta, dict):
+        warnings.append(f"{folder / META}: not a JSON object ({type(meta).__name__}); ignored")
+        meta = {}
     raw = (folder / RAW).read_bytes() if (folder / RAW).exists() else b""
     line_times = []
     if (folder / INDEX).exists():

@@ -36,6 +36,7 @@ COMMAND_MODULES: dict[str, str] = {
     "monitor": "monitor",
     "firmware": "firmware",
     "compare": "compare",
+    "flash": "flash",
 }
 
 
@@ -85,9 +86,26 @@ def _open_console(path: Path | None) -> int:
 
         print(f"etu: {printable(str(path))}: no such file or folder", file=sys.stderr)
         return 2
-    from etu_tui.app import run_app  # Textual is imported only for the console
+    from etu_tui import app as console  # Textual is imported only for the console
+    from runner.run import install_stop_signals, wait_all_runs
 
-    return run_app(path)
+    app = console.EtuApp(path)
+
+    def exit_console(signum: int) -> None:
+        """After SIGTERM/SIGHUP stopped the runs: leave the console as `q` does (the
+        terminal restored), from the event loop, which a signal handler must not touch."""
+        import asyncio
+
+        loop = asyncio._get_running_loop()
+        if loop is not None:
+            loop.call_soon_threadsafe(lambda: app.exit(return_code=128 + signum))
+        else:
+            raise SystemExit(128 + signum)
+
+    install_stop_signals(exit_console)
+    app.run()
+    wait_all_runs(10.0)  # every stopped run records its end before the process goes
+    return app.return_code or 0
 
 
 # `etu inspect ... | head -1`: the reader went away. Quiet, like other Unix tools, with the

@@ -89,7 +89,7 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 def _stream_run(launch, args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     from parsers.runner_events import LogLine
     from parsers.text import printable
-    from runner.run import RunController, RunListener
+    from runner.run import RunController, RunListener, install_stop_signals
 
     if launch.simulated:
         shown = printable(str(launch.executable))
@@ -104,14 +104,21 @@ def _stream_run(launch, args: argparse.Namespace, *, out: TextIO, err: TextIO) -
                     out.write(printable(event.text) + "\n")
             out.flush()
 
-    controller = RunController(
-        launch.argv, sessions=args.sessions, kind="fvp", meta=launch.meta(),
-        listener=Printer(), npu=launch.target.npu,
-    ).start()  # fmt: skip
+    try:
+        controller = RunController(
+            launch.argv, sessions=args.sessions, kind="fvp", meta=launch.meta(),
+            listener=Printer(), npu=launch.target.npu,
+        )  # fmt: skip
+    except OSError as error:  # --sessions is a file, read-only, on a full disk
+        where = printable(str(error.filename or args.sessions))
+        err.write(f"etu: {where}: cannot record a session: {error.strerror or error}\n")
+        return 2
+    install_stop_signals()  # SIGTERM/SIGHUP: stopped and recorded like Ctrl+C
+    controller.start()
     try:
         outcome = controller.wait()
     except KeyboardInterrupt:
-        controller.stop()
+        controller.stop("stopped by SIGINT (Ctrl+C)")
         outcome = controller.wait()
     if args.json:
         out.write(json.dumps({**outcome.to_json(), "session": str(controller.folder)}) + "\n")
