@@ -40,8 +40,8 @@ class PreflightScreen(ModalScreen[bool]):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel", "Cancel"),
-        Binding("r", "run_anyway", "Run anyway"),
+        Binding("escape", "cancel", "Cancel", id="preflight_cancel"),
+        Binding("r", "run_anyway", "Run anyway", id="preflight_run_anyway"),
     ]
 
     def __init__(self, problems: list[str]) -> None:

@@ -190,7 +190,7 @@ class RunPanel(Vertical):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         *bindings("run"),
-        Binding("escape", "leave_input", "Back to the log", show=False),
+        Binding("escape", "leave_input", "Back to the log", show=False, id="leave_input"),
     ]
 
     def __init__(self, *, id: str | None = None, capacity: int = RING_LINES) -> None:
