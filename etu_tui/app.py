@@ -239,6 +239,8 @@ class EtuApp(App[int]):
             target=program_target(facts),
             vela_cycles=own.report.cycles if own is not None and own.report else None,
             shapes=output_shapes(facts),
+            program=facts.program,
+            select_ops=facts.select_ops,
         )
         self.compile_panel.set_program(facts.path, program_target(facts))
         self.query_one(HistoryPanel).set_workspace(self.workspace)

@@ -75,6 +75,7 @@ DEMO_VIEWS: list[tuple[str, tuple[str, ...]]] = [
     ("delegate.svg", ("d",)),
     ("palette.svg", ("i", "ctrl+p", *"select")),
     ("open.svg", ("escape", "o")),
+    ("help.svg", ("escape", "question_mark")),
 ]
 
 
