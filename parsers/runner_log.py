@@ -573,6 +573,12 @@ class RunnerLogParser:
     def _complete(self, raw: bytes, end: bytes, out: list[Event]) -> None:
         n = self._next
         self._next = n + 1
+        if not raw and self._etdump is None:  # an empty line (a CR/LF flood): nothing to read
+            out.append(new_log_line(n, raw, end, "", None, None, None, None, None, None, False,
+                                    self._stream))  # fmt: skip
+            if self._group is not None:
+                self._settle(None, out)
+            return
         text = raw.decode("utf-8", "replace")
         eot = False
         if "\x04" in text:
@@ -1208,11 +1214,11 @@ class RunnerLogParser:
                 close = inner.find("]", 0, _PREFIX_MAX)
                 m = _RUNTIME.match(inner) if close > 0 else None
                 if m is not None:
-                    level, file, line_no, function = (
-                        m[1], m[2], int(m[3]) if m[3] else None, m[4]
-                    )
-                    message = inner[close + 2 :] if inner[close + 1 : close + 2] == " " else (
-                        inner[close + 1 :]
+                    level, file, line_no, function = (m[1], m[2], int(m[3]) if m[3] else None, m[4])
+                    message = (
+                        inner[close + 2 :]
+                        if inner[close + 1 : close + 2] == " "
+                        else (inner[close + 1 :])
                     )
                     out.append(
                         new_log_line(
