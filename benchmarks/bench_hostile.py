@@ -77,8 +77,13 @@ def script_cases(size: int) -> dict[str, bytes]:
         b"  R%d (rwx) : ORIGIN = 0x%x, LENGTH = 0x1000\n" % (i, i * 0x1000) for i in range(20000)
     )
     deep = b"(" * 30 + b"1" + b")" * 30
+    # typical: the real script with its SECTIONS statements repeated to the size
+    head, _, rest = real.partition(b"SECTIONS")
+    body = rest[rest.index(b"{") + 1 : rest.rindex(b"}")]
+    typical = head + b"SECTIONS\n{\n" + _fill(body, size - len(head) - 16)
+    typical = typical[: typical.rindex(b"}") + 1] + b"\n}\n"
     return {
-        "typical": _fill(real + b"\n", size),
+        "typical": typical,
         "many regions": b"MEMORY {\n" + _fill(regions, size - 12) + b"\n}\n",
         "deep expressions": _fill(b"A = " + b" + ".join([deep] * 15) + b";\n", size),
         "huge literals": _fill(b"B = " + b"9" * 4000 + b";\n", size),

@@ -174,7 +174,8 @@ def read_session(folder: Path) -> RecordedSession:
     raw = (folder / RAW).read_bytes() if (folder / RAW).exists() else b""
     line_times = []
     if (folder / INDEX).exists():
-        for number, line in enumerate((folder / INDEX).read_text().splitlines(), 1):
+        index_text = (folder / INDEX).read_bytes().decode("utf-8", "replace")  # torn or not
+        for number, line in enumerate(index_text.splitlines(), 1):
             try:
                 offset, when = line.split()
                 line_times.append((int(offset), float(when)))

@@ -240,7 +240,7 @@ def main(argv: list[str]) -> int:
 
     atheris.Setup(
         [sys.argv[0], str(corpus), f"-max_total_time={seconds}", "-rss_limit_mb=2048",
-         "-timeout=10", f"-artifact_prefix={FINDINGS / name}/", "-max_len=1048576"],
+         "-timeout=10", f"-artifact_prefix={corpus}/", "-max_len=1048576"],
         one_input,
     )  # fmt: skip
     (FINDINGS / name).mkdir(parents=True, exist_ok=True)

@@ -4,6 +4,8 @@ harness gets a bounded hypothesis run (a few seconds) of mutations of real artif
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -42,13 +44,13 @@ def mutated(draw, name: str) -> bytes:
     return bytes(data)
 
 
-def _cases() -> list[tuple[str, str, bytes]]:
-    return [(name, path.name, path.read_bytes()) for name in HARNESSES for path in findings(name)]
+def _cases() -> list[tuple[str, Path]]:
+    return [(name, path) for name in HARNESSES for path in findings(name)]
 
 
-@pytest.mark.parametrize(("name", "file", "data"), _cases(), ids=lambda v: str(v)[:24])
-def test_kept_findings_stay_fixed(name: str, file: str, data: bytes) -> None:
-    run_one(name, data)
+@pytest.mark.parametrize(("name", "path"), _cases(), ids=[f"{n}/{p.name}" for n, p in _cases()])
+def test_kept_findings_stay_fixed(name: str, path: Path) -> None:
+    run_one(name, path.read_bytes())
 
 
 @pytest.mark.parametrize("name", sorted(HARNESSES))
@@ -60,7 +62,7 @@ def test_every_format_has_a_seeded_corpus(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(HARNESSES))
 def test_bounded_fuzz(name: str) -> None:
-    @settings(max_examples=150, deadline=None, database=None,
+    @settings(max_examples=100, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))  # fmt: skip
     @given(mutated(name))
     def one(data: bytes) -> None:
