@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from parsers.errors import FormatError, WrongKindError
@@ -362,11 +362,20 @@ def _lookup_for(
     return lookup
 
 
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` one at a time."""
+    position = 0
+    while (end := text.find("\n", position)) != -1:
+        yield text[position:end]
+        position = end + 1
+    yield text[position:]
+
+
 def _parse_memory(script: LinkerScript, clean: str, open_at: int, close_at: int) -> None:
     first_line = clean.count("\n", 0, open_at) + 1
     body = clean[open_at + 1 : close_at]
     index = {r.name: r for r in script.regions}  # one dict: thousands of regions stay linear
-    for offset, raw in enumerate(body.split("\n")):
+    for offset, raw in enumerate(_lines(body)):  # lazily: no list of every line
         line_no = first_line + offset
         line = raw.strip()
         if not line:
