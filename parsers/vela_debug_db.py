@@ -64,6 +64,8 @@ def _table_blocks(text: str) -> list[tuple[str, str]]:
         else:
             position = close + 3
     return blocks
+
+
 _FORBIDDEN = re.compile(r"<!(?:DOCTYPE|ENTITY)", re.IGNORECASE)
 
 

@@ -224,5 +224,5 @@ def test_debug_xml_fallback_reads_complete_tables_in_one_pass() -> None:
     assert _table_blocks(text) == [("perf", "a,b\n1,2\n")]
     db = parse_debug_db(text.encode(), "bad_debug.xml")
     assert list(db.tables) == ["perf"] and any("malformed" in w for w in db.warnings)
-    tricky = '<debug>' + '<table name="a"><![CDATA[1]]>oops' + good + "<"
+    tricky = "<debug>" + '<table name="a"><![CDATA[1]]>oops' + good + "<"
     assert _table_blocks(tricky) == [("perf", "a,b\n1,2\n")]
