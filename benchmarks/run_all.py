@@ -18,6 +18,7 @@ BENCHMARKS = [
     "benchmarks.bench_console_flood",
     "benchmarks.bench_sessions",
     "benchmarks.bench_diff",
+    "benchmarks.bench_runtime_build",
 ]
 
 

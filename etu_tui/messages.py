@@ -1,8 +1,9 @@
-"""What the loading worker hands to the UI, and the messages that carry it.
+"""What the loading workers read for the UI: the decoded program with its derived facts,
+the Vela report beside it, the firmware's memory map and fit verdicts.
 
-The worker decodes everything the views need (delegate payloads, CPU operators, the Vela
-report beside the program) off the UI thread and posts one message; handlers on the App own
-all state from there.
+Blocking functions, no widgets: the App's and panels' workers call them off the UI thread
+and post the result in a message declared beside the worker (``etu_tui.app``,
+``etu_tui.widgets.*_panel``). The Message classes live there, not here.
 """
 
 from __future__ import annotations
@@ -10,8 +11,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from textual.message import Message
 
 from parsers.elf_map import Symbol
 from parsers.errors import ParseError, WrongKindError
@@ -363,53 +362,7 @@ def _firmware_error(error: BaseException, names: dict[str, str], label: str) -> 
     return f"{label}: unexpected {type(error).__name__}" + (f": {text}" if text else "")
 
 
-# --------------------------------------------------------------------------- messages
-
-
-class ProgramLoaded(Message):
-    """A program decoded; ``request`` tells a stale load from the current one.
-
-    ``vela`` is what the worker found beside it; None when it did not look (kept as shown).
-    """
-
-    def __init__(self, facts: ProgramFacts, request: int, vela: VelaResult | None = None) -> None:
-        super().__init__()
-        self.facts = facts
-        self.request = request
-        self.vela = vela
-
-
-class ProgramFailed(Message):
-    """A program could not be opened; ``message`` is one line for the user."""
-
-    def __init__(self, path: Path, message: str, request: int) -> None:
-        super().__init__()
-        self.path = path
-        self.message = message
-        self.request = request
-
-
-class VelaAdded(Message):
-    """A report the user added for comparison was read (or failed: ``result.error``)."""
-
-    def __init__(self, result: VelaResult, order: int = 0) -> None:
-        super().__init__()
-        self.result = result
-        self.order = order  # the add request's number: reports keep the order asked
-
-
-class FirmwareLoaded(Message):
-    """A firmware's memory map was read and checked (or failed: ``result.error``)."""
-
-    def __init__(self, result: FirmwareResult) -> None:
-        super().__init__()
-        self.result = result
-
-
-# --------------------------------------------------------------------------- runs
-#
-# A run's listener (on the process's reader threads) and the Run tab's workers post these
-# straight to the Run panel, which owns the run's state; they do not bubble to the App.
+# --------------------------------------------------------------------------- programs
 
 
 def program_target(facts: ProgramFacts) -> str | None:
@@ -433,146 +386,3 @@ def output_shapes(facts: ProgramFacts) -> list[tuple[int, ...]]:
         value = plan.values[index] if 0 <= index < len(plan.values) else None
         shapes.append(tuple(getattr(value, "sizes", ()) or ()))
     return shapes
-
-
-class RunMessage(Message):
-    """Base of the Run panel's messages: handled there, never bubbled."""
-
-    bubble = False
-
-
-class RunStarted(RunMessage):
-    """The process of run ``run_id`` is about to start; ``controller`` can stop it."""
-
-    def __init__(self, run_id: int, controller, launch) -> None:
-        super().__init__()
-        self.run_id = run_id
-        self.controller = controller  # runner.run.RunController
-        self.launch = launch  # etu_tui.widgets.run_model.LaunchInfo
-
-
-class RunBatch(RunMessage):
-    """Events of a run coalesced by its listener: ``chunks`` of (host arrival time,
-    events). ``bridge.delivered()`` lets the listener post the next batch."""
-
-    def __init__(self, run_id: int, chunks: list, bridge) -> None:
-        super().__init__()
-        self.run_id = run_id
-        self.chunks = chunks
-        self.bridge = bridge
-
-
-class RunStats(RunMessage):
-    def __init__(self, run_id: int, stats) -> None:
-        super().__init__()
-        self.run_id = run_id
-        self.stats = stats  # runner.process.ProcessStats
-
-
-class RunEnded(RunMessage):
-    """The run ended (``outcome``: runner.run.RunOutcome); ``chunks`` are its last events."""
-
-    def __init__(self, run_id: int, outcome, chunks: list) -> None:
-        super().__init__()
-        self.run_id = run_id
-        self.outcome = outcome
-        self.chunks = chunks
-
-
-class RunFailed(RunMessage):
-    """The run could not start (no FVP, no ELF, no session folder): one line."""
-
-    def __init__(self, run_id: int, message: str) -> None:
-        super().__init__()
-        self.run_id = run_id
-        self.message = message
-
-
-class LaunchPreviewed(RunMessage):
-    """What the next run would start (``launch``: fvp.launch.FvpLaunch), or why it cannot."""
-
-    def __init__(self, request: int, launch, error: str | None) -> None:
-        super().__init__()
-        self.request = request
-        self.launch = launch
-        self.error = error
-
-
-class PastRunsListed(RunMessage):
-    def __init__(self, request: int, runs: list) -> None:
-        super().__init__()
-        self.request = request
-        self.runs = runs  # etu_tui.widgets.run_model.PastRun, newest first
-
-
-class PastRunRead(RunMessage):
-    def __init__(self, request: int, record) -> None:
-        super().__init__()
-        self.request = request
-        self.record = record  # etu_tui.widgets.run_model.RunRecord
-
-
-# --------------------------------------------------------------------------- compile
-
-
-class CompileMessage(Message):
-    """Base of the Compile panel's messages: handled there, never bubbled."""
-
-    bubble = False
-
-
-class CompileStarted(CompileMessage):
-    """Compile ``job_id`` made its job (``job``: runner.compile_job.CompileJob): it can be
-    cancelled now."""
-
-    def __init__(self, job_id: int, job) -> None:
-        super().__init__()
-        self.job_id = job_id
-        self.job = job
-
-
-class CompileStage(CompileMessage):
-    def __init__(self, job_id: int, stage: str, state: str, seconds: float | None) -> None:
-        super().__init__()
-        self.job_id = job_id
-        self.stage = stage
-        self.state = state  # start | done
-        self.seconds = seconds
-
-
-class CompileLog(CompileMessage):
-    """A chunk of the worker's log (not split into lines, not yet made printable)."""
-
-    def __init__(self, job_id: int, text: str) -> None:
-        super().__init__()
-        self.job_id = job_id
-        self.text = text
-
-
-class CompileDone(CompileMessage):
-    def __init__(self, job_id: int, result) -> None:
-        super().__init__()
-        self.job_id = job_id
-        self.result = result  # runner.compile_job.CompileResult
-
-
-class SweepRow(CompileMessage):
-    def __init__(self, sweep_id: int, row: dict) -> None:
-        super().__init__()
-        self.sweep_id = sweep_id
-        self.row = row  # runner.compile_job.comparison_row
-
-
-class SweepDone(CompileMessage):
-    def __init__(self, sweep_id: int, error: str | None) -> None:
-        super().__init__()
-        self.sweep_id = sweep_id
-        self.error = error
-
-
-class OpenCompiled(Message):
-    """Open a compiled program in the console; bubbles from the Compile panel to the App."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__()
-        self.path = path

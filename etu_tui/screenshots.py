@@ -29,10 +29,9 @@ from etu_tui.widgets.run_log import LogView
 
 SIZE = (140, 45)
 SETTLE_TIMEOUT = 10.0
-# A real Vela run of another configuration, for the NPU tab's compare table.
-COMPARE_REPORT = (
-    DEMO_WORKSPACE.parent.parent / "tests" / "data" / "vela" / "30_u85_256_et_default_perf"
-)
+# A real Vela run of another configuration (Ethos-U85-256, Sram_Only), for the NPU tab's
+# compare table; shipped with the demo so nothing here reads tests/.
+COMPARE_REPORT = DEMO_WORKSPACE / "compare" / "u85_256" / "vela"
 DEMO_PROGRAM = DEMO_WORKSPACE / "demo_cnn.pte"
 SMALL_TEMP_POOL = 1024  # bytes: far below the demo's Ethos-U scratch, so the fit fails
 RUN_TIMEOUT = 60.0  # seconds for the stand-in run of the Run view
@@ -86,7 +85,7 @@ async def npu_steps(pilot: Pilot) -> None:
     await settle(pilot)
     await _press(pilot, "n")
     if COMPARE_REPORT.is_dir():
-        app.add_vela_report(COMPARE_REPORT)
+        app.npu_panel.add_report(COMPARE_REPORT)
         await settle(pilot)
     await _press(pilot, "s")
 

@@ -76,9 +76,9 @@ def prepare_fvp_launch(
         found = find_fvps(env, **where).get(fvp.executable)
         if found is None:
             raise LaunchError(
-                f"{fvp.executable} not found (looked in ETU_FVP_DIR, the fvp_dir setting, PATH and "
-                "EXECUTORCH_ROOT/examples/arm/ethos-u-scratch); install Arm's Corstone FVPs "
-                "or point ETU_FVP_DIR at them"
+                f"{fvp.executable} not found (looked in ETU_FVP_DIR, PATH and "
+                "EXECUTORCH_ROOT/examples/arm/ethos-u-scratch, and the fvp_dir setting); "
+                "install Arm's Corstone FVPs or point ETU_FVP_DIR (or fvp_dir in etu.toml) at them"
             )
         executable, found_via = found.path, found.found_via
     argv = build_command(executable, fvp, Path(elf), options)

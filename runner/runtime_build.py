@@ -240,6 +240,9 @@ def build_runner(
     workspace: Path | None = None,
     source: RuntimeSource | None = None,
     jobs: int | None = None,
+    bundle_inputs: tuple[Path, ...] = (),
+    bundle_seed: int = 0,
+    bundle_expected: tuple[Path, ...] = (),
 ) -> RuntimeBuild:
     """Build the runner for ``board`` with ``pte`` baked in; ELF, map, record in ``out``."""
     say = progress or (lambda _text: None)
@@ -251,6 +254,18 @@ def build_runner(
     started = time.monotonic()
     facts = program_facts(pte)
     refuse_delegated(pte, facts, board)
+    program_pte = pte
+    if bundleio:
+        from runner.bundleio import BundleError, make_bundled
+
+        say("bundling inputs and expected outputs (.bpte)")
+        try:
+            pte = make_bundled(
+                program_pte, Path(out).resolve() / "program.bpte", inputs=bundle_inputs,
+                seed=bundle_seed, expected=bundle_expected,
+            )  # fmt: skip
+        except (BundleError, OSError, ValueError, RuntimeError) as error:
+            raise RuntimeBuildError(f"{program_pte}: BundleIO: {error}") from None
     source = source or find_executorch(workspace)
     root = source.root
     gcc_version = compiler_version()
@@ -373,7 +388,7 @@ def build_runner(
                 "commit": source.commit},
         cache_key=key, seconds=seconds, reused_tree=reused,
         options={**options, "fault_on_start": fault_on_start, "compiler": gcc_version,
-                 "program": str(pte)},
+                 "program": str(program_pte), "baked": str(pte)},
     )  # fmt: skip
     (out / RECORD_NAME).write_text(json.dumps(result.to_json(), indent=2) + "\n")
     (out / REBUILD_NAME).write_text("#!/bin/sh\nset -e\n" + result.to_json()["rebuild"])
@@ -431,7 +446,8 @@ def _run_step(argv: list[str], step: str, cwd: Path, say: Progress) -> None:
 
 
 def _first_error(lines: list[str]) -> str:
-    for keyword in ("error:", "Error", "undefined reference", "FAILED", "overflowed"):
+    for keyword in ("undefined reference", "multiple definition", "overflowed", "error:",
+                    "Error", "FAILED"):  # fmt: skip
         for line in lines:
             if keyword in line:
                 return line.strip()[:400]

@@ -57,3 +57,42 @@ def add_v1_sessions(workspace: Path) -> list[Path]:
             shutil.copytree(folder, root / folder.name)
             copied.append(root / folder.name)
     return copied
+
+
+def fallback_programs() -> tuple[Path, Path]:
+    """The same small network lowered for ethos-u55-128 without and with an operator the
+    NPU cannot run (top-k stays on the CPU): real programs, built once and cached (the key
+    is this function's own source)."""
+    import hashlib
+    import inspect
+
+    from tests.real_programs import cache_dir
+
+    key = hashlib.sha256(inspect.getsource(fallback_programs).encode()).hexdigest()[:8]
+    paths = tuple(cache_dir() / f"history-fallback-{key}-{n}.pte" for n in (0, 1))
+    if all(p.exists() for p in paths):
+        return paths
+    import torch
+    from torch import nn
+
+    from runner.aot import LoweringSpec, example_inputs_for, lower_to_pte
+
+    class FallbackNet(nn.Module):
+        """conv/relu/linear on the NPU; with ``fallback``, a top-k the Ethos-U cannot run."""
+
+        def __init__(self, fallback: bool) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.fc = nn.Linear(8 * 8 * 8, 10)
+            self.fallback = fallback
+
+        def forward(self, x):
+            x = self.fc(torch.flatten(torch.relu(self.conv(x)), 1))
+            return torch.topk(x, 3).values if self.fallback else x
+
+    for fallback, path in zip((False, True), paths, strict=True):
+        torch.manual_seed(0)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        model = FallbackNet(fallback).eval()
+        lower_to_pte(model, example_inputs_for([(1, 3, 8, 8)]), LoweringSpec(), path)
+    return paths

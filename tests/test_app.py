@@ -18,8 +18,8 @@ from rich.console import Console
 from textual.message import Message
 from textual.notifications import Notify
 
-from etu_tui.app import EtuApp
-from etu_tui.messages import ProgramFailed, ProgramLoaded, decode_facts
+from etu_tui.app import EtuApp, ProgramFailed, ProgramLoaded
+from etu_tui.messages import decode_facts
 from etu_tui.screens.open_file import OpenFileScreen
 from etu_tui.screenshots import settle
 from etu_tui.widgets import (

@@ -80,7 +80,9 @@ async def test_compile_add_shows_every_stage_and_opens_the_result(program: Path)
         await _wait(pilot, lambda: app.facts is not None and app.facts.path == result.pte, "open")
         await settle(pilot)
         assert program_target(app.facts) == "ethos-u55-128"
-        assert app.vela is not None and app.vela.report is not None  # vela/ beside the .pte
+        assert (
+            app.npu_panel.vela is not None and app.npu_panel.vela.report is not None
+        )  # vela/ beside the .pte
         assert panel.workspace == program.parent  # the workspace stays the user's
         app.action_show_tab(PROGRAM_TAB)
         await pilot.pause()

@@ -330,17 +330,17 @@ async def test_pick_key_is_in_the_footer_of_memory_and_fit_only() -> None:
             await pilot.press(key)
             await pilot.pause()
             footer = screen_text(app).splitlines()[-1]
-            assert "e Pick ELF" in footer and "m Memory" in footer and "f Fit" in footer
+            assert "e Pick ELF" in footer and "itdnmfukj Tabs" in footer
 
 
 async def test_npu_footer_still_holds_every_key_at_140_columns() -> None:
     app = EtuApp(DEMO)
     async with app.run_test(size=SIZE) as pilot:
         await _tab(pilot, "n")
-        app.add_vela_report(COMPARE_REPORT)  # two reports: r is enabled
+        app.npu_panel.add_report(COMPARE_REPORT)  # two reports: r is enabled
         await settle(pilot)
         footer = screen_text(app).splitlines()[-1]
-        for shown in ("o Open", "m Memory", "f Fit", "s Sort", "r Next report", "q Quit"):
+        for shown in ("o Open", "itdnmfukj Tabs", "s Sort", "r Next report", "x Drop", "q Quit"):
             assert shown in footer
         assert app.query_one(TabbedContent).active == NPU_TAB
 
@@ -362,7 +362,10 @@ async def test_palette_picks_an_elf_from_the_program_tab(small_scratch_elf: Path
         await pilot.press("enter")
         await settle(pilot)
         assert _fit_label(app) == "Fit ✗"
-        assert app.firmware is not None and app.firmware.label == small_scratch_elf.name
+        assert (
+            app.memory_panel.firmware is not None
+            and app.memory_panel.firmware.label == small_scratch_elf.name
+        )
 
 
 async def test_picked_firmware_stays_for_the_next_program(
@@ -376,6 +379,9 @@ async def test_picked_firmware_stays_for_the_next_program(
         assert _fit_label(app) == "Fit ✗"
         app.open_target(tmp_path)
         await settle(pilot)
-        assert app.firmware is not None and app.firmware.path == small_scratch_elf
+        assert (
+            app.memory_panel.firmware is not None
+            and app.memory_panel.firmware.path == small_scratch_elf
+        )
         assert app.query_one(FitChecks).verdicts[0].check == "ethosu_scratch"
         assert _fit_label(app) == "Fit ✗"

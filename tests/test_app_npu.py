@@ -81,7 +81,9 @@ async def test_npu_tab_shows_the_demo_cycles_and_the_version_badge() -> None:
         assert f"◆ {report.npu_operators} NPU · ○ {report.cpu_operators} CPU" in text
         assert str(ROOT) not in text, "views show relative names, not machine paths"
         assert app.query_one(LayerTable).row_count == len(report.per_layer)
-        assert app.query_one(VelaSummary).border_title == "Vela · vela/"
+        # Labelled by the folder above vela/ and the configuration.
+        config = f"{report.accelerator} {report.memory_mode}"
+        assert app.query_one(VelaSummary).border_title == f"Vela · demo/vela · {config}"
 
 
 async def test_layer_rows_tell_npu_from_cpu() -> None:
@@ -92,7 +94,7 @@ async def test_layer_rows_tell_npu_from_cpu() -> None:
     app = EtuApp(DEMO)
     async with app.run_test(size=SIZE) as pilot:
         await _npu(pilot)
-        app.add_vela_report(SAMPLES / "40_tflite_u55_128_regor_all")
+        app.npu_panel.add_report(SAMPLES / "40_tflite_u55_128_regor_all")
         await settle(pilot)
         await pilot.press("r")  # show the added report
         await pilot.pause()
@@ -160,7 +162,10 @@ async def test_added_report_is_compared_side_by_side() -> None:
         await _npu(pilot)
         await _add_through_dialog(pilot, U85)
         compare = app.query_one(CompareTable)
-        assert [label.strip("▸ ") for label in compare.labels] == ["vela/", f"{U85.name}/"]
+        assert [label.strip("▸ ") for label in compare.labels] == [
+            f"demo/vela · {mine.accelerator} {mine.memory_mode}",
+            f"{U85.name} · {theirs.accelerator} {theirs.memory_mode}",
+        ]
         assert mine.system_config in compare.column_texts(0)
         assert theirs.system_config in compare.column_texts(1)
         text = screen_text(app)
@@ -183,20 +188,20 @@ async def test_third_report_and_drop() -> None:
     app = EtuApp(DEMO)
     async with app.run_test(size=SIZE) as pilot:
         await _npu(pilot)
-        app.add_vela_report(U85)
-        app.add_vela_report(U65)
+        app.npu_panel.add_report(U85)
+        app.npu_panel.add_report(U65)
         await settle(pilot)
         compare = app.query_one(CompareTable)
         assert len(compare.labels) == 3
         await pilot.press("x")  # the program's own report is not droppable
         await pilot.pause()
-        assert len(app.compared_reports) == 3
+        assert len(app.npu_panel.compared_reports) == 3
         await pilot.press("r")
         await pilot.pause()
-        assert app.shown_report is app.vela_added[0]
+        assert app.npu_panel.shown_report is app.npu_panel.added[0]
         await pilot.press("x")
         await pilot.pause()
-        assert [r.label for r in app.compared_reports] == ["vela/", f"{U65.name}/"]
+        assert [r.label for r in app.npu_panel.compared_reports] == ["vela/", f"{U65.name}/"]
         assert load_vela_report(U65).system_config in screen_text(app)
 
 
@@ -212,7 +217,7 @@ async def test_adding_a_folder_without_vela_output_says_so(tmp_path: Path) -> No
         await _npu(pilot)
         await _add_through_dialog(pilot, tmp_path)
         assert app.is_running
-        assert len(app.compared_reports) == 1
+        assert len(app.npu_panel.compared_reports) == 1
         error = app.query_one(VelaError)
         assert error.has_class("-shown")
         text = screen_text(app)
@@ -242,7 +247,7 @@ async def test_corrupt_vela_folder_shows_the_error_and_the_program_still_opens(
         await settle(pilot)
         assert app.load_state == "ready"  # the program is unaffected
         assert app.query_one(InstructionsTable).row_count == 3
-        assert app.vela is not None and app.vela.error == expected
+        assert app.npu_panel.vela is not None and app.npu_panel.vela.error == expected
         await pilot.press("n")
         await pilot.pause()
         assert app.query_one(VelaError).has_class("-shown")
@@ -279,19 +284,41 @@ async def test_summary_csv_beside_the_program_is_found(tmp_path: Path) -> None:
         await _npu(pilot)
         text = screen_text(app)
         assert f"cycles {expected.cycles:,}" in text and expected.system_config in text
-        assert app.query_one(VelaSummary).border_title == f"Vela · {workspace.name}/"
+        config = f"{expected.accelerator} {expected.memory_mode}"
+        assert app.query_one(VelaSummary).border_title == f"Vela · {workspace.name} · {config}"
 
 
 async def test_opening_another_program_replaces_its_vela_report(tmp_path: Path) -> None:
     app = EtuApp(DEMO)
     async with app.run_test(size=SIZE) as pilot:
         await _npu(pilot)
-        app.add_vela_report(U85)
+        app.npu_panel.add_report(U85)
         await settle(pilot)
-        assert len(app.compared_reports) == 2
+        assert len(app.npu_panel.compared_reports) == 2
         app.open_target(_workspace(tmp_path))
         await settle(pilot)
         # The new program has no Vela output; the added report stays for comparison.
-        assert app.vela is not None and app.vela.label is None
-        assert [r.label for r in app.compared_reports] == [f"{U85.name}/"]
+        assert app.npu_panel.vela is not None and app.npu_panel.vela.label is None
+        assert [r.label for r in app.npu_panel.compared_reports] == [f"{U85.name}/"]
         assert f"cycles {load_vela_report(U85).cycles:,}" in screen_text(app)
+
+
+async def test_two_vela_folders_get_distinct_labels(tmp_path: Path) -> None:
+    """Every compile job writes a vela/ folder: compared, they are named by their job
+    folder and configuration, never two identical ``vela/`` labels."""
+    jobs = []
+    for name, sample in (("job_u85", U85), ("job_u65", U65)):
+        folder = tmp_path / name / "vela"
+        shutil.copytree(sample, folder)
+        jobs.append(folder)
+    app = EtuApp(DEMO)
+    async with app.run_test(size=SIZE) as pilot:
+        await _npu(pilot)
+        for folder in jobs:
+            app.npu_panel.add_report(folder)
+            await settle(pilot)
+        labels = [label.strip("▸ ") for label in app.query_one(CompareTable).labels]
+        assert len(labels) == 3 and len(set(labels)) == 3
+        assert labels[1].startswith("job_u85/vela · ") and labels[2].startswith("job_u65/vela · ")
+        u65 = load_vela_report(U65)
+        assert labels[2] == f"job_u65/vela · {u65.accelerator} {u65.memory_mode}"

@@ -22,7 +22,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Static, TabbedContent
 
 from etu_tui.app import PROGRAM_TAB, RUN_TAB, EtuApp
-from etu_tui.messages import RunBatch, program_target
+from etu_tui.messages import program_target
 from etu_tui.screenshots import settle
 from etu_tui.widgets import (
     AllocatorPane,
@@ -35,6 +35,7 @@ from etu_tui.widgets import (
     RunElfScreen,
     RunPanel,
 )
+from etu_tui.widgets.run_messages import RunBatch
 from etu_tui.widgets.run_model import LaunchInfo, split_events
 from fvp.command import format_command
 from fvp.standin import install_standin
@@ -570,7 +571,7 @@ async def test_run_keys_are_in_the_footer_of_the_run_tab_only(
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         footer = _footer(app)
-        assert "u Run" in footer and "r Start" not in footer and "/ Find" not in footer
+        assert "itdnmfukj Tabs" in footer and "r Start" not in footer and "/ Find" not in footer
         await pilot.press("r")  # not a key of the Program tab
         await pilot.pause()
         assert app.run_panel.live is None
@@ -581,7 +582,7 @@ async def test_run_keys_are_in_the_footer_of_the_run_tab_only(
         await pilot.press("u")
         await pilot.pause()
         footer = _footer(app)
-        for key in ("u Run", "r Start", "s Stop", "/ Find", "l Follow", "h Hex", "q Quit"):
+        for key in ("itdnmfukj Tabs", "r Start", "s Stop", "/ Find", "z Zoom", "q Quit"):
             assert key in footer, key
         for key in ("c Copy ops", "p Plan", "a Compare", "s Sort", "e Pick ELF"):
             assert key not in footer, key

@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from runner.diff import Tolerance, compare_outputs, first_divergence
-from tests.history_workspace import DEMO, add_v1_sessions, etu, make_workspace, record_run
+from tests.history_workspace import (
+    DEMO,
+    add_v1_sessions,
+    etu,
+    fallback_programs,
+    make_workspace,
+    record_run,
+)
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +115,24 @@ def test_programs_with_and_without_the_npu(real_program, tmp_path: Path) -> None
     changes = json.loads(other.stdout)["delegates"][0]["changes"]
     target = next(c for c in changes if c["name"] == "npu_target")
     assert (target["a"], target["b"]) == ("ethos-u55-128", "ethos-u85-256")
+
+
+@pytest.mark.aot
+def test_programs_compiled_without_and_with_a_cpu_fallback(tmp_path: Path) -> None:
+    without, with_fallback = fallback_programs()
+    result = etu("diff", str(without), str(with_fallback), "--json", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    record = json.loads(result.stdout)
+    assert record["operators"]["added"] == ["aten::topk.values"]
+    assert record["operators"]["cpu_added"] == ["aten::topk.values"]
+    assert record["operators"]["removed"] == [] and record["operators"]["cpu_removed"] == []
+    split = {item["name"]: (item["a"], item["b"]) for item in record["split"]}
+    assert split["delegate_calls"] == (1, 1)  # the rest still runs on the NPU
+    assert split["kernel_calls"][1] > split["kernel_calls"][0]
+    assert "aten::topk.values" in record["b"]["select_ops_list"]
+    assert "aten::topk.values" not in record["a"]["select_ops_list"]
+    text = etu("diff", str(without), str(with_fallback), cwd=tmp_path).stdout
+    assert "now on the CPU: aten::topk.values" in text
 
 
 def test_two_vela_outputs(tmp_path: Path) -> None:

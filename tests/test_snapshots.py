@@ -60,3 +60,42 @@ def test_compile_view(snap_compare) -> None:
     """The Compile tab's form before compiling: the built-in cnn for the demo's target, the
     defaults the target resolves to, every stage pending, an empty sweep table."""
     assert snap_compare(EtuApp(DEMO), terminal_size=(140, 45), run_before=compile_steps)
+
+
+# --------------------------------------------------------- laptop and SSH sizes
+
+
+async def _tab(pilot: Pilot, key: str) -> None:
+    await settle(pilot)
+    await pilot.press(key)
+    await settle(pilot)
+
+
+SMALL_VIEWS = {
+    "program": "i",
+    "tensors": "t",
+    "delegates": "d",
+    "memory": "m",
+    "fit": "f",
+    "run": "u",
+    "compile": "k",
+    "history": "j",
+}
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)], ids=["80x24", "120x36"])
+@pytest.mark.parametrize("view", [*SMALL_VIEWS, "npu"])
+def test_view_at_small_sizes(snap_compare, view: str, size: tuple[int, int]) -> None:
+    """Each tab at a laptop terminal (80×24) and at 120×36: its main content in view,
+    nothing past the right edge, Quit in the footer. The Run tab before any run (the FVP
+    is not installed in the test environment, which the tab says)."""
+    if view == "npu":
+        steps = npu_steps
+    elif view == "compile":
+        steps = compile_steps
+    else:
+
+        async def steps(pilot: Pilot) -> None:
+            await _tab(pilot, SMALL_VIEWS[view])
+
+    assert snap_compare(EtuApp(DEMO), terminal_size=size, run_before=steps)

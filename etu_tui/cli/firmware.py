@@ -35,6 +35,17 @@ def add_build_options(parser: argparse.ArgumentParser, *, board_required: bool =
         help="auto (the program's operators) or a comma-separated operator list",
     )  # fmt: skip
     parser.add_argument("--bundleio", action="store_true", help="runner with BundleIO checks")
+    parser.add_argument(
+        "--bundle-input", type=Path, action="append", default=[], metavar="FILE",
+        help="with --bundleio: an input (.npy/.pt), one per program input, in order",
+    )  # fmt: skip
+    parser.add_argument(
+        "--seed", type=int, default=0, help="with --bundleio and no inputs: random inputs' seed"
+    )
+    parser.add_argument(
+        "--bundle-expected", type=Path, action="append", default=[], metavar="FILE.npy",
+        help="with --bundleio: expected outputs instead of the host runtime's",
+    )  # fmt: skip
     parser.add_argument("--etdump", action="store_true", help="runner with the ETDump tracer")
     parser.add_argument(
         "--fault-on-start", action="store_true",
@@ -91,6 +102,9 @@ def build_from_args(args: argparse.Namespace, folder: Path, *, err: TextIO | Non
     return build_runner(
         args.pte, args.board, folder, pools=pools, select_ops=select, bundleio=args.bundleio,
         etdump=args.etdump, fault_on_start=args.fault_on_start, progress=progress,
+        bundle_inputs=tuple(getattr(args, "bundle_input", ())),
+        bundle_seed=getattr(args, "seed", 0),
+        bundle_expected=tuple(getattr(args, "bundle_expected", ())),
     )  # fmt: skip
 
 

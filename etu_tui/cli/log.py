@@ -41,12 +41,15 @@ def log_command(path: Path, *, as_json: bool, events: bool, out: TextIO, err: Te
         err.write(f"etu: {printable(str(error))}\n")
         return 2
     parser, collected = RunnerLogParser(), LogSummary()
+    etdump: list = []  # the run's ETDump blocks (not the debug ones), for the operator table
 
     def take(batch) -> None:
         for event in batch:
             if events:
                 out.write(json.dumps(event.to_json()) + "\n")
             collected.add(event)
+            if type(event).__name__ == "EtdumpBlock" and "debug" not in event.file_name:
+                etdump[:] = [event]
         bound_summary(collected)
 
     try:
@@ -62,6 +65,8 @@ def log_command(path: Path, *, as_json: bool, events: bool, out: TextIO, err: Te
     if events:
         return 0
     summary = collected.to_json()
+    if etdump:
+        summary["etdump_operators"] = _etdump_rows(etdump[-1].data, err)
     if as_json:
         out.write(json.dumps(summary) + "\n")
         return 0
@@ -78,6 +83,11 @@ def log_command(path: Path, *, as_json: bool, events: bool, out: TextIO, err: Te
     pool = summary["allocators"].get("method_allocator") or {}
     if pool.get("size"):  # a runner printing %zu leaves figures unknown (None)
         out.write(f"  method allocator: {_n(pool.get('used'))} / {_n(pool['size'])} B\n")
+    for row in summary.get("etdump_operators") or []:
+        out.write(
+            f"  etdump {row['block']}: {printable(row['operator'])} on {printable(row['where'])}"
+            f", time {row['time']}\n"
+        )
     for error in summary["errors"]:
         name = printable(error.get("status_name") or "")
         out.write(f"  error {name}: {printable(error['text'])}\n")
@@ -87,3 +97,17 @@ def log_command(path: Path, *, as_json: bool, events: bool, out: TextIO, err: Te
 def _n(value) -> str:
     """A figure with thousands separators; ``?`` when the runner did not print it."""
     return f"{value:,}" if isinstance(value, int) else "?"
+
+
+def _etdump_rows(data: bytes, err: TextIO) -> list[dict] | None:
+    """The per-operator table from the run's ETDump (ExecuTorch's Inspector, lazily)."""
+    from parsers.text import printable
+
+    try:
+        from runner.etdump import etdump_operators
+
+        return etdump_operators(data)
+    except Exception as error:  # a foreign library reading device-sent bytes
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        err.write(f"etu: etdump: {printable(first)}\n")
+        return None

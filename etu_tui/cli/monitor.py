@@ -86,6 +86,9 @@ def follow(source, meta: dict, sessions: Path, *, as_json: bool, out: TextIO, er
                     err.write(f"etu: {printable(json.dumps(event.to_json()))}\n")
             out.flush()
 
+    label = meta.get("label")
+    if label and label != "board" and not as_json:
+        err.write(f"etu: {label}\n")
     controller = RunController(
         sessions=sessions, kind="board", meta=meta, listener=Printer(), source=source
     ).start()

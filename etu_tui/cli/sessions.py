@@ -19,7 +19,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="only runs that ended so: success, runner_error, hard_fault, time_limit, crash, "
         "killed, incomplete, unfinished, or failed (anything but success)",
     )
-    parser.add_argument("--kind", help="only this kind of session: fvp, emulated, board")
+    parser.add_argument("--kind", help="only this kind of session: fvp, qemu, board")
     parser.add_argument("--limit", type=int, help="at most this many (the newest)")
     parser.add_argument("--json", action="store_true", help="one JSON object per session")
 

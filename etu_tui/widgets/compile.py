@@ -12,14 +12,18 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Button, DataTable, Input, Label, RichLog, Select, Static
 
-from etu_tui.messages import (
+from etu_tui.keys import bindings
+from etu_tui.safe_text import printable
+from etu_tui.widgets.compile_messages import (
     CompileDone,
     CompileLog,
     CompileStage,
@@ -28,7 +32,6 @@ from etu_tui.messages import (
     SweepDone,
     SweepRow,
 )
-from etu_tui.safe_text import printable
 from runner.compile_job import (
     CompileJob,
     CompileListener,
@@ -53,7 +56,7 @@ DEFAULT_CHOICE = ""  # the Select value for "ExecuTorch's default for the target
 LOG_LINES = 2000  # the worker's log is bounded: torch can be chatty
 QUANTIZE = (("per-channel", "per-channel"), ("per-tensor", "per-tensor"), ("off", "off"))
 SWEEP_COLUMNS = (
-    "Target", "System config", "Memory mode", "Cycles", "ms", "SRAM KiB", "Flash KiB",
+    "Target", "System config", "Memory mode", "Cycles", "µs", "SRAM KiB", "Flash KiB",
     "DRAM KiB", "CPU ops", "Program B", "Scratch B", "Message",
 )  # fmt: skip
 
@@ -118,7 +121,7 @@ def sweep_cells(row: dict) -> tuple[str, ...]:
         row.get("system_config") or "default",
         row.get("memory_mode") or "default",
         _fmt(row.get("cycles")),
-        _fmt(row.get("inference_time_s"), 1000.0, 3),
+        _fmt(row.get("inference_time_s"), 1e6, 1),
         _fmt(row.get("sram_kib"), digits=1),
         _fmt(row.get("flash_kib"), digits=1),
         _fmt(row.get("dram_kib"), digits=1),
@@ -160,6 +163,8 @@ class CompilePanel(Vertical):
         &:focus { border: round $accent; }
     }
     """
+
+    BINDINGS: ClassVar[list[BindingType]] = bindings("compile")
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -628,7 +633,41 @@ class CompilePanel(Vertical):
         table.border_title = f"Sweep ({len(self.sweep_rows)}){running} · {order}"
         table.border_subtitle = "w sweep · s sort"
 
+    # -- keys --------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("start_compile", "start_sweep"):
+            return (self.workspace is not None and not self.busy) or None
+        if action == "cancel_compile":
+            return self.running or None
+        if action == "open_compiled":
+            result = self.result
+            return (result is not None and result.status == "ok") or None
+        if action == "sort_sweep":
+            return bool(self.sweep_rows) or None
+        return True
+
+    def action_start_compile(self) -> None:
+        self.start_compile()
+        self.app.refresh_bindings()
+
+    def action_cancel_compile(self) -> None:
+        self.cancel_compile()
+
+    def action_open_compiled(self) -> None:
+        self.open_result()
+
+    def action_start_sweep(self) -> None:
+        self.start_sweep()
+        self.app.refresh_bindings()
+
+    def action_sort_sweep(self) -> None:
+        self.toggle_sort()
+
     # -- focus -------------------------------------------------------------------------
+
+    def focus_main(self) -> None:
+        self.focus_start()
 
     def focus_start(self) -> None:
         button = self.query_one("#compile-start", Button)

@@ -94,10 +94,17 @@ class FitHeadline(Static):
     }
     """
 
-    def show(self, result: FirmwareResult | None, workspace: str) -> None:
+    def show(
+        self, result: FirmwareResult | None, workspace: str, rebuild: str | None = None
+    ) -> None:
         self.border_title = "Fit"
-        self.border_subtitle = "e pick ELF"
-        self.update(headline(result, workspace))
+        self.border_subtitle = "e pick ELF · b copy rebuild" if rebuild else "e pick ELF"
+        line = headline(result, workspace)
+        if rebuild:
+            line = Content("\n").join(
+                [line, Content.assemble(("rebuild ", "dim"), (rebuild, "bold $text-accent"))]
+            )
+        self.update(line)
 
 
 def details(verdict: Verdict) -> Content:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from parsers.ethosu import is_ethosu_delegate
 from parsers.pte import (
@@ -71,3 +72,12 @@ def instruction_row(plan: ExecutionPlan, instr: Instruction) -> tuple[str, str, 
     if isinstance(instr, FreeCall):
         return "", "free", "", str(instr.value_index)
     return "", f"unknown({instr.type_code})", "", ""
+
+
+def short_path(path: Path) -> str:
+    """``path`` relative to the working folder when it is inside it, else as given: the
+    start text of a path dialog, short to read and edit."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except (OSError, ValueError):
+        return str(path)

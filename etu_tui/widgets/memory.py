@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from textual.app import ComposeResult
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.content import Content
-from textual.widgets import Input, Label, Static
+from textual.widgets import Static
 
 from etu_tui.messages import FirmwareResult
 from etu_tui.screens.open_file import OpenFileScreen
@@ -19,7 +19,7 @@ from etu_tui.widgets.error_panel import ProblemBox
 from etu_tui.widgets.formatting import nbytes
 from etu_tui.widgets.virtual_table import Column, VirtualTable, fit
 from parsers.elf_map import Symbol
-from parsers.memory_map import PlacedSection, Pool, Region
+from parsers.memory_map import MemoryMap, PlacedSection, Pool, Region
 
 MISSING = "–"
 REGION_BAR = 40
@@ -54,30 +54,79 @@ class FirmwareError(ProblemBox):
 # ------------------------------------------------------------------------- regions
 
 
-def region_line(region: Region, name_width: int) -> Content:
-    """``SRAM ████░░ 2,097,152 / 2,097,152 B 100.0% free 0 B``, red past capacity."""
+def reserved_in(region: Region, memory_map: MemoryMap | None) -> tuple[int, str]:
+    """Bytes of ``region`` reserved on purpose, and by what: the runner's pools placed
+    there, and the stack/heap span (the linker counts from the heap's start to the stack's
+    end, gap included). A region full of reservations is not overflowing."""
+    if memory_map is None:
+        return 0, ""
+    inside = [s for s in memory_map.sections if s.region == region.name]
+    pools = sum(p.size for p in memory_map.pools.values() if p.region == region.name)
+    if any(k in s.name for s in inside for k in ("stack", "heap")):
+        others = sum(s.size for s in inside if not any(k in s.name for k in ("stack", "heap")))
+        span = max(region.used - others, 0)
+        return span, "stack/heap"
+    if pools:
+        return min(pools, region.used), "runner pools"
+    return 0, ""
+
+
+def _tail(region: Region, reserved: tuple[int, str]) -> str:
+    if region.overflow:
+        return f"overflow {nbytes(region.overflow)}"
+    amount, what = reserved
+    if amount and region.percent >= NEAR_FULL:
+        return f"reserved: {what}"
+    return f"free {nbytes(region.free)}"
+
+
+def region_line(
+    region: Region,
+    name_width: int,
+    bar_width: int = REGION_BAR,
+    used_width: int = 30,
+    reserved: tuple[int, str] = (0, ""),
+) -> Content:
+    """``SRAM ████░░ 2,097,152 / 2,097,152 B 100.0% free 0 B``, red past capacity; a
+    region full of stack/heap or pool reservations says so, in the plain colour."""
+    tail_text = _tail(region, reserved)
     if region.overflow:
         style = "$text-error"
+    elif tail_text.startswith("reserved"):
+        style = "$text-primary"
     elif region.percent >= NEAR_FULL:
         style = "$text-warning"
     else:
         style = "$text-success"
     used = f"{region.used:,} / {region.length:,} B"
-    tail = (
-        Content.styled(f"overflow {nbytes(region.overflow)}", "$text-error bold")
-        if region.overflow
-        else Content.styled(f"free {nbytes(region.free)}", "dim")
-    )
+    tail = Content.styled(tail_text, "$text-error bold" if region.overflow else "dim")
     return Content.assemble(
         (f"{region.name:<{name_width}} ", "bold"),
-        (gauge(region.percent, REGION_BAR), style),
+        (gauge(region.percent, bar_width), style),
         " ",
-        (f"{used:>30}", "bold" if region.overflow else ""),
+        (f"{used:>{used_width}}", "bold" if region.overflow else ""),
         " ",
         (f"{region.percent:6.1f}%", f"{style} bold"),
         "  ",
         tail,
     )
+
+
+def region_lines(
+    regions: Sequence[Region], width: int, memory_map: MemoryMap | None = None
+) -> list[Content]:
+    """One line per region, the bars as wide as ``width`` allows (8 to 40 cells), so
+    every region stays on one line at 80 columns."""
+    reserved = [reserved_in(r, memory_map) for r in regions]
+    name_width = max(len(r.name) for r in regions)
+    used_width = max(len(f"{r.used:,} / {r.length:,} B") for r in regions)
+    tail_width = max(len(_tail(r, res)) for r, res in zip(regions, reserved, strict=True))
+    rest = name_width + 1 + 1 + used_width + 1 + 7 + 2 + tail_width
+    bar = max(8, min(REGION_BAR, width - rest)) if width > 0 else REGION_BAR
+    return [
+        region_line(r, name_width, bar, used_width, res)
+        for r, res in zip(regions, reserved, strict=True)
+    ]
 
 
 class RegionBars(Static):
@@ -97,8 +146,10 @@ class RegionBars(Static):
         super().__init__(id=id)
         self.regions: list[Region] = []
         self.lines: list[str] = []  # the plain text of each region's line, for tests
+        self._shown: tuple[FirmwareResult | None, str] | None = None
 
     def show(self, result: FirmwareResult | None, workspace: str) -> None:
+        self._shown = (result, workspace)
         memory_map = result.memory_map if result else None
         self.regions = list(memory_map.regions) if memory_map else []
         if result is None or result.label is None:
@@ -127,10 +178,13 @@ class RegionBars(Static):
             self.lines = []
             self.update(Content.styled("No memory regions: usage cannot be told.", "bold"))
             return
-        width = max(len(r.name) for r in self.regions)
-        lines = [region_line(r, width) for r in self.regions]
+        lines = region_lines(self.regions, self.content_region.width, memory_map)
         self.lines = [line.plain for line in lines]
         self.update(Content("\n").join(lines))
+
+    def on_resize(self) -> None:
+        if self.regions and self._shown is not None:
+            self.show(*self._shown)
 
 
 # ------------------------------------------------------------------------- pools
@@ -304,6 +358,12 @@ class SymbolsTable(VirtualTable):
 # ------------------------------------------------------------------------- warnings
 
 
+def is_copy_note(warning: str) -> bool:
+    """The linker's note on an initialised section (``.data``) whose bytes load elsewhere
+    and are copied at start-up: normal for every runner, so not shown as a warning."""
+    return "startup code must copy" in warning
+
+
 class MemoryWarnings(VerticalScroll):
     """The parser's warnings on the ELF, its map and their agreement."""
 
@@ -321,7 +381,11 @@ class MemoryWarnings(VerticalScroll):
         yield Static(id="memory-warnings-text")
 
     def show(self, result: FirmwareResult | None) -> None:
-        warnings = result.warnings if result and result.memory_map else []
+        warnings = [
+            w
+            for w in (result.warnings if result and result.memory_map else [])
+            if not is_copy_note(w)
+        ]
         self.border_title = f"Warnings ({len(warnings)})"
         text = self.query_one("#memory-warnings-text", Static)
         if not warnings:
@@ -350,8 +414,6 @@ def pools_height(result: FirmwareResult | None) -> int:
 class PickElfScreen(OpenFileScreen):
     """The open-file modal, asking for a firmware ELF instead."""
 
-    def compose(self) -> ComposeResult:
-        with Vertical() as box:
-            box.border_title = "Pick a firmware ELF"
-            yield Input(self._start, placeholder="path/to/arm_executor_runner.elf", id="path")
-            yield Label("Enter read · Escape cancel · its .map or .ld beside it gives the regions")
+    DIALOG_TITLE = "Pick a firmware ELF"
+    PLACEHOLDER = "path/to/arm_executor_runner.elf"
+    HINT = "Enter read · Tab complete · Escape cancel · its .map or .ld gives the regions"

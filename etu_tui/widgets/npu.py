@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from textual.app import ComposeResult
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.content import Content
-from textual.widgets import Input, Label, Static
+from textual.widgets import Static
 
 from etu_tui.messages import VelaResult
 from etu_tui.screens.open_file import OpenFileScreen
@@ -173,7 +173,12 @@ class VelaSummary(Static):
     """
 
     def show(
-        self, result: VelaResult | None, position: str, workspace: str, unreadable: bool = False
+        self,
+        result: VelaResult | None,
+        position: str,
+        workspace: str,
+        unreadable: bool = False,
+        label: str | None = None,
     ) -> None:
         """``position`` says which of the compared reports this is (or is empty);
         ``unreadable``: the workspace has Vela output that failed to read (shown above)."""
@@ -196,7 +201,8 @@ class VelaSummary(Static):
             hint = Content.styled("Press a to add a Vela output folder to compare.", "dim")
             self.update(Content("\n").join([first, hint]))
             return
-        self.border_title = f"Vela · {result.label}" + (f" · {position}" if position else "")
+        name = label or result.label
+        self.border_title = f"Vela · {name}" + (f" · {position}" if position else "")
         self.border_subtitle = ""
         self.update(summary_content(result.report))
 
@@ -346,10 +352,10 @@ class CompareTable(VirtualTable):
         self._cells: list[list[str]] = []
         self.labels: list[str] = []
 
-    def show(self, results: list[VelaResult], shown: int) -> None:
+    def show(self, results: list[VelaResult], shown: int, labels: list[str] | None = None) -> None:
         columns = [Column("", self.LABEL_WIDTH)]
         values = [metric_values(r.report) if r.report is not None else [] for r in results]
-        self.labels = [r.label or "" for r in results]
+        self.labels = labels if labels is not None else [r.label or "" for r in results]
         texts: list[list[str]] = []
         for index, column in enumerate(values):
             base = values[0] if index else None
@@ -362,7 +368,7 @@ class CompareTable(VirtualTable):
         for index, (label, column) in enumerate(zip(self.labels, texts, strict=True)):
             header = ("▸ " if index == shown else "  ") + label
             width = max([len(header), *(len(t) for t in column)])
-            columns.append(Column(header, min(width, 40)))
+            columns.append(Column(header, min(width, 48)))
         self._cells = [
             [label, *(column[row] for column in texts)] for row, (label, _) in enumerate(METRICS)
         ]
@@ -439,10 +445,6 @@ class VelaError(ProblemBox):
 class AddReportScreen(OpenFileScreen):
     """The open-file modal, asking for a Vela output folder (or one Vela file) instead."""
 
-    def compose(self) -> ComposeResult:
-        with Vertical() as box:
-            box.border_title = "Add a Vela report to compare"
-            yield Input(self._start, placeholder="path/to/vela_output/", id="path")
-            yield Label(
-                "Enter add · Escape cancel · a Vela output folder, summary CSV or saved stdout"
-            )
+    DIALOG_TITLE = "Add a Vela report to compare"
+    PLACEHOLDER = "path/to/vela_output/"
+    HINT = "Enter add · Tab complete · Escape cancel · a Vela output folder, summary CSV or stdout"

@@ -11,6 +11,7 @@ The panel's handlers own every record and update the panes.
 from __future__ import annotations
 
 import gc
+import os
 import threading
 import time
 from collections import deque
@@ -28,7 +29,13 @@ from textual.content import Content
 from textual.timer import Timer
 from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select, Static
 
-from etu_tui.messages import (
+from etu_tui.keys import bindings
+from etu_tui.messages import file_label, find_firmware
+from etu_tui.safe_text import printable
+from etu_tui.screens.open_file import OpenFileScreen
+from etu_tui.widgets.formatting import short_path
+from etu_tui.widgets.run_log import TIME_MODES, HexView, LogView
+from etu_tui.widgets.run_messages import (
     LaunchPreviewed,
     PastRunRead,
     PastRunsListed,
@@ -37,12 +44,7 @@ from etu_tui.messages import (
     RunFailed,
     RunStarted,
     RunStats,
-    file_label,
-    find_firmware,
 )
-from etu_tui.safe_text import printable
-from etu_tui.screens.open_file import OpenFileScreen
-from etu_tui.widgets.run_log import TIME_MODES, HexView, LogView
 from etu_tui.widgets.run_model import (
     LEVELS,
     RING_LINES,
@@ -141,11 +143,9 @@ class RunBridge(RunListener):
 class RunElfScreen(OpenFileScreen):
     """The open-file modal, asking for the firmware ELF to run."""
 
-    def compose(self) -> ComposeResult:
-        with Vertical() as box:
-            box.border_title = "Firmware ELF to run"
-            yield Input(self._start, placeholder="path/to/arm_executor_runner.elf", id="path")
-            yield Label("Enter use · Escape cancel · the FVP loads it with -a")
+    DIALOG_TITLE = "Firmware ELF to run"
+    PLACEHOLDER = "path/to/arm_executor_runner.elf"
+    HINT = "Enter use · Tab complete · Escape cancel · the FVP loads it with -a"
 
 
 Prepare = Callable[[], tuple[list[str], dict, LaunchInfo, str | None, str]]
@@ -175,6 +175,7 @@ class RunPanel(Vertical):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        *bindings("run"),
         Binding("escape", "leave_input", "Back to the log", show=False),
     ]
 
@@ -184,6 +185,7 @@ class RunPanel(Vertical):
         self.workspace: Path | None = None
         self.elf: Path | None = None
         self.elf_picked = False
+        self.firmware = None  # the Memory tab's FirmwareResult: pre-flight verdicts
         self.target = DEFAULT_TARGET
         self.vela_cycles: float | None = None
         self.shapes: list[tuple[int, ...]] = []
@@ -222,7 +224,8 @@ class RunPanel(Vertical):
                 )
                 yield Label("   ELF ", classes="run-label")
                 yield Static(id="run-elf")
-                yield Label(" (e picks)   Time limit ", classes="run-label")
+                yield Label(" (e picks)", classes="run-label -wide-only")
+                yield Label("   Time limit ", classes="run-label")
                 yield Input(
                     str(DEFAULT_TIMELIMIT),
                     type="integer",
@@ -230,7 +233,7 @@ class RunPanel(Vertical):
                     max_length=7,
                     id="run-timelimit",
                 )
-                yield Label(" seconds   ", classes="run-label")
+                yield Label(" seconds   ", classes="run-label -wide-only")
                 yield Button("▶ Run (r)", id="run-start", compact=True, variant="success")
                 yield Label(" ")
                 yield Button("■ Stop (s)", id="run-stop", compact=True, variant="error")
@@ -330,6 +333,11 @@ class RunPanel(Vertical):
         self._list_runs()
         if self.shown is not None:
             self._show_panes(self.shown)
+
+    def set_firmware(self, result) -> None:
+        """The firmware the Memory and Fit tabs show (a FirmwareResult, or None): its fit
+        verdicts are the pre-flight checks of the next run of the same ELF."""
+        self.firmware = result
 
     def set_elf(self, elf: Path) -> None:
         self.elf, self.elf_picked = elf, True
@@ -460,6 +468,29 @@ class RunPanel(Vertical):
         with self._lock:
             self._bridges[self.run_id] = bridge
         return bridge
+
+    def replay(self, folder: Path, timed: bool) -> bool:
+        """Play a recorded session through the live panes (History's replay): at once, or
+        at the pace its raw.index recorded. Not while a run is under way."""
+        if self.running:
+            self.notify("A run is under way: stop it first.", severity="warning")
+            return False
+        bridge = self.attach(LaunchInfo(["replay", folder.name]))
+        self.run_worker(
+            partial(self._replay_in_thread, folder, bridge, timed),
+            thread=True,
+            group="run-replay",
+            exit_on_error=False,
+        )
+        return True
+
+    def _replay_in_thread(self, folder: Path, bridge: RunBridge, timed: bool) -> None:
+        from runner.replay import replay_session
+
+        try:
+            replay_session(folder, bridge, timed=timed)
+        except Exception as error:  # a bad session must become a message, never a crash
+            bridge.on_end(RunOutcome("incomplete", None, f"replay failed: {error}", None))
 
     def _new_live(self) -> None:
         self._freeze_heap()
@@ -607,6 +638,7 @@ class RunPanel(Vertical):
         self._thaw_heap()
         if self.shown is self.live:
             self.query_one(ProcessPane).show(self.live, self._stable)
+            self._show_pmu(self.live)  # a missing report now says why
         self._show_controls()
         self._show_top()
         self._show_banner()
@@ -736,7 +768,8 @@ class RunPanel(Vertical):
             else [c for c in map(per_inference, record.pmu) if c is not None]
         )
         simulated = record.launch.simulated if record.launch else False
-        self.query_one(PmuPane).show(record.pmu, history, self.vela_cycles, simulated)
+        ended = record.outcome.reason if record.outcome is not None else None
+        self.query_one(PmuPane).show(record.pmu, history, self.vela_cycles, simulated, ended)
 
     def _show_banner(self) -> None:
         record = self.shown
@@ -949,6 +982,76 @@ class RunPanel(Vertical):
 
     def focus_past_runs(self) -> None:
         self.query_one(PastRunsList).focus()
+
+    # -- keys --------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "start_run":
+            return (self.workspace is not None and not self.running) or None
+        if action == "stop_run":
+            return self.running or None
+        return True
+
+    def action_start_run(self) -> None:
+        if self.start_run():
+            self.app.refresh_bindings()
+
+    def action_stop_run(self) -> None:
+        self.stop_run()
+
+    def action_pick_run_elf(self) -> None:
+        if self.running:
+            self.notify("A run is under way: stop it first.", severity="warning")
+            return
+        if self.elf is not None:
+            start = short_path(self.elf)
+        else:
+            start = f"{short_path(self.workspace)}{os.sep}" if self.workspace else ""
+        self.app.push_screen(RunElfScreen(start), callback=self._elf_chosen)
+
+    def _elf_chosen(self, path: Path | None) -> None:
+        if path is not None:
+            self.set_elf(path)
+
+    def action_maximize_log(self) -> None:
+        screen = self.screen
+        if screen.maximized is not None:
+            screen.minimize()
+        else:
+            screen.maximize(self.query_one(LogView), container=False)
+
+    def action_log_find(self) -> None:
+        self.focus_find()
+
+    def action_log_next(self) -> None:
+        self.find(True)
+
+    def action_log_prev(self) -> None:
+        self.find(False)
+
+    def action_log_filter(self) -> None:
+        self.focus_filter()
+
+    def action_log_follow(self) -> None:
+        self.toggle_follow()
+
+    def action_log_time(self) -> None:
+        self.cycle_time()
+
+    def action_log_time_mode(self, mode: str) -> None:
+        self.set_time_mode(mode)
+
+    def action_log_hex(self) -> None:
+        self.toggle_hex()
+
+    def action_log_level(self, level: str) -> None:
+        self.toggle_level(level)
+
+    def action_past_runs(self) -> None:
+        self.focus_past_runs()
+
+    def focus_main(self) -> None:
+        self.query_one(LogView).focus()
 
     def action_leave_input(self) -> None:
         focused = self.screen.focused

@@ -44,12 +44,25 @@ def per_inference(report: PmuReport) -> float | None:
 
 
 def utilisation(report: PmuReport) -> tuple[float | None, str]:
-    """NPU share of the inference in percent, and where the figure comes from."""
-    if report.npu_ratio is not None:
-        return report.npu_ratio, "runner's NPU ratio"
-    if report.npu_cycles and report.cpu_cycles:
-        return min(100.0 * report.npu_cycles / report.cpu_cycles, 100.0), "NPU / CPU cycles"
+    """NPU utilisation in percent: NPU active cycles over all cycles, that is (cycle
+    counter − NPU_IDLE) / cycle counter, when the report counts NPU_IDLE; and how."""
+    idle = next(
+        (v for k, v in (report.counters or {}).items() if k.upper().endswith("NPU_IDLE")), None
+    )
+    if report.npu_cycles and idle is not None and 0 <= idle <= report.npu_cycles:
+        busy = report.npu_cycles - idle
+        return 100.0 * busy / report.npu_cycles, "(cycles − NPU_IDLE) / cycles"
     return None, ""
+
+
+WHY_NO_PMU = {
+    "hard_fault": "the core faulted before the runner printed it",
+    "runner_error": "the runner stopped on an error before printing it",
+    "time_limit": "the time limit ended the run before the runner printed it",
+    "crash": "the simulator crashed before the runner printed it",
+    "killed": "the run was stopped before the runner printed it",
+    "incomplete": "the log ended before the runner printed it",
+}
 
 
 def _labelled(label: str, value: str, note: str = "") -> Content:
@@ -96,7 +109,9 @@ class PmuPane(Vertical):
         history: Sequence[float],
         vela_cycles: float | None,
         simulated: bool,
+        ended: str | None = None,
     ) -> None:
+        """``ended``: the run's end reason when it is over (says why a report is missing)."""
         text = self.query_one("#pmu-text", Static)
         spark = self.query_one("#pmu-history", Sparkline)
         spark.data = list(history)
@@ -108,8 +123,18 @@ class PmuPane(Vertical):
         self.border_subtitle = "NPU cycles per inference" if history else ""
         if not reports:
             self.lines = []
-            lines = [Content.styled("No PMU report yet: Ethos-U runners print one", "dim")]
-            lines.append(Content.styled("after the inferences.", "dim"))
+            why = WHY_NO_PMU.get(ended or "")
+            if why:
+                lines = [Content.styled(f"No PMU report: {why}", "bold")]
+                lines.append(
+                    Content.styled("(Ethos-U runners print it after the inferences).", "dim")
+                )
+            elif ended:
+                lines = [Content.styled("No PMU report: this runner build prints none", "dim")]
+                lines.append(Content.styled("(it needs the Ethos-U PMU enabled).", "dim"))
+            else:
+                lines = [Content.styled("No PMU report yet: Ethos-U runners print one", "dim")]
+                lines.append(Content.styled("after the inferences.", "dim"))
             if vela_cycles:
                 lines.append(_labelled("Vela estimate", f"{count(vela_cycles)} cycles"))
             text.update(Content("\n").join(lines))
@@ -146,6 +171,8 @@ class PmuPane(Vertical):
                     (f" {source}", "dim"),
                 )
             )
+        if report.npu_ratio is not None:
+            lines.append(_labelled("runner's NPU ratio", f"{report.npu_ratio:.1f}%"))
         cpu = f"CPU cycles {count(report.cpu_cycles)}"
         if report.delegations is not None:
             cpu += f" · delegations {report.delegations}"

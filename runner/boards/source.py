@@ -126,7 +126,11 @@ class SerialSource:
         reconnect: bool = True,
         timelimit: float | None = None,
         settle: float = 1.0,
+        handle=None,
+        initial: bytes = b"",
     ) -> None:
+        """``handle``: a port already open (flashing used it); ``initial``: bytes already
+        read from it (what followed the last prompt), recorded first."""
         self.port = port
         self.settings = dict(settings or {})
         self.exclusive = exclusive
@@ -137,7 +141,8 @@ class SerialSource:
         self.time_limit_hit: str | None = None
         self.received = 0
         self.gaps: list[PortGap] = []
-        self._handle = None
+        self._handle = handle
+        self._initial = initial
         self._stop = threading.Event()
         self._verdict_at: float | None = None
         self._thread: threading.Thread | None = None
@@ -180,6 +185,11 @@ class SerialSource:
         code: int | None = None
         last_data = time.monotonic()
         try:
+            if self._initial:
+                self.received += len(self._initial)
+                self._on_output(self._initial, "stdout")
+            if self._handle is not None:
+                self._handle.timeout = READ_TIMEOUT
             while not self._stop.is_set():
                 if self._over_time():
                     break

@@ -235,6 +235,19 @@ void _exit(int status) {
   system_reset(); /* QEMU's -no-reboot turns the reset into an exit */
 }
 
+/* newlib's aligned_alloc (used by flatcc in the ETDump writer) calls posix_memalign, which
+ * this newlib does not provide; memalign's blocks can be given to free(). */
+#include <errno.h>
+#include <malloc.h>
+__attribute__((weak)) int posix_memalign(void **out, size_t alignment, size_t size) {
+  void *block = memalign(alignment, size);
+  if (block == NULL) {
+    return ENOMEM;
+  }
+  *out = block;
+  return 0;
+}
+
 #if defined(ETU_ETHOSU)
 void etu_npu_irq_handler(void) { ethosu_irq_handler(&etu_npu_driver); }
 

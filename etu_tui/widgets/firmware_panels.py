@@ -1,0 +1,236 @@
+"""The Memory and Fit tabs as panels. The Memory panel owns the firmware: which ELF is
+shown (the workspace's or one picked with ``e``), its worker and its result; it posts
+:class:`FirmwareShown` after each change, and the App hands that to the Fit panel, which
+only shows it. ``e`` on the Fit tab asks the owner with :class:`PickElfAsked`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+
+from etu_tui.keys import bindings
+from etu_tui.messages import FirmwareResult, ProgramFacts, VelaResult, find_firmware, load_firmware
+from etu_tui.widgets.fit import FitChecks, FitHeadline
+from etu_tui.widgets.formatting import short_path
+from etu_tui.widgets.memory import (
+    FirmwareError,
+    KernelsView,
+    MemoryWarnings,
+    PickElfScreen,
+    PoolGauges,
+    RegionBars,
+    SectionsTable,
+    SymbolsTable,
+    pools_height,
+)
+
+
+@dataclass
+class FirmwareLoaded(Message):
+    """The firmware worker read an ELF's map and checked the program (or failed)."""
+
+    result: FirmwareResult
+
+
+@dataclass
+class FirmwareShown(Message):
+    """The Memory panel shows a new firmware state: ``line`` is the error to show (a bad
+    pick or an unreadable ELF), ``hint`` what is still shown."""
+
+    result: FirmwareResult | None
+    line: str | None
+    hint: str
+    workspace: str
+
+
+@dataclass
+class PickElfAsked(Message):
+    """``e`` on the Fit tab: the firmware's owner (the Memory panel) asks for the ELF."""
+
+
+class MemoryPanel(Vertical):
+    """Regions, runner pools, kernels, sections, symbols and warnings of the firmware."""
+
+    BINDINGS: ClassVar[list[BindingType]] = bindings("memory")
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.firmware: FirmwareResult | None = None  # the shown firmware (or why it is not)
+        self.pick: Path | None = None  # an ELF picked with e; else the workspace's
+        self.pick_error: str | None = None  # a picked ELF that failed; the last one stays
+        self.pending = False  # a firmware worker is reading
+        self._request = 0  # increases per read; stale results are dropped
+        self.facts: ProgramFacts | None = None
+        self.workspace: Path | None = None
+        self.vela: VelaResult | None = None
+
+    def compose(self) -> ComposeResult:
+        yield FirmwareError(id="memory-error")
+        yield RegionBars(id="regions")
+        with Horizontal(id="memory-pools"):
+            yield PoolGauges(id="pools")
+            yield KernelsView(id="kernels")
+        with Horizontal(id="memory-tables"):
+            yield SectionsTable(id="sections")
+            yield SymbolsTable(id="symbols")
+        yield MemoryWarnings(id="memory-warnings")
+
+    def focus_main(self) -> None:
+        self.query_one(SectionsTable).focus()
+
+    # -- reading -----------------------------------------------------------------------
+
+    def set_program(self, facts: ProgramFacts, workspace: Path, vela: VelaResult | None) -> None:
+        """A program opened: read the picked ELF (else the workspace's) and check it."""
+        self.facts, self.workspace, self.vela = facts, workspace, vela
+        self.read(self.pick)
+
+    def read(self, elf: Path | None = None) -> None:
+        """Read ``elf`` (else the workspace's firmware) in a thread; the result arrives as
+        a FirmwareLoaded message."""
+        if self.facts is None or self.workspace is None:
+            return
+        self._request += 1
+        self.pending = True
+        self._read(self.facts, self.workspace, elf, self.vela, self._request)
+
+    @work(thread=True, exclusive=True, group="firmware", exit_on_error=False)
+    def _read(
+        self,
+        facts: ProgramFacts,
+        workspace: Path,
+        elf: Path | None,
+        vela: VelaResult | None,
+        request: int,
+    ) -> None:
+        try:
+            result = load_firmware(
+                elf if elf is not None else find_firmware(workspace),
+                facts.program,
+                vela.report if vela is not None else None,
+                workspace=workspace,
+                program_name=facts.name,
+                vela_name=vela.label if vela is not None else None,
+                picked=elf is not None,
+                request=request,
+            )
+        except Exception as error:  # load_firmware never raises; belt and braces
+            text = f"unexpected {type(error).__name__}: {error}".splitlines()[0]
+            result = FirmwareResult("firmware", error=text, picked=elf is not None, request=request)
+        self.post_message(FirmwareLoaded(result))
+
+    @on(FirmwareLoaded)
+    def _loaded(self, message: FirmwareLoaded) -> None:
+        message.stop()
+        result = message.result
+        if result.request != self._request:
+            return  # a newer read (another program, another ELF) is under way
+        self.pending = False
+        kept = self.firmware
+        if result.error and result.picked and kept is not None and kept.memory_map is not None:
+            # A bad pick: say so above the firmware still shown, and forget the pick.
+            self.pick_error = result.error
+            self.pick = kept.path if kept.picked else None
+        else:
+            self.firmware, self.pick_error = result, None
+        if result.error and result.picked:
+            self.notify(result.error, title="Firmware not read", severity="error", markup=False)
+        self.show()
+        self.app.refresh_bindings()
+
+    # -- keys --------------------------------------------------------------------------
+
+    def action_pick_elf(self) -> None:
+        shown = self.firmware.path if self.firmware is not None else None
+        if shown is not None:
+            start = short_path(shown)
+        elif self.facts is not None:
+            start = f"{short_path(self.facts.path.parent)}{os.sep}"
+        else:
+            start = ""
+        self.app.push_screen(PickElfScreen(start), callback=self._chosen)
+
+    def _chosen(self, path: Path | None) -> None:
+        if path is not None:
+            self.pick = path
+            self.read(path)
+
+    def dismiss_error(self) -> bool:
+        if not self.pick_error:
+            return False
+        self.pick_error = None
+        self.show()
+        return True
+
+    # -- views -------------------------------------------------------------------------
+
+    def show(self) -> None:
+        result = self.firmware
+        workspace = self.facts.name if self.facts is not None else ""
+        own = result.error if result is not None else None
+        kept = result.label if result is not None and self.pick_error else None
+        hint = f"Still showing {kept}. Press e to pick another ELF." if kept else ""
+        line = self.pick_error or own
+        self.query_one("#memory-error", FirmwareError).show_error("Firmware not read", line, hint)
+        self.query_one(RegionBars).show(result, workspace)
+        self.query_one(PoolGauges).show(result)
+        self.query_one(KernelsView).show(result)
+        self.query_one("#memory-pools").styles.height = pools_height(result)
+        sections = self.query_one(SectionsTable)
+        sections.show(result)
+        sections.border_title = f"Sections ({sections.row_count})"
+        symbols = self.query_one(SymbolsTable)
+        symbols.show(result)
+        symbols.border_title = f"Largest symbols ({symbols.row_count})"
+        self.query_one(MemoryWarnings).show(result)
+        self.post_message(FirmwareShown(result, line, hint, workspace))
+
+
+class FitPanel(Vertical):
+    """The fit of the program on the firmware the Memory panel holds."""
+
+    BINDINGS: ClassVar[list[BindingType]] = bindings("fit")
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.result: FirmwareResult | None = None
+        self.rebuild: str | None = None  # the runner rebuild command, ready to copy
+
+    def compose(self) -> ComposeResult:
+        yield FirmwareError(id="fit-error")
+        yield FitHeadline(id="fit-headline")
+        yield FitChecks(id="fit-checks")
+
+    def focus_main(self) -> None:
+        self.query_one(FitChecks).focus()
+
+    async def show(self, shown: FirmwareShown, rebuild: str | None) -> None:
+        result = self.result = shown.result
+        self.rebuild = rebuild
+        fit_line = shown.line or (result.fit_error if result is not None else None)
+        title = "Firmware not read" if shown.line else "Fit not checked"
+        self.query_one("#fit-error", FirmwareError).show_error(title, fit_line, shown.hint)
+        self.query_one(FitHeadline).show(result, shown.workspace, rebuild)
+        await self.query_one(FitChecks).show(result)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "copy_rebuild":
+            return bool(self.rebuild) or None
+        return True
+
+    def action_pick_elf(self) -> None:
+        self.post_message(PickElfAsked())
+
+    def action_copy_rebuild(self) -> None:
+        if self.rebuild:
+            self.app.copy_to_clipboard(self.rebuild)
+            self.notify("Copied the runner rebuild command.", markup=False)

@@ -1,0 +1,239 @@
+"""The NPU tab as one panel: it owns the Vela reports it compares and the keys that act on
+them (add, sort, next, drop). The App hands it the workspace's own report; reports added
+with ``a`` are read by the panel's worker, which posts :class:`VelaAdded`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+
+from etu_tui.keys import bindings
+from etu_tui.messages import VelaResult, load_vela, vela_label
+from etu_tui.widgets.npu import (
+    AddReportScreen,
+    CompareTable,
+    LayerTable,
+    VelaError,
+    VelaMessages,
+    VelaSummary,
+)
+
+
+@dataclass
+class VelaAdded(Message):
+    """A report the user added for comparison was read (or failed: ``result.error``);
+    ``order`` is the add request's number, so reports keep the order they were asked for."""
+
+    result: VelaResult
+    order: int = 0
+
+
+def report_label(result: VelaResult) -> str:
+    """A label that tells two reports apart: every compile job writes Vela's output into
+    a ``vela/`` folder, so the folder above it (the job or workspace) names it, and the
+    configuration (accelerator, memory mode) follows."""
+    label = (result.label or "Vela report").rstrip("/")
+    path = result.path
+    if path is not None:
+        folder = path if path.is_dir() else path.parent
+        if folder.name == "vela" and folder.parent.name:
+            inside = "" if folder == path else f"/{path.name}"
+            label = f"{folder.parent.name}/vela{inside}"
+    config = ""
+    if result.report is not None:
+        head = result.report.headline()
+        config = " ".join(str(p) for p in (head["accelerator"], head["memory_mode"]) if p)
+    return f"{label} · {config}" if config else label
+
+
+class NpuPanel(Vertical):
+    """Vela's summary, per-layer table, the compare table and Vela's messages."""
+
+    BINDINGS: ClassVar[list[BindingType]] = bindings("npu")
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.vela: VelaResult | None = None  # the workspace's report (or why it is not)
+        self._added: list[tuple[int, VelaResult]] = []  # (order asked, report)
+        self._adds = 0
+        self.add_error: str | None = None
+        self.shown_index = 0  # index into compared_reports
+        self.pending = 0  # add-report workers still reading
+        self.program_name = ""
+        self.start_folder = ""
+
+    def compose(self) -> ComposeResult:
+        yield VelaError(id="vela-error")
+        yield VelaSummary(id="vela-summary")
+        with Vertical(id="layers-box"):
+            yield LayerTable(id="layers")
+        with Horizontal(id="npu-details"):
+            yield CompareTable(id="compare")
+            yield VelaMessages(id="vela-messages")
+
+    # -- state -------------------------------------------------------------------------
+
+    @property
+    def compared_reports(self) -> list[VelaResult]:
+        """The workspace's report (when it read) first, then the added ones."""
+        own = [self.vela] if self.vela is not None and self.vela.report is not None else []
+        return own + self.added
+
+    @property
+    def added(self) -> list[VelaResult]:
+        return [result for _, result in self._added]
+
+    @property
+    def shown_report(self) -> VelaResult | None:
+        reports = self.compared_reports
+        return reports[self.shown_index] if 0 <= self.shown_index < len(reports) else None
+
+    @property
+    def own_report(self) -> VelaResult | None:
+        """The workspace's report when it was read (for Fit and Run)."""
+        return self.vela if self.vela is not None and self.vela.report is not None else None
+
+    def set_own(self, vela: VelaResult, program_name: str, start_folder: str) -> None:
+        """A program opened with ``vela`` beside it (or none, or an unreadable one)."""
+        self.vela, self.shown_index = vela, 0
+        self.program_name, self.start_folder = program_name, start_folder
+        if vela.error:
+            self.notify(vela.error, title="Vela report not read", severity="warning", markup=False)
+        self.show()
+
+    def is_added(self, result: VelaResult | None) -> bool:
+        return any(r is result for r in self.added)
+
+    # -- keys --------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        shown = self.shown_report
+        if action == "sort_layers":
+            return (shown is not None and bool(shown.report and shown.report.per_layer)) or None
+        if action == "next_report":
+            return len(self.compared_reports) > 1 or None
+        if action == "drop_report":
+            return self.is_added(shown) or None
+        return True
+
+    def action_add_vela_report(self) -> None:
+        start = f"{self.start_folder}{os.sep}" if self.start_folder else ""
+        self.app.push_screen(AddReportScreen(start), callback=self._add_chosen)
+
+    def _add_chosen(self, path: Path | None) -> None:
+        if path is not None:
+            self.add_report(path)
+
+    def action_sort_layers(self) -> None:
+        layers = self.query_one(LayerTable)
+        layers.set_sort(not layers.by_cycles)
+        self._title_layers()
+
+    def action_next_report(self) -> None:
+        reports = self.compared_reports
+        if reports:
+            self.shown_index = (self.shown_index + 1) % len(reports)
+            self.show()
+            self.app.refresh_bindings()
+
+    def action_drop_report(self) -> None:
+        shown = self.shown_report
+        if shown is not None and self.is_added(shown):
+            self._added = [item for item in self._added if item[1] is not shown]
+            self.show()
+            self.app.refresh_bindings()
+            self.notify(f"Dropped {report_label(shown)} from the comparison.", markup=False)
+
+    def dismiss_error(self) -> bool:
+        if not self.add_error:
+            return False
+        self.add_error = None
+        self.show()
+        return True
+
+    def focus_main(self) -> None:
+        self.query_one(LayerTable).focus()
+
+    # -- adding ------------------------------------------------------------------------
+
+    def add_report(self, path: Path) -> None:
+        """Read ``path`` (a Vela output folder or file) in a thread and add it."""
+        self.pending += 1
+        self._adds += 1
+        self._add_vela(path, self._adds)
+
+    @work(thread=True, group="vela-add", exit_on_error=False)
+    def _add_vela(self, path: Path, order: int) -> None:
+        try:
+            result = load_vela(path, vela_label(path))
+        except Exception as error:  # load_vela never raises; belt and braces
+            result = VelaResult("Vela report", error=f"unexpected {type(error).__name__}")
+        self.post_message(VelaAdded(result, order))
+
+    @on(VelaAdded)
+    def _vela_added(self, message: VelaAdded) -> None:
+        message.stop()
+        self.pending = max(self.pending - 1, 0)
+        result = message.result
+        if result.report is None:
+            self.add_error = result.error or "not read"
+            self.notify(
+                self.add_error, title="Vela report not added", severity="error", markup=False
+            )
+        else:
+            self.add_error = None
+            self._added.append((message.order, result))
+            self._added.sort(key=lambda item: item[0])  # workers may finish out of order
+            self.notify(f"Added {report_label(result)} to the comparison.", markup=False)
+        self.show()
+        self.app.refresh_bindings()
+
+    # -- views -------------------------------------------------------------------------
+
+    def show(self) -> None:
+        reports = self.compared_reports
+        self.shown_index = max(0, min(self.shown_index, len(reports) - 1))
+        shown = self.shown_report
+        errors = [e for e in (self.vela.error if self.vela else None, self.add_error) if e]
+        self.query_one(VelaError).show_errors(errors)
+        position = f"{self.shown_index + 1} of {len(reports)} · r next" if len(reports) > 1 else ""
+        unreadable = self.vela is not None and self.vela.error is not None
+        label = report_label(shown) if shown is not None else None
+        self.query_one(VelaSummary).show(shown, position, self.program_name, unreadable, label)
+        self.query_one(LayerTable).show_report(shown.report if shown else None)
+        self._title_layers()
+        compare = self.query_one(CompareTable)
+        compare.show(reports, self.shown_index, [report_label(r) for r in reports])
+        compare.border_title = f"Compare ({len(reports)})"
+        compare.border_subtitle = "a add · x drop shown" if self.added else "a add"
+        self.query_one(VelaMessages).show(shown)
+
+    def _title_layers(self) -> None:
+        layers = self.query_one(LayerTable)
+        shown = self.shown_report
+        order = "by op cycles ↓" if layers.by_cycles else "in Vela's order"
+        box = self.query_one("#layers-box")
+        if shown is None or shown.report is None:
+            box.border_title = "Per-layer"
+            box.border_subtitle = ""
+            return
+        if not layers.row_count:
+            box.border_title = (
+                "Per-layer · none: Vela failed"
+                if shown.report.failed
+                else "Per-layer · none: Vela writes it with --verbose-performance"
+            )
+            box.border_subtitle = ""
+            return
+        source = {"stdout": " (from Vela's stdout)"}.get(shown.report.per_layer_from or "", "")
+        box.border_title = f"Per-layer · {layers.row_count} rows{source} · {order}"
+        box.border_subtitle = "◆ NPU  ○ CPU · s sort"

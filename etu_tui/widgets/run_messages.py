@@ -1,0 +1,76 @@
+"""What a run's listener (on the process's reader threads) and the Run panel's workers post
+to the Run panel, which owns the run's state. None of them bubbles past the panel."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from textual.message import Message
+
+
+class RunMessage(Message, bubble=False):
+    """Base of the Run panel's messages: handled there, never bubbled."""
+
+
+@dataclass
+class RunStarted(RunMessage, bubble=False):
+    """The process of run ``run_id`` is about to start; ``controller`` can stop it."""
+
+    run_id: int
+    controller: Any  # runner.run.RunController
+    launch: Any  # etu_tui.widgets.run_model.LaunchInfo
+
+
+@dataclass
+class RunBatch(RunMessage, bubble=False):
+    """Events of a run coalesced by its listener: ``chunks`` of (host arrival time,
+    events). ``bridge.delivered()`` lets the listener post the next batch."""
+
+    run_id: int
+    chunks: list
+    bridge: Any  # etu_tui.widgets.run.RunBridge
+
+
+@dataclass
+class RunStats(RunMessage, bubble=False):
+    run_id: int
+    stats: Any  # runner.process.ProcessStats
+
+
+@dataclass
+class RunEnded(RunMessage, bubble=False):
+    """The run ended (``outcome``: runner.run.RunOutcome); ``chunks`` are its last events."""
+
+    run_id: int
+    outcome: Any
+    chunks: list
+
+
+@dataclass
+class RunFailed(RunMessage, bubble=False):
+    """The run could not start (no FVP, no ELF, no session folder): one line."""
+
+    run_id: int
+    message: str
+
+
+@dataclass
+class LaunchPreviewed(RunMessage, bubble=False):
+    """What the next run would start (``launch``: fvp.launch.FvpLaunch), or why it cannot."""
+
+    request: int
+    launch: Any
+    error: str | None
+
+
+@dataclass
+class PastRunsListed(RunMessage, bubble=False):
+    request: int
+    runs: list  # etu_tui.widgets.run_model.PastRun, newest first
+
+
+@dataclass
+class PastRunRead(RunMessage, bubble=False):
+    request: int
+    record: Any  # etu_tui.widgets.run_model.RunRecord

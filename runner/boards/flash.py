@@ -1,0 +1,347 @@
+"""Flashing a board with its own method: the WiseEye2 bootloader (XMODEM), the MPS3 USB
+drive + MCC, pyOCD, or the emulated board (QEMU loads the ELF).
+
+Each method returns what the monitor needs to follow the boot without losing a byte: the
+application port, still open (the WE2 reboots on the port etu flashed through; the MPS3's
+application port is opened before the MCC reboots the board), plus whatever was already
+read after the last prompt. Failures are FlashError with one line naming the file or port.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runner.boards.profiles import BoardProfile, Prompt
+from runner.boards.prompts import PromptTimeout, expect
+from runner.boards.source import PortError, open_port
+from runner.boards.transfer import Progress, TransferError, xmodem_send
+
+PLACEMENT_MAGIC = (b"\xc0\x5a", b"\x5a\xc0")
+
+
+class FlashError(RuntimeError):
+    """Flashing failed; one line naming the file or port and what went wrong."""
+
+
+@dataclass(frozen=True, slots=True)
+class FlashFile:
+    path: Path
+    address: int | None = None  # FILE@ADDRESS: placed at an address (a .pte in flash)
+    offset: int = 0  # FILE@ADDRESS+OFFSET
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+def parse_file_spec(spec: str) -> FlashFile:
+    """``FILE``, ``FILE@0xADDRESS`` or ``FILE@0xADDRESS+0xOFFSET``."""
+    path, _, where = spec.partition("@")
+    if not where:
+        return FlashFile(Path(path))
+    address, _, offset = where.partition("+")
+    try:
+        return FlashFile(Path(path), int(address, 0), int(offset, 0) if offset else 0)
+    except ValueError:
+        raise FlashError(
+            f"{spec}: expected FILE@ADDRESS[+OFFSET] (e.g. model.pte@0xB7B000)"
+        ) from None
+
+
+def placement_block(address: int, offset: int = 0) -> bytes:
+    """WiseEye2: the 128-byte block before a file meant for an address."""
+    if not (0 <= address < 1 << 32 and 0 <= offset < 1 << 32):
+        raise FlashError(f"address 0x{address:x}+0x{offset:x} does not fit 32 bits")
+    head = PLACEMENT_MAGIC[0] + address.to_bytes(4, "little") + offset.to_bytes(4, "little")
+    return (head + PLACEMENT_MAGIC[1]).ljust(128, b"\xff")
+
+
+@dataclass
+class FlashResult:
+    port: str | None = None  # the application port, for the monitor
+    handle: object | None = None  # ... still open
+    initial: bytes = b""  # bytes read after the last prompt: the start of the boot log
+    source: object | None = None  # a ready byte source (the emulated board)
+    files: list[dict] = field(default_factory=list)  # per-file records for --json
+
+
+Status = Callable[[str], None]
+ProgressFn = Callable[[Progress], None]
+
+
+def _read(file: FlashFile) -> bytes:
+    try:
+        return file.path.read_bytes()
+    except OSError as error:
+        raise FlashError(f"{file.path}: {error.strerror or error}") from None
+
+
+def _prompt(profile: BoardProfile, name: str) -> Prompt:
+    prompt = profile.prompt(name)
+    if prompt is None:
+        raise FlashError(f"{profile.source}: prompts.{name}: the {profile.method} method needs it")
+    return prompt
+
+
+# ------------------------------------------------------------------------- WiseEye2
+def flash_wiseeye2(
+    profile: BoardProfile,
+    files: list[FlashFile],
+    port: str,
+    *,
+    status: Status = lambda text: None,
+    progress: ProgressFn | None = None,
+    handle=None,
+) -> FlashResult:
+    """Bootloader dialogue: banner → '1' until the menu → '1' → XMODEM per file (a
+    placement block first for a file with an address) → the end question (n, ..., y)."""
+    transfer = profile.transfer
+    block = int(transfer.get("block", 128))
+    retries = int(transfer.get("retries", 16))
+    limit = int(transfer.get("max_image", 0) or 0)
+    payloads = []
+    for file in files:
+        data = _read(file)
+        if file.address is None and limit and len(data) > limit:
+            raise FlashError(f"{file.path}: {len(data):,} bytes; the bootloader takes {limit:,}")
+        if file.address is not None:
+            data = placement_block(file.address, file.offset) + data
+        payloads.append((file, data))
+    try:
+        handle = handle or open_port(port, profile.serial_settings)
+    except PortError as error:
+        raise FlashError(str(error)) from None
+    result = FlashResult(port=port, handle=handle)
+    try:
+        status(f"waiting for the bootloader on {port} (reset the board)")
+        expect(handle, _prompt(profile, "boot"), port_name=port)
+        key = str(transfer.get("enter_key", "1")).encode()
+        expect(handle, _prompt(profile, "menu"), port_name=port, poke=key)
+        time.sleep(0.05)
+        handle.reset_input_buffer()  # the echoes of our key presses
+        handle.write(str(transfer.get("menu_choice", "1")).encode())
+        pending = expect(handle, _prompt(profile, "ready"), port_name=port)
+        for index, (file, data) in enumerate(payloads):
+            status(f"sending {file.name} ({len(data):,} bytes, XMODEM {block})")
+            stats = xmodem_send(handle, data, name=file.name, block_size=block, retries=retries,
+                                on_progress=progress, pending=pending)  # fmt: skip
+            result.files.append({"file": str(file.path), **stats.to_json()})
+            pending = b""
+            after = expect(handle, _prompt(profile, "end_question"), port_name=port)
+            last = index == len(payloads) - 1
+            handle.write(b"y" if last else b"n")
+            result.initial = after
+    except (PromptTimeout, TransferError) as error:
+        handle.close()
+        raise FlashError(str(error)) from None
+    except Exception as error:  # a port gone mid-dialogue (serial.SerialException, OSError)
+        handle.close()
+        raise FlashError(f"{port}: lost during flashing: {error}") from None
+    return result
+
+
+# ------------------------------------------------------------------------- MPS3 drive
+_NOT_83 = re.compile(r"[^A-Z0-9_]")
+
+
+def short_name(stem: str, index: int, used: set[str]) -> str:
+    """An 8.3 name (the MCC reads nothing else): up to 6 letters of the stem + 2 digits."""
+    base = _NOT_83.sub("", stem.upper())[:6] or "IMAGE"
+    for n in range(index, index + 100):
+        name = f"{base[:6]}{n % 100:02d}.BIN"
+        if name not in used:
+            used.add(name)
+            return name
+    raise FlashError(f"{stem}: no free 8.3 name")
+
+
+def load_segments(path: Path) -> list[tuple[int, bytes]]:
+    """(physical address, bytes) of an ELF's PT_LOAD segments that carry file data."""
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
+    try:
+        with open(path, "rb") as handle:
+            elf = ELFFile(handle)
+            return [
+                (seg["p_paddr"], seg.data()[: seg["p_filesz"]])
+                for seg in elf.iter_segments()
+                if seg["p_type"] == "PT_LOAD" and seg["p_filesz"] > 0
+            ]
+    except (ELFError, OSError) as error:
+        raise FlashError(f"{path}: not a readable ELF ({error})") from None
+
+
+def mcc_address(profile: BoardProfile, cpu: int, size: int, what: str) -> int:
+    for entry in profile.transfer.get("address_map", []):
+        base, length = int(entry["cpu"]), int(entry["size"])
+        if base <= cpu and cpu + size <= base + length:
+            return int(entry["mcc"]) + (cpu - base)
+    raise FlashError(f"{what}: 0x{cpu:08x}+{size:,} is outside the MCC's address view")
+
+
+def mps3_images(profile: BoardProfile, files: list[FlashFile]) -> list[tuple[str, int, bytes]]:
+    """(8.3 name, MCC address, bytes) for each load segment / placed binary."""
+    images, used = [], set()
+    for file in files:
+        if file.address is not None:
+            data = _read(file)
+            address = mcc_address(profile, file.address + file.offset, len(data), str(file.path))
+            images.append((short_name(file.path.stem, len(images), used), address, data))
+            continue
+        segments = load_segments(file.path)
+        if not segments:
+            raise FlashError(
+                f"{file.path}: no load segment with data (give FILE@ADDRESS for a .bin)"
+            )
+        for cpu, data in segments:
+            address = mcc_address(profile, cpu, len(data), f"{file.path} segment")
+            images.append((short_name(file.path.stem, len(images), used), address, data))
+    return images
+
+
+def images_txt(images: list[tuple[str, int, bytes]], update: str = "AUTO") -> str:
+    lines = ["TITLE: Versatile Express Images Configuration File", "[IMAGES]",
+             f"TOTALIMAGES: {len(images)}"]  # fmt: skip
+    for n, (name, address, _) in enumerate(images):
+        lines += [f"IMAGE{n}ADDRESS: 0x{address:08X}", f"IMAGE{n}UPDATE: {update}",
+                  f"IMAGE{n}FILE: \\SOFTWARE\\{name}"]  # fmt: skip
+    return "\r\n".join(lines) + "\r\n"
+
+
+def find_drive(profile: BoardProfile) -> Path | None:
+    label = str(profile.transfer.get("volume_label", "V2M-MPS3"))
+    try:
+        mounts = Path("/proc/mounts").read_text().splitlines()
+    except OSError:
+        return None
+    for line in mounts:
+        parts = line.split()
+        if len(parts) > 1 and Path(parts[1].replace("\\040", " ")).name == label:
+            return Path(parts[1])
+    return None
+
+
+def flash_mps3(
+    profile: BoardProfile,
+    files: list[FlashFile],
+    *,
+    drive: Path | None,
+    mcc_port: str,
+    app_port: str | None,
+    status: Status = lambda text: None,
+    progress: ProgressFn | None = None,
+) -> FlashResult:
+    drive = drive or find_drive(profile)
+    if drive is None or not Path(drive).is_dir():
+        label = profile.transfer.get("volume_label", "V2M-MPS3")
+        raise FlashError(f"{drive or label}: the board's USB drive is not mounted (give --drive)")
+    images = mps3_images(profile, files)
+    software = Path(drive) / "SOFTWARE"
+    config_dir = Path(drive) / str(profile.transfer["images_dir"])
+    software.mkdir(exist_ok=True)
+    config_dir.mkdir(parents=True, exist_ok=True)
+    result = FlashResult(port=app_port)
+    total = sum(len(data) for _, _, data in images)
+    done, started = 0, time.monotonic()
+    for name, address, data in images:
+        status(f"copying {name} ({len(data):,} bytes) for 0x{address:08X}")
+        with open(software / name, "wb") as out:
+            for at in range(0, len(data), 1 << 16):
+                out.write(data[at : at + (1 << 16)])
+                done += min(1 << 16, len(data) - at)
+                if progress:
+                    rate = done / max(time.monotonic() - started, 1e-6)
+                    progress(Progress(name, done, total, rate, (total - done) / rate, 0, 0, "copy"))
+            out.flush()
+            os.fsync(out.fileno())
+        result.files.append({"file": name, "mcc_address": address, "bytes": len(data)})
+    (config_dir / "images.txt").write_text(
+        images_txt(images, str(profile.transfer.get("update", "AUTO"))), newline=""
+    )
+    os.sync()
+    app = None
+    try:
+        if app_port:
+            app = open_port(app_port, profile.serial_settings)  # before the reboot: no byte lost
+        mcc = open_port(mcc_port, profile.serial_settings)
+    except PortError as error:
+        if app is not None:
+            app.close()
+        raise FlashError(str(error)) from None
+    try:
+        mcc.write(b"\r\n")
+        expect(mcc, _prompt(profile, "mcc"), port_name=mcc_port)
+        status(f"reboot on the MCC ({mcc_port})")
+        mcc.write(b"reboot\r\n")
+        expect(mcc, _prompt(profile, "firmware"), port_name=mcc_port)
+        seen = bytearray()
+        expect(mcc, _prompt(profile, "images"), port_name=mcc_port, seen=seen)
+        for _ in images:
+            expect(mcc, _prompt(profile, "written"), port_name=mcc_port, seen=seen)
+    except PromptTimeout as error:
+        if app is not None:
+            app.close()
+        raise FlashError(str(error)) from None
+    finally:
+        mcc.close()
+    result.handle = app
+    return result
+
+
+# ------------------------------------------------------------------------- pyOCD
+def flash_pyocd(
+    profile: BoardProfile, files: list[FlashFile], *, status: Status = lambda t: None,
+    progress: ProgressFn | None = None,
+) -> FlashResult:  # fmt: skip
+    try:
+        from pyocd.core.helpers import ConnectHelper
+        from pyocd.flash.file_programmer import FileProgrammer
+    except ImportError:
+        raise FlashError(
+            "pyocd: not installed; install it with: pip install 'etu[pyocd]' (or pip install "
+            "pyocd) to flash through a CMSIS-DAP, J-Link or ST-Link probe"
+        ) from None
+    target = str(profile.transfer.get("target", "cortex_m"))
+    session = ConnectHelper.session_with_chosen_probe(
+        blocking=False, options={"target_override": target}
+    )
+    if session is None:
+        raise FlashError("pyocd: no debug probe found (connect one, or check its permissions)")
+    result = FlashResult()
+    with session:
+        for file in files:
+            status(f"programming {file.name} through pyOCD ({target})")
+            size = file.path.stat().st_size
+
+            def report(fraction: float, name: str = file.name, size: int = size) -> None:
+                if progress:
+                    sent = int(fraction * size)
+                    progress(Progress(name, sent, size, 0.0, None, 0, 0, "program"))
+
+            programmer = FileProgrammer(session, progress=report)
+            programmer.program(str(file.path), base_address=file.address)
+            result.files.append({"file": str(file.path)})
+        session.board.target.reset()
+    return result
+
+
+# ------------------------------------------------------------------------- QEMU
+def flash_qemu(profile: BoardProfile, files: list[FlashFile], *, timelimit=None) -> FlashResult:
+    """The emulated board: "flashing" is loading the ELF; QEMU waits paused on its pty."""
+    from runner.boards.source import QemuSource
+
+    if len(files) != 1 or files[0].address is not None:
+        raise FlashError("qemu-an547: give exactly one firmware ELF (QEMU loads it)")
+    source = QemuSource(files[0].path, timelimit=timelimit)
+    try:
+        source.open()
+    except PortError as error:
+        raise FlashError(str(error)) from None
+    return FlashResult(port=source.port, source=source,
+                       files=[{"file": str(files[0].path), "loaded": True}])  # fmt: skip

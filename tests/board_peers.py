@@ -1,0 +1,131 @@
+"""Protocol peers for the board tests: ptys, lrzsz's rx behind socat, a faulty relay.
+
+Nothing here is etu code: the peers are other people's programs (lrzsz, socat, ser2net) or
+small stand-ins built from the reference facts (the WiseEye2 bootloader, the MPS3 MCC).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import select
+import subprocess
+import threading
+import time
+import tty
+from pathlib import Path
+
+
+class Pty:
+    """A pseudo-terminal pair: etu opens ``path`` (the slave, like /dev/ttyUSB0); the test
+    reads and writes ``master``. The test keeps the slave open too, so the line never hangs
+    up under etu when a peer exits."""
+
+    def __init__(self) -> None:
+        self.master, self.slave = os.openpty()
+        tty.setraw(self.master)
+        tty.setraw(self.slave)
+        self.path = os.ttyname(self.slave)
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = os.write(self.master, view)
+            view = view[written:]
+
+    def read(self, timeout: float = 0.1) -> bytes:
+        ready, _, _ = select.select([self.master], [], [], timeout)
+        if not ready:
+            return b""
+        try:
+            return os.read(self.master, 65536)
+        except OSError:
+            return b""
+
+    def close(self) -> None:
+        for fd in (self.master, self.slave):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def start_rx(pty: Pty, out: Path, *, crc: bool = True, side: str = "master") -> subprocess.Popen:
+    """lrzsz's ``rx`` on its own pty (socat's EXEC pty), wired to the master of ``pty``
+    (etu opens the slave), or to its slave (a relay drives the master). The pitfall in
+    boards.md: rx must not change the modes of a line someone else uses."""
+    fd = pty.master if side == "master" else pty.slave
+    rx = f"rx {'-c ' if crc else ''}-b {out}"
+    with open(Path(out).with_suffix(".rx.log"), "wb") as log:  # never a pipe nobody reads
+        return subprocess.Popen(
+            ["socat", f"FD:{fd}", f"EXEC:{rx},pty,raw,echo=0"],
+            pass_fds=(fd,),
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+
+
+class FaultyRelay:
+    """Forwards bytes between two ptys (host side → peer side and back), dropping and
+    corrupting some of the host's bytes: ``faults(offset, byte)`` returns None to drop,
+    or the byte to send. Runs on a thread until ``stop()``."""
+
+    def __init__(self, host: Pty, peer: Pty, faults) -> None:
+        self.host, self.peer, self.faults = host, peer, faults
+        self.forwarded = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            ready, _, _ = select.select([self.host.master, self.peer.master], [], [], 0.05)
+            for fd in ready:
+                try:
+                    data = os.read(fd, 4096)
+                except OSError:
+                    return
+                if self._stop.is_set():
+                    return
+                if fd == self.host.master:
+                    out = bytearray()
+                    for byte in data:
+                        kept = self.faults(self.forwarded, byte)
+                        self.forwarded += 1
+                        if kept is not None:
+                            out.append(kept)
+                    target, data = self.peer, bytes(out)
+                else:
+                    target = self.host
+                try:
+                    target.write(data)
+                except OSError:
+                    return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(1)
+
+
+def random_faults(seed: int, drop: float, corrupt: float, until: int | None = None):
+    rng = random.Random(seed)
+
+    def faults(offset: int, byte: int) -> int | None:
+        if until is not None and offset >= until:
+            return byte
+        roll = rng.random()
+        if roll < drop:
+            return None
+        if roll < drop + corrupt:
+            return byte ^ 0x5A
+        return byte
+
+    return faults
+
+
+def wait_for(predicate, timeout: float = 10.0, interval: float = 0.02) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()

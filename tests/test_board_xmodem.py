@@ -1,0 +1,154 @@
+"""etu's XMODEM sender against lrzsz's rx (a peer nobody here wrote), over ptys."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+import serial
+
+from runner.boards.transfer import TransferError, xmodem_send
+from tests.board_peers import FaultyRelay, Pty, random_faults, start_rx, wait_for
+
+pytestmark = pytest.mark.skipif(
+    not (shutil.which("rx") and shutil.which("socat")),
+    reason="needs lrzsz (rx) and socat (make system-deps)",
+)
+PAD = 0x1A
+
+
+def payload(size: int, seed: int = 1) -> bytes:
+    return bytes((i * 131 + seed * 7 + (i >> 8)) & 0xFF for i in range(size))
+
+
+def received(out: Path, data: bytes, block: int) -> None:
+    got = out.read_bytes()
+    padded = -(-len(data) // block) * block
+    assert len(got) == padded
+    assert got[: len(data)] == data and set(got[len(data) :]) <= {PAD}
+
+
+@pytest.mark.parametrize("block", [128, 1024])
+def test_send_to_rx(tmp_path: Path, block: int) -> None:
+    data = payload(100_003)
+    out = tmp_path / "out.bin"
+    pty = Pty()
+    rx = start_rx(pty, out)
+    progress = []
+    try:
+        with serial.Serial(pty.path, 921600, timeout=1) as port:
+            stats = xmodem_send(port, data, name="fw.img", block_size=block,
+                                on_progress=progress.append)  # fmt: skip
+        assert rx.wait(10) == 0
+    finally:
+        rx.kill()
+        pty.close()
+    received(out, data, block)
+    assert stats.blocks == -(-len(data) // block)
+    # rx on a loaded machine may miss a block now and then (its own timing); the goodput
+    # must still be the block format's own within 2 %.
+    assert stats.goodput_share == pytest.approx(stats.format_share, rel=0.02)
+    assert progress[-1].sent == len(data) and progress[-1].phase == "done"
+    assert all(a.sent <= b.sent for a, b in itertools.pairwise(progress))
+
+
+def test_relay_drops_and_corrupts_then_success(tmp_path: Path) -> None:
+    data = payload(8_000, seed=3)
+    out = tmp_path / "out.bin"
+    host, peer = Pty(), Pty()
+    rx = start_rx(peer, out, side="slave")
+    relay = FaultyRelay(host, peer, random_faults(7, drop=0.0005, corrupt=0.002, until=6_000))
+    try:
+        with serial.Serial(host.path, 921600, timeout=1) as port:
+            stats = xmodem_send(port, data, name="model.pte", block_size=128, timeout=1.5)
+        assert rx.wait(10) == 0
+    finally:
+        relay.stop()
+        rx.kill()
+        host.close()
+        peer.close()
+    received(out, data, 128)
+    assert stats.retries > 0  # the faults really hit, and were recovered by resending
+
+
+def test_relay_that_ruins_everything_aborts_naming_the_block(tmp_path: Path) -> None:
+    data = payload(4096)
+    out = tmp_path / "out.bin"
+    host, peer = Pty(), Pty()
+    rx = start_rx(peer, out, side="slave")
+    # Blocks 1-10 pass; from byte 1,400 on (inside block 11: 133 bytes each) all is corrupt.
+    relay = FaultyRelay(host, peer, lambda offset, byte: byte if offset < 1400 else byte ^ 0xFF)
+    try:
+        with (
+            serial.Serial(host.path, 921600, timeout=1) as port,
+            pytest.raises(TransferError) as caught,
+        ):
+            xmodem_send(port, data, name="fw.img", block_size=128, retries=3, timeout=1)
+        wait_for(lambda: rx.poll() is not None, 10)
+    finally:
+        relay.stop()
+        rx.kill()
+        host.close()
+        peer.close()
+    message = str(caught.value)
+    assert message.startswith("fw.img: aborted at block 11 of 32 after 3 retries")
+    assert "CAN" in message
+
+
+def test_no_receiver_says_so(tmp_path: Path) -> None:
+    pty = Pty()
+    try:
+        with serial.Serial(pty.path, 921600, timeout=1) as port:
+            pty.write(b"hello from the wrong program\r\n")
+            with pytest.raises(TransferError, match="never asked for data"):
+                xmodem_send(port, b"x" * 200, name="fw.img", retries=2, timeout=0.5)
+    finally:
+        pty.close()
+
+
+def test_port_unplugged_mid_transfer_aborts_cleanly_then_retry_from_start(tmp_path) -> None:
+    data = payload(60_000, seed=5)
+    host, peer = Pty(), Pty()
+    out = tmp_path / "first.bin"
+    rx = start_rx(peer, out, side="slave")
+    unplug = threading.Event()
+
+    def pass_then_unplug(offset: int, byte: int) -> int | None:
+        if offset >= 20_000:
+            unplug.set()
+            return None
+        return byte
+
+    relay = FaultyRelay(host, peer, pass_then_unplug)
+
+    def pull_the_cable() -> None:
+        unplug.wait(30)
+        relay.stop()
+        os.close(host.master)  # the USB bridge is gone: the line hangs up under etu
+        os.close(host.slave)
+
+    threading.Thread(target=pull_the_cable, daemon=True).start()
+    port = serial.Serial(host.path, 921600, timeout=1)
+    with pytest.raises(TransferError) as caught:
+        xmodem_send(port, data, name="fw.img", block_size=1024, timeout=5)
+    port.close()
+    rx.kill()
+    peer.close()
+    assert "port lost at block" in str(caught.value)
+    assert "starts again from block 1" in str(caught.value)
+    # Plugged back: the retry is a new transfer from block 1, and it completes.
+    again, out2 = Pty(), tmp_path / "second.bin"
+    rx2 = start_rx(again, out2)
+    try:
+        with serial.Serial(again.path, 921600, timeout=1) as port:
+            stats = xmodem_send(port, data, name="fw.img", block_size=1024)
+        assert rx2.wait(10) == 0
+    finally:
+        rx2.kill()
+        again.close()
+    received(out2, data, 1024)
+    assert stats.blocks == 59
