@@ -567,6 +567,8 @@ def parse_per_layer_csv(data: bytes | str, source: str | None = None) -> PerLaye
             last = following is None
             if [cell.strip() for cell in cells] == header:
                 result.subgraphs += 1
+            elif len(cells) < len(columns) and len(result.warnings) >= MAX_ROW_WARNINGS:
+                skipped += 1  # a short row past the warning cap: counted, not described
             else:
                 line = index + 1
                 row_warnings.clear()
