@@ -226,3 +226,16 @@ def test_debug_xml_fallback_reads_complete_tables_in_one_pass() -> None:
     assert list(db.tables) == ["perf"] and any("malformed" in w for w in db.warnings)
     tricky = "<debug>" + '<table name="a"><![CDATA[1]]>oops' + good + "<"
     assert _table_blocks(tricky) == [("perf", "a,b\n1,2\n")]
+
+
+def test_session_meta_that_is_a_fifo_or_huge(tmp_path: Path) -> None:
+    from runner.session import read_session
+
+    folder = tmp_path / "s"
+    folder.mkdir()
+    os.mkfifo(folder / "meta.json")
+    session = read_session(folder)  # would block forever on open() before
+    assert session.meta == {} and any("FIFO" in w for w in session.warnings)
+    (folder / "meta.json").unlink()
+    (folder / "meta.json").write_bytes(b" " * (17 << 20))
+    assert any("16 MiB" in w for w in read_session(folder).warnings)
