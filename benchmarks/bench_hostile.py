@@ -189,6 +189,7 @@ def measure(parse: Callable[[bytes], None], data: bytes) -> tuple[float, int]:
 
 def main() -> dict:
     results: dict = {}
+    over: list[str] = []
     worst_time = worst_memory = 0.0
     for name, (cases, parse) in formats().items():
         for size in SIZES:
@@ -211,6 +212,8 @@ def main() -> dict:
                 mark = "" if case == "typical" or (
                     time_ratio <= GOAL_RATIO and memory_ratio <= GOAL_RATIO
                 ) else "  OVER"  # fmt: skip
+                if mark:
+                    over.append(key)
                 print(
                     f"{key:<58} {seconds * 1e3:9.1f} ms/MB  x{time_ratio:5.2f}  "
                     f"peak {peak / 2**20:7.1f} MB  x{memory_ratio:5.2f}{mark}",
@@ -221,6 +224,7 @@ def main() -> dict:
         "worst_time_ratio": round(worst_time, 2),
         "worst_memory_ratio": round(worst_memory, 2),
         "goal_ratio": GOAL_RATIO,
+        "over_goal": over,
         "meets_goal": worst_time <= GOAL_RATIO and worst_memory <= GOAL_RATIO,
     }
     print(json.dumps({k: v for k, v in summary.items() if k != "cases"}))
