@@ -77,6 +77,9 @@ _TOKEN = re.compile(
 )
 
 
+_SIMPLE_NUMBER = re.compile(r"(?:0[xX][0-9a-fA-F]{1,30}|[0-9]{1,30})[kKmM]?")
+
+
 class _ExprError(Exception):
     pass
 
@@ -124,9 +127,11 @@ def _number(text: str) -> int:
 def evaluate(text: str, lookup: Callable[[str, str | None], int] | None = None) -> int:
     """Evaluate a linker-script integer expression. ``lookup(name, arg)`` resolves symbols
     (``arg`` None) and ``ORIGIN(arg)``/``LENGTH(arg)`` calls (``name`` the function)."""
+    text = text.strip()
+    if _SIMPLE_NUMBER.fullmatch(text):  # most ORIGIN/LENGTH values: no tokenising
+        return _number(text)
     tokens: list[tuple[str, str]] = []
     pos = 0
-    text = text.strip()
     while pos < len(text):
         match = _TOKEN.match(text, pos)
         if not match or match.end() == pos:
