@@ -49,6 +49,7 @@ test: setup
 demo: setup
 	$(BIN)/python etu_tui/demo/build_demo.py
 	$(BIN)/python etu_tui/demo/build_firmware.py
+	$(BIN)/python etu_tui/demo/build_real_runner.py
 
 bench: setup
 	$(BIN)/python benchmarks/run_all.py

@@ -24,7 +24,7 @@ from textual.widgets import Header, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from etu_tui.commands import EtuCommands, PaletteCommand
-from etu_tui.keys import KEYS, PANELS, bindings
+from etu_tui.keys import KEYS, PANELS, bindings, panel_bindings, spec_by_id
 from etu_tui.messages import (
     ProgramFacts,
     VelaResult,
@@ -44,6 +44,7 @@ from etu_tui.widgets.firmware_panels import FirmwareShown, FitPanel, MemoryPanel
 from etu_tui.widgets.fit import tab_label
 from etu_tui.widgets.footer import EtuFooter
 from etu_tui.widgets.formatting import short_path
+from etu_tui.widgets.history import HistoryPanel, ReplayRequested
 from etu_tui.widgets.npu_panel import NpuPanel
 from etu_tui.widgets.program_panels import (
     DelegatesPanel,
@@ -60,9 +61,9 @@ DEMO_WORKSPACE = Path(__file__).resolve().parent / "demo"
 # Tab ids (also the panels' owner names in etu_tui.keys).
 PROGRAM_TAB, TENSORS_TAB, DELEGATES_TAB, NPU_TAB = "program", "tensors", "delegates", "npu"
 MEMORY_TAB, FIT_TAB, RUN_TAB = "memory", "fit", "run"
-COMPILE_TAB = "compile"
+COMPILE_TAB, HISTORY_TAB = "compile", "history"
 # Tabs that need no program: usable when the file failed to decode.
-NO_PROGRAM_TABS = (RUN_TAB, COMPILE_TAB)
+NO_PROGRAM_TABS = (RUN_TAB, COMPILE_TAB, HISTORY_TAB)
 
 
 @dataclass
@@ -113,6 +114,7 @@ class EtuApp(App[int]):
         (FIT_TAB, "Fit", FitPanel, "fit-panel"),
         (RUN_TAB, "Run", RunPanel, "run-panel"),
         (COMPILE_TAB, "Compile", CompilePanel, "compile-panel"),
+        (HISTORY_TAB, "History", HistoryPanel, "history-panel"),
     ]
 
     def __init__(self, target: Path | None = None, keymap: dict[str, str] | None = None) -> None:
@@ -239,6 +241,7 @@ class EtuApp(App[int]):
             shapes=output_shapes(facts),
         )
         self.compile_panel.set_program(facts.path, program_target(facts))
+        self.query_one(HistoryPanel).set_workspace(self.workspace)
         self._enable_program_tabs(True)
         self.action_show_tab(self.query_one(TabbedContent).active or PROGRAM_TAB)
         self.refresh_bindings()
@@ -260,6 +263,7 @@ class EtuApp(App[int]):
                 self.workspace = folder
                 self.run_panel.set_program(folder, target=None, vela_cycles=None)
                 self.compile_panel.set_program(folder / message.path.name, None)
+                self.query_one(HistoryPanel).set_workspace(folder)
             self._enable_program_tabs(False)
             if self.query_one(TabbedContent).active not in NO_PROGRAM_TABS:
                 self.action_show_tab(RUN_TAB)
@@ -297,6 +301,11 @@ class EtuApp(App[int]):
     @on(PickElfAsked)
     def _pick_elf_asked(self) -> None:
         self.memory_panel.action_pick_elf()
+
+    @on(ReplayRequested)
+    def _replay_requested(self, message: ReplayRequested) -> None:
+        self.action_show_tab(RUN_TAB)
+        self.run_panel.replay(message.folder, message.timed)
 
     @on(OpenCompiled)
     def _open_compiled(self, message: OpenCompiled) -> None:
@@ -355,14 +364,6 @@ class EtuApp(App[int]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
-    def action_history(self) -> None:
-        self.notify(
-            "The History tab (runs and compiles across sessions) is not in this build yet. "
-            "Past sessions of this workspace: Run tab, v.",
-            title="History",
-            markup=False,
-        )
-
     def action_show_tab(self, tab: str) -> None:
         tabs = self.query_one(TabbedContent)
         pane = tabs.get_pane(tab)
@@ -373,9 +374,15 @@ class EtuApp(App[int]):
             )
             return
         tabs.active = tab
-        focus = getattr(self.panel(tab), "focus_main", None)
+        panel = self.panel(tab)
+        focus = getattr(panel, "focus_main", None)
         if focus is not None:
             focus()
+            return
+        # A panel without a main widget: its first focusable one, so focus never stays
+        # in the tab just left (which would switch back to it).
+        focusable = [w for w in panel.query("*") if w.focusable]
+        self.screen.set_focus(focusable[0] if focusable else None)
 
     async def action_on_panel(self, tab: str, action: str) -> None:
         """The palette's way to a panel's key: open its tab, then run ``action`` there."""
@@ -398,13 +405,17 @@ class EtuApp(App[int]):
             key = self.get_key_display(Binding(keys, spec.action))
             where = "" if spec.owner == "app" else f"{PANELS[spec.owner]} tab, "
             commands.append(PaletteCommand(spec.title, f"{spec.help} ({where}key {key})", action))
-        commands.append(
-            PaletteCommand(
-                "History: runs and compiles across sessions",
-                "Arrives with the History tab; past sessions of this workspace are on Run (v)",
-                "history",
-            )
-        )
+        for tab, _label, panel, _panel_id in self.TABS:
+            for binding in panel_bindings(panel):
+                if binding.id and spec_by_id(binding.id) is None:
+                    commands.append(
+                        PaletteCommand(
+                            f"{PANELS.get(tab, tab)}: {binding.tooltip or binding.description}",
+                            f"{binding.description} ({PANELS.get(tab, tab)} tab, "
+                            f"key {self.get_key_display(binding)})",
+                            f"on_panel({tab!r}, {binding.action!r})",
+                        )
+                    )
         for mode in TIME_MODES:
             commands.append(
                 PaletteCommand(

@@ -24,6 +24,7 @@ PANELS: dict[str, str] = {
     "fit": "Fit",
     "run": "Run",
     "compile": "Compile",
+    "history": "History",
 }
 
 TABS = Binding.Group("Tabs", compact=True)
@@ -108,6 +109,13 @@ KEYS: tuple[KeySpec, ...] = (
         "Compile",
         "View: compile a model",
         "Compile for an Ethos-U target, sweep targets and memory modes",
+    ),
+    _tab(
+        "j",
+        "history",
+        "History",
+        "View: history of sessions",
+        "Every recorded session of the workspace, compared, charted, replayed",
     ),
     KeySpec(
         "dismiss_error",
@@ -415,3 +423,9 @@ def bindings(owner: str) -> list[Binding]:
 
 def spec_by_id(binding_id: str) -> KeySpec | None:
     return next((spec for spec in KEYS if spec.id == binding_id), None)
+
+
+def panel_bindings(panel: type) -> list[Binding]:
+    """The Binding objects a panel class declares (a panel added by another part of etu
+    may declare its own rather than rows here: the help screen and palette list them too)."""
+    return [b for b in getattr(panel, "BINDINGS", []) if isinstance(b, Binding)]

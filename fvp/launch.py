@@ -112,6 +112,8 @@ def embedded_program_sha256(elf: Path) -> str | None:
             pool = build_memory_map(image).pools.get("model_pte")
             if pool is None:
                 return None
-            return hashlib.sha256(image.read_bytes(pool.address, pool.size)).hexdigest()
+            data = image.read_bytes(pool.address, pool.size)
+            # NOBITS (a .bss pool), outside every PT_LOAD, or cut short: nothing baked in
+            return hashlib.sha256(data).hexdigest() if data else None
     except (ParseError, OSError):
         return None

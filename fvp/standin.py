@@ -177,6 +177,8 @@ def simulate(executable: str, options: dict, out: Transcript) -> int:
     from parsers.pte import decode_program
 
     fault = os.environ.get("ETU_STANDIN_FAULT", "")
+    if fault and fault not in FAULTS:  # a typo must not give a clean run
+        raise UsageError(f"ETU_STANDIN_FAULT={fault!r} is not one of {', '.join(FAULTS)}")
     inferences = int(os.environ.get("ETU_STANDIN_INFERENCES", "1") or 1)
     elf_path = options["elf"]
     if not elf_path or not Path(elf_path).is_file():

@@ -35,6 +35,7 @@ from parsers.errors import (
     WrongKindError,
     as_parse_errors,
 )
+from parsers.files import GiB, check_regular
 from parsers.flatbuffers import BufferLike, FlatBuffer, Table
 
 PROGRAM_IDENTIFIER = "ET12"
@@ -444,6 +445,7 @@ class Program:
 def open_program(path: str | os.PathLike[str]) -> Program:
     """Map ``path`` and decode its program. Raises ParseError naming the file."""
     source = str(path)
+    check_regular(path, "an ExecuTorch program", 4 * GiB)  # a FIFO would block open()
     try:
         with open(path, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size

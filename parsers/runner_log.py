@@ -7,6 +7,9 @@ recognised: program and method loading, planned buffers, the PMU report, the mem
 output tensors, BundleIO results, ETDump blocks, errors with their ``error.h`` names, faults
 and FVP start/stop lines. Formats of ExecuTorch 0.1 to 1.5 are read (with or without the
 function name, ``%zu`` printed literally as ``zu``); lines it does not know stay plain.
+Messages are recognised by what they say whatever is in front: ExecuTorch's prefix after a
+timestamp or trace tag, a platform's own prefix (Zephyr's ``[time] <inf> module:``), or no
+prefix at all (a plain printf PAL: then a message is an error only when it says so).
 
 Design notes:
 * Lines end at LF, CRLF or a lone CR. A CR at the very end of a chunk is held until the next
@@ -136,6 +139,14 @@ _ECHO = re.compile(r'echo "([^"]*)" *\| *base64 +-d *>\s*(\S+)')
 _HEREDOC_END = re.compile(r'" *>\s*(\S+)')
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 _FLOAT = re.compile(r"\s*(-?[0-9.]+(?:[eE][-+]?\d+)?|-?nan|-?inf)")
+# A platform's or a trace tool's prefix before the message (or before ExecuTorch's own
+# prefix): Zephyr's "[00:00:00.123,000] <inf> module: ", timestamps, "[TAG 12] ", "<6>".
+_FOREIGN = re.compile(
+    r"(?:(?:\[[^\]]{0,48}\]|\(\d[\d:.,]*\)|\d+(?:[:.,]\d+)+)[ \t]*)*"
+    r"(?:<(?P<lvl>[a-z]{3}|\d{1,3})>[ \t]*(?:[\w.-]{1,32}: ?)?)?"
+)
+_FOREIGN_LEVELS = {"inf": "I", "err": "E", "wrn": "W", "dbg": "D", "crt": "F"}
+_ET_MARK = "executorch:"
 _SIM_TIME = re.compile(r"\[(\d+(?:\.\d+)? ?[munp]?s)\]")
 
 
@@ -1146,6 +1157,8 @@ class RunnerLogParser:
             origin = handler = None
             if text.endswith(_LAUNCH_FAILURES):
                 origin, handler = "script", _P._o_launch
+            elif self._unprefixed(n, raw, end, text, out):
+                return
         elif text[1:3] == ": " and c in "EWID":
             # Ethos-U driver (also Zephyr's minimal log): "E: msg", "I: msg".
             message = text[3:]
@@ -1158,6 +1171,8 @@ class RunnerLogParser:
         elif c == "[" and text[2:4] == "] " and text[1] in "DIEWF":
             # A custom PAL's "[I] message" (e.g. a board runner over RTT).
             message = text[4:]
+            if self._message(n, raw, end, text, text[1], message, out):
+                return
             out.append(LogLine(n, raw, end, text, text[1], message=message, stream=stream))
             if self._group is not None:
                 self._settle(None, out)
@@ -1166,6 +1181,8 @@ class RunnerLogParser:
             return
         else:
             origin, handler = _classify_other(text)
+            if handler is None and self._unprefixed(n, raw, end, text, out):
+                return
         out.append(
             new_log_line(n, raw, end, text, None, None, None, None, None, origin, False, stream)
         )
@@ -1174,6 +1191,112 @@ class RunnerLogParser:
                 self._settle(None, out)  # "...(Skipped)" inside a dump keeps it open
             return
         handler(self, n, text, out)
+
+    def _unprefixed(self, n: int, raw: bytes, end: bytes, text: str, out: list[Event]) -> bool:
+        """A line the known formats did not claim, read by what it says whatever is in
+        front: ExecuTorch's prefix after a foreign one (a timestamp, a trace tag), a
+        platform's own prefix (Zephyr's ``[time] <inf> module:``), or none at all (a plain
+        printf PAL). True when it was recognised (its LogLine and events are out)."""
+        head = text[:_PREFIX_MAX]
+        mark = head.find(_ET_MARK)
+        if mark > 0:
+            start = mark - 2 if head[mark - 1] in " [" else mark - 1
+            if head[mark - 1] == "[":
+                start -= 1
+            if start > 0 and head[start] in "DIEF?":
+                inner = text[start:]
+                close = inner.find("]", 0, _PREFIX_MAX)
+                m = _RUNTIME.match(inner) if close > 0 else None
+                if m is not None:
+                    level, file, line_no, function = (
+                        m[1], m[2], int(m[3]) if m[3] else None, m[4]
+                    )
+                    message = inner[close + 2 :] if inner[close + 1 : close + 2] == " " else (
+                        inner[close + 1 :]
+                    )
+                    out.append(
+                        new_log_line(
+                            n, raw, end, text, level, file, line_no, function, message,
+                            "runtime", False, self._stream,
+                        )
+                    )  # fmt: skip
+                    body = message.lstrip(" ")
+                    sp = body.find(" ")
+                    key = body if sp < 0 else body[:sp]
+                    handler = self._runtime_handlers.get(key)
+                    if handler is None or not handler(n, level, message, out):
+                        self._runtime_rest(n, level, message, key, handler is not None, out)
+                    return True
+        m = _FOREIGN.match(text)
+        stripped = m.end() if m is not None else 0
+        level = None
+        if stripped and m is not None and m["lvl"]:
+            tag = m["lvl"]
+            level = _FOREIGN_LEVELS.get(tag, "E" if tag.isdigit() and int(tag) % 8 <= 3 else "I")
+        message = text[stripped:]
+        if self._message(n, raw, end, text, level, message, out):
+            return True
+        if stripped and level is None:
+            # A trace tag between a report's lines does not end the report.
+            out.append(
+                new_log_line(n, raw, end, text, None, None, None, None, message, None, False,
+                             self._stream)
+            )  # fmt: skip
+            return True
+        return False
+
+    def _message(
+        self, n: int, raw: bytes, end: bytes, text: str, level: str | None, message: str,
+        out: list[Event],
+    ) -> bool:  # fmt: skip
+        """Dispatch a bare message to the runtime handlers by its first word. With an
+        explicit ``level`` (from a platform prefix) it is a runtime line whatever it says
+        (an error level makes it an error); without one, only a recognised message is."""
+        body = message.lstrip(" ")
+        sp = body.find(" ")
+        key = body if sp < 0 else body[:sp]
+        handler = self._runtime_handlers.get(key)
+        if handler is None:
+            c = key[:1]
+            if key.startswith("ethosu_pmu_cntr"):
+                handler = self._h_pmu
+            elif key.startswith("output["):
+                handler = self._h_zephyr_output
+            elif c == "[" and self._group is not None and self._group.kind == "output":
+                handler = self._h_zephyr_value
+            elif c.isdigit() and level is not None:
+                handler = self._h_counted
+            elif body.startswith("Output[") and level is not None:
+                self._output_line(n, body, out)
+                return True
+        failure = level is None and (
+            "fail" in body or "Fail" in body or "!= expected" in body
+        )  # without a level, what the message says is all there is
+        if handler is None and level is None and not failure:
+            return False
+        at = len(out)
+        handled = handler is not None and handler(n, level or "I", body, out)
+        if not handled and level is None:
+            if not failure:
+                return False
+            out.insert(
+                at,
+                new_log_line(n, raw, end, text, None, None, None, None, message, "runtime",
+                             False, self._stream),
+            )  # fmt: skip
+            if self._group is not None:
+                self._settle(None, out)
+            status = _status_of(body)
+            out.append(RunError(n, status, status_name(status), body, "runtime"))
+            return True
+        out.insert(
+            at,
+            new_log_line(n, raw, end, text, level, None, None, None, message, "runtime", False,
+                         self._stream),
+        )  # fmt: skip
+        if not handled:
+            self._runtime_rest(n, level or "I", body, key, handler is not None, out)
+        return True
 
     def _driver(self, n: int, level: str, message: str, out: list[Event]) -> None:
         group = self._group

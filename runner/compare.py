@@ -107,6 +107,9 @@ def input_specs(pte: Path) -> list[tuple[tuple[int, ...], str]]:
 
 def host_reference(pte: Path, inputs: list | None = None) -> list[list[float]]:
     """The program run by ExecuTorch's host runtime; inputs all ones unless given."""
+    # Loading the quantized ops library registers quantized_decomposed::* kernels with the
+    # host runtime too (the portable pybindings alone lack them).
+    import executorch.kernels.quantized  # noqa: F401
     import torch
     from executorch.runtime import Runtime
 

@@ -181,17 +181,34 @@ def source_digest(source: str) -> str:
     if source in BUILTIN_MODELS:
         digest.update(source.encode())
         path = Path(__file__).with_name("example_models.py")
-    if not path.is_file():
+    if not path.exists():
         raise RequestError(f"{path}: no such model file")
-    digest.update(path.read_bytes())
+    _digest_file(digest, path, "a model file")
     return digest.hexdigest()
+
+
+def _digest_file(digest, path: Path, what: str) -> None:
+    """Hash a regular file in blocks (a FIFO, a device or a folder is a RequestError)."""
+    from parsers.errors import ParseError
+    from parsers.files import GiB, open_regular
+
+    try:
+        fd, _size = open_regular(path, what, 64 * GiB)
+    except ParseError as error:
+        raise RequestError(str(error)) from None
+    with open(fd, "rb", closefd=True) as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
 
 
 def cache_key(request: CompileRequest) -> str:
     digest = hashlib.sha256()
     digest.update(source_digest(request.source).encode())
     if request.input_file:
-        digest.update(Path(request.input_file).read_bytes())
+        path = Path(request.input_file)
+        if not path.exists():
+            raise RequestError(f"{path}: no such input file (--input-file)")
+        _digest_file(digest, path, "an input file (.pt or .npy)")
     digest.update(json.dumps(request.to_json(), sort_keys=True).encode())
     digest.update(json.dumps(tool_versions(), sort_keys=True).encode())
     digest.update(Path(__file__).with_name("aot.py").read_bytes())  # the flow itself

@@ -58,6 +58,25 @@ _VERDICT_REASON = {
 _DECISIVE = (RunSucceeded, RunError, AssertFailed, MissingKernel, HardFault, FvpStopped)
 WATCHDOG_GRACE_S = 30.0  # a simulator this long past its own --timelimit is killed by etu
 _ACTIVE: weakref.WeakSet[RunController] = weakref.WeakSet()
+# A run may print for days: what is held in memory is bounded. The first entries (the cause)
+# and the latest (the state now) are kept; the raw log on disk keeps everything.
+MAX_HELD = 1024
+_SUMMARY_LISTS = ("errors", "pmu", "bundleio", "etdump", "etdump_errors", "stops")
+
+
+def bound_list(items: list, limit: int = MAX_HELD) -> None:
+    """Drop the middle of ``items`` once it passes ``limit``: first and last halves stay."""
+    if len(items) > limit:
+        keep = limit // 2
+        del items[keep : len(items) - keep]
+
+
+def bound_summary(summary) -> None:
+    """The lists a LogSummary grows during a run, bounded (see :func:`bound_list`)."""
+    for name in _SUMMARY_LISTS:
+        items = getattr(summary, name, None)
+        if isinstance(items, list):
+            bound_list(items)
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,6 +377,10 @@ class RunController:
                 text = self._recent.get((stream, event.line_no), type(event).__name__)
                 self._decisive.append((event, text))
             self._summary.add(event)
+        if events:
+            bound_summary(self._summary)
+            bound_list(self._decisive)
+            bound_list(self._outputs, 1 << 16)
         self.session.write_events(events)
 
     def _save_etdump(self, block: EtdumpBlock) -> None:

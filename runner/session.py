@@ -168,6 +168,9 @@ def read_session(folder: Path) -> RecordedSession:
     except (OSError, ValueError) as error:
         meta = {}
         warnings.append(f"{folder / META}: unreadable ({error}); the run did not finish?")
+    if not isinstance(meta, dict):
+        warnings.append(f"{folder / META}: not a JSON object ({type(meta).__name__}); ignored")
+        meta = {}
     raw = (folder / RAW).read_bytes() if (folder / RAW).exists() else b""
     line_times = []
     if (folder / INDEX).exists():

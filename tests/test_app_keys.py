@@ -94,7 +94,7 @@ async def test_footer_shows_the_tab_keys_quit_and_help_at_80_columns() -> None:
             await pilot.press(key)
             await pilot.pause()
             footer = _footer(app)
-            assert "q Quit" in footer and "? Help" in footer and "itdnmfuk Tabs" in footer
+            assert "q Quit" in footer and "? Help" in footer and "itdnmfukj Tabs" in footer
 
 
 async def test_help_screen_lists_every_key_by_panel() -> None:
@@ -136,7 +136,7 @@ async def test_keymap_rebinds_a_key_by_id_and_the_help_shows_it() -> None:
     [
         ("help", "Help: keys"),
         ("session", "Run: past sessions of this workspace"),
-        ("history", "History: runs and compiles across sessions"),
+        ("history", "View: history of sessions"),
     ],
 )
 async def test_palette_finds_help_session_and_history(query: str, title: str) -> None:
@@ -188,3 +188,47 @@ async def test_a_file_that_fails_to_decode_keeps_run_and_compile(tmp_path: Path)
         await pilot.press("n")
         await pilot.pause()
         assert tabs.active == "npu"
+
+
+def test_complete_path_completes_one_match_and_the_common_start(tmp_path: Path) -> None:
+    from etu_tui.screens.open_file import complete_path
+
+    (tmp_path / "model_a.pte").write_bytes(b"")
+    (tmp_path / "model_b.pte").write_bytes(b"")
+    (tmp_path / "firmware").mkdir()
+    (tmp_path / ".hidden").write_bytes(b"")
+    base = f"{tmp_path}/"
+    assert complete_path(base + "fi") == (base + "firmware/", ["firmware/"])
+    assert complete_path(base + "mo") == (base + "model_", ["model_a.pte", "model_b.pte"])
+    assert complete_path(base + "zz") == (base + "zz", [])
+    assert ".hidden" not in complete_path(base)[1]
+    assert complete_path(base + ".h")[1] == [".hidden"]
+
+
+@pytest.mark.parametrize("key", ["o", "e"])
+async def test_tab_completes_the_path_in_the_open_and_pick_elf_dialogs(
+    tmp_path: Path, key: str
+) -> None:
+    from etu_tui.screens.open_file import OpenFileScreen
+
+    (tmp_path / "firmware").mkdir()
+    elf = tmp_path / "firmware" / "runner.elf"
+    elf.write_bytes(b"")
+    app = EtuApp(DEMO)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        if key == "e":
+            await pilot.press("m")
+            await pilot.pause()
+        await pilot.press(key)
+        await pilot.pause()
+        assert isinstance(app.screen, OpenFileScreen)
+        field = app.screen.query_one("#path", Input)
+        field.value = f"{tmp_path}/fi"
+        await pilot.press("tab")
+        await pilot.pause()
+        assert field.value == f"{tmp_path}/firmware/"
+        assert app.screen.focused is field  # Tab completed, it did not move focus
+        await pilot.press("tab")
+        await pilot.pause()
+        assert field.value == str(elf)

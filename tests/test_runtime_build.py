@@ -130,6 +130,15 @@ def test_real_qemu_transcripts_parse():
     }
     assert errors and all(e.status == 0x14 for e in errors)  # no nameless "[zd]" error
 
+    alloc = parse_log_bytes((QEMU_LOGS / "qemu_float_cpu_alloc_failure.log").read_bytes())
+    errors = [e.text for e in alloc if type(e).__name__ == "RunError"]
+    assert any("Memory allocation failed" in text for text in errors)
+    assert not any(type(e).__name__ == "HardFault" for e in alloc)  # the abort is no fault
+
+    bundle = parse_log_bytes((QEMU_LOGS / "qemu_float_cpu_bundleio_fail.log").read_bytes())
+    (verdict,) = [e for e in bundle if type(e).__name__ == "BundleIOResult"]
+    assert verdict.passed is False and verdict.max_absolute_error == 0.5
+
     fault = parse_log_bytes((QEMU_LOGS / "qemu_fault_on_start.log").read_bytes())
     (hard,) = [e for e in fault if type(e).__name__ == "HardFault"]
     assert hard.registers["cfsr"] == 0x8200 and hard.registers["bfar"] == 0xF0000000
@@ -251,15 +260,24 @@ def test_corstone300_ethosu_build_of_the_demo_links_and_fits(demo_pte, runtime_e
 
 
 @runtime_build
-def test_bundleio_passes_on_target_and_a_wrong_reference_fails(
+def test_bundleio_passes_on_target_and_a_wrong_reference_fails_and_etdump_is_read(
     float_program, runtime_env, tmp_path
 ):
-    good = build(float_program, tmp_path / "good", runtime_env, "--bundleio", "--seed", "3")
+    """One build tree (BundleIO + ETDump) for both features: one cold library build."""
+    flags = ("--bundleio", "--etdump", "--seed", "3")
+    good = build(float_program, tmp_path / "good", runtime_env, *flags)
     assert Path(good["options"]["baked"]).name == "program.bpte"
     status, events, _ = run_qemu(Path(good["elf"]), tmp_path / "s", runtime_env)
     assert status == 0, events[-1]
     (verdict,) = [e for e in events if e.get("type") == "BundleIOResult"]
     assert verdict["passed"] is True
+    logged = etu(["log", "--json", _session_of(events)], runtime_env)
+    rows = json.loads(logged.stdout)["etdump_operators"]
+    executed = [
+        r["operator"] for r in rows if r["block"] == "Execute" and "::" not in r["operator"]
+    ]
+    assert sorted(set(executed)) == sorted(op.split("::")[1] for op in good["select_ops"])
+    assert all(r["where"] == "CPU" for r in rows)
 
     # A deliberately wrong reference: the host's outputs plus 0.5 on element 7.
     import numpy
@@ -270,7 +288,7 @@ def test_bundleio_passes_on_target_and_a_wrong_reference_fails(
     wrong = host.copy()
     wrong[7] += 0.5
     numpy.save(tmp_path / "wrong.npy", wrong.reshape(1, -1))
-    bad = build(float_program, tmp_path / "bad", runtime_env, "--bundleio", "--seed", "3",
+    bad = build(float_program, tmp_path / "bad", runtime_env, *flags,
                 "--bundle-expected", tmp_path / "wrong.npy")  # fmt: skip
     status, events, session = run_qemu(Path(bad["elf"]), tmp_path / "s", runtime_env)
     assert status == 1 and events[-1]["reason"] == "runner_error"

@@ -79,6 +79,7 @@ SMALL_VIEWS = {
     "fit": "f",
     "run": "u",
     "compile": "k",
+    "history": "j",
 }
 
 

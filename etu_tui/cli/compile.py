@@ -60,6 +60,9 @@ def compile_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> in
     )
     from runner.compile_request import CompileRequest, InputSpec, RequestError
 
+    if args.out.exists() and not args.out.is_dir():
+        err.write(f"etu: {p(str(args.out))}: not a folder (--out is where job folders go)\n")
+        return 2
     try:
         request = CompileRequest(
             source=args.source,
@@ -110,6 +113,10 @@ def compile_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> in
         job.cancel()
         err.write("etu: cancelled\n")
         return 1
+    except OSError as error:  # the output folder cannot be written
+        where = p(str(error.filename or args.out))
+        err.write(f"etu: {where}: cannot write the job folder: {error.strerror or error}\n")
+        return 2
     if args.json:
         out.write(json.dumps(result.to_json()) + "\n")
     elif result.status == "ok":

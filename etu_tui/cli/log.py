@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import TextIO
 
 HELP = "summarise a saved runner log or a recorded session"
+MAX_LOG_BYTES = 64 << 30  # read as a stream: the cap only refuses absurd files
+BLOCK = 1 << 20
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -23,22 +25,48 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 def log_command(path: Path, *, as_json: bool, events: bool, out: TextIO, err: TextIO) -> int:
     """A saved log (or a session folder's raw.log) re-read through the same parser."""
-    from parsers.runner_log import parse_log_bytes, summarize
+    from parsers.errors import ParseError
+    from parsers.files import open_regular
+    from parsers.runner_log import LogSummary, RunnerLogParser
     from parsers.text import printable
+    from runner.run import bound_summary
     from runner.session import RAW
 
     source = path / RAW if path.is_dir() else path
+    # Streamed: a log of any length is read in blocks; only the summary is kept (and with
+    # --events, nothing at all), so memory does not grow with the log.
     try:
-        data = source.read_bytes()
+        fd, _size = open_regular(source, "a runner log", MAX_LOG_BYTES)
+    except ParseError as error:
+        err.write(f"etu: {printable(str(error))}\n")
+        return 2
+    parser, collected = RunnerLogParser(), LogSummary()
+    etdump: list = []  # the run's ETDump blocks (not the debug ones), for the operator table
+
+    def take(batch) -> None:
+        for event in batch:
+            if events:
+                out.write(json.dumps(event.to_json()) + "\n")
+            collected.add(event)
+            if type(event).__name__ == "EtdumpBlock" and "debug" not in event.file_name:
+                etdump[:] = [event]
+        bound_summary(collected)
+
+    try:
+        with open(fd, "rb", buffering=0, closefd=True) as handle:
+            while block := handle.read(BLOCK):
+                take(parser.feed(block))
+    except BrokenPipeError:
+        raise  # the reader went away (| head): the command's caller handles it quietly
     except OSError as error:
         err.write(f"etu: {printable(str(source))}: {error.strerror or error}\n")
         return 2
-    parsed = parse_log_bytes(data)
+    take(parser.close())
     if events:
-        for event in parsed:
-            out.write(json.dumps(event.to_json()) + "\n")
         return 0
-    summary = summarize(parsed)
+    summary = collected.to_json()
+    if etdump:
+        summary["etdump_operators"] = _etdump_rows(etdump[-1].data, err)
     if as_json:
         out.write(json.dumps(summary) + "\n")
         return 0
@@ -46,16 +74,40 @@ def log_command(path: Path, *, as_json: bool, events: bool, out: TextIO, err: Te
     model = summary["model"]
     if model.get("pte_size"):
         method = printable(str(model.get("method")))
-        out.write(f"  program {model['pte_size']:,} B, method {method}\n")
+        out.write(f"  program {_n(model['pte_size'])} B, method {method}\n")
     for report in summary["pmu"]:
         out.write(
             f"  PMU: {report['npu_inferences']} inferences, NPU {report['npu_cycles']} cycles, "
             f"CPU {report['cpu_cycles']} cycles\n"
         )
     pool = summary["allocators"].get("method_allocator") or {}
-    if pool.get("size"):
-        out.write(f"  method allocator: {pool['used']:,} / {pool['size']:,} B\n")
+    if pool.get("size"):  # a runner printing %zu leaves figures unknown (None)
+        out.write(f"  method allocator: {_n(pool.get('used'))} / {_n(pool['size'])} B\n")
+    for row in summary.get("etdump_operators") or []:
+        out.write(
+            f"  etdump {row['block']}: {printable(row['operator'])} on {printable(row['where'])}"
+            f", time {row['time']}\n"
+        )
     for error in summary["errors"]:
         name = printable(error.get("status_name") or "")
         out.write(f"  error {name}: {printable(error['text'])}\n")
     return 0
+
+
+def _n(value) -> str:
+    """A figure with thousands separators; ``?`` when the runner did not print it."""
+    return f"{value:,}" if isinstance(value, int) else "?"
+
+
+def _etdump_rows(data: bytes, err: TextIO) -> list[dict] | None:
+    """The per-operator table from the run's ETDump (ExecuTorch's Inspector, lazily)."""
+    from parsers.text import printable
+
+    try:
+        from runner.etdump import etdump_operators
+
+        return etdump_operators(data)
+    except Exception as error:  # a foreign library reading device-sent bytes
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        err.write(f"etu: etdump: {printable(first)}\n")
+        return None

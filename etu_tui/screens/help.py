@@ -11,7 +11,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
-from etu_tui.keys import KEYS, PANELS, KeySpec
+from etu_tui.keys import KEYS, PANELS, KeySpec, panel_bindings, spec_by_id
 
 
 def key_text(spec: KeySpec, keymap: dict[str, str], display) -> str:
@@ -20,12 +20,27 @@ def key_text(spec: KeySpec, keymap: dict[str, str], display) -> str:
     return " ".join(display(Binding(key, spec.action)) for key in keys.split(","))
 
 
-def help_content(keymap: dict[str, str], display) -> Content:
-    """One section per panel: key, what it does, the binding id for the keymap."""
+def help_content(
+    keymap: dict[str, str], display, extra: dict[str, list[Binding]] | None = None
+) -> Content:
+    """One section per panel: key, what it does, the binding id for the keymap.
+    ``extra``: a panel's own bindings that are not rows of the action table."""
     lines: list[Content] = []
     seen: set[tuple[str, str]] = set()
+    extra = extra or {}
     for owner, title in PANELS.items():
         rows = [spec for spec in KEYS if spec.owner == owner]
+        rows += [
+            KeySpec(
+                b.id or b.action,
+                b.key,
+                b.action,
+                owner,
+                b.description,
+                f"{title}: {b.tooltip or b.description}",
+            )
+            for b in extra.get(owner, [])
+        ]
         if not rows:
             continue
         if lines:
@@ -72,10 +87,14 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         keymap = dict(getattr(self.app, "_keymap", {}) or {})
+        extra = {
+            tab: [b for b in panel_bindings(panel) if b.id and spec_by_id(b.id) is None]
+            for tab, _label, panel, _panel_id in getattr(self.app, "TABS", [])
+        }
         with Vertical() as box:
             box.border_title = "Keys"
             with VerticalScroll():
-                yield Static(help_content(keymap, self.app.get_key_display), id="help-keys")
+                yield Static(help_content(keymap, self.app.get_key_display, extra), id="help-keys")
             yield Label(
                 "Escape closes · ctrl+p finds any action by name · "
                 '[keymap] in etu.toml rebinds an id: start_run = "f5"',

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from textual.app import ComposeResult
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.content import Content
-from textual.widgets import Input, Label, Static
+from textual.widgets import Static
 
 from etu_tui.messages import FirmwareResult
 from etu_tui.screens.open_file import OpenFileScreen
@@ -414,8 +414,6 @@ def pools_height(result: FirmwareResult | None) -> int:
 class PickElfScreen(OpenFileScreen):
     """The open-file modal, asking for a firmware ELF instead."""
 
-    def compose(self) -> ComposeResult:
-        with Vertical() as box:
-            box.border_title = "Pick a firmware ELF"
-            yield Input(self._start, placeholder="path/to/arm_executor_runner.elf", id="path")
-            yield Label("Enter read · Escape cancel · its .map or .ld beside it gives the regions")
+    DIALOG_TITLE = "Pick a firmware ELF"
+    PLACEHOLDER = "path/to/arm_executor_runner.elf"
+    HINT = "Enter read · Tab complete · Escape cancel · its .map or .ld gives the regions"

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from textual.app import ComposeResult
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.content import Content
-from textual.widgets import Input, Label, Static
+from textual.widgets import Static
 
 from etu_tui.messages import VelaResult
 from etu_tui.screens.open_file import OpenFileScreen
@@ -445,10 +445,6 @@ class VelaError(ProblemBox):
 class AddReportScreen(OpenFileScreen):
     """The open-file modal, asking for a Vela output folder (or one Vela file) instead."""
 
-    def compose(self) -> ComposeResult:
-        with Vertical() as box:
-            box.border_title = "Add a Vela report to compare"
-            yield Input(self._start, placeholder="path/to/vela_output/", id="path")
-            yield Label(
-                "Enter add · Escape cancel · a Vela output folder, summary CSV or saved stdout"
-            )
+    DIALOG_TITLE = "Add a Vela report to compare"
+    PLACEHOLDER = "path/to/vela_output/"
+    HINT = "Enter add · Tab complete · Escape cancel · a Vela output folder, summary CSV or stdout"

@@ -143,11 +143,9 @@ class RunBridge(RunListener):
 class RunElfScreen(OpenFileScreen):
     """The open-file modal, asking for the firmware ELF to run."""
 
-    def compose(self) -> ComposeResult:
-        with Vertical() as box:
-            box.border_title = "Firmware ELF to run"
-            yield Input(self._start, placeholder="path/to/arm_executor_runner.elf", id="path")
-            yield Label("Enter use · Escape cancel · the FVP loads it with -a")
+    DIALOG_TITLE = "Firmware ELF to run"
+    PLACEHOLDER = "path/to/arm_executor_runner.elf"
+    HINT = "Enter use · Tab complete · Escape cancel · the FVP loads it with -a"
 
 
 Prepare = Callable[[], tuple[list[str], dict, LaunchInfo, str | None, str]]
@@ -470,6 +468,29 @@ class RunPanel(Vertical):
         with self._lock:
             self._bridges[self.run_id] = bridge
         return bridge
+
+    def replay(self, folder: Path, timed: bool) -> bool:
+        """Play a recorded session through the live panes (History's replay): at once, or
+        at the pace its raw.index recorded. Not while a run is under way."""
+        if self.running:
+            self.notify("A run is under way: stop it first.", severity="warning")
+            return False
+        bridge = self.attach(LaunchInfo(["replay", folder.name]))
+        self.run_worker(
+            partial(self._replay_in_thread, folder, bridge, timed),
+            thread=True,
+            group="run-replay",
+            exit_on_error=False,
+        )
+        return True
+
+    def _replay_in_thread(self, folder: Path, bridge: RunBridge, timed: bool) -> None:
+        from runner.replay import replay_session
+
+        try:
+            replay_session(folder, bridge, timed=timed)
+        except Exception as error:  # a bad session must become a message, never a crash
+            bridge.on_end(RunOutcome("incomplete", None, f"replay failed: {error}", None))
 
     def _new_live(self) -> None:
         self._freeze_heap()

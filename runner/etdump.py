@@ -1,0 +1,48 @@
+"""ETDump from the runner's UART, read with ExecuTorch's Inspector on the host.
+
+The runner built with the event tracer prints its ETDump as base64 (the runner-log parser
+turns it into ``EtdumpBlock`` events; runs save it as ``etdump-NNN.bin``). The Inspector
+(imported lazily: it pulls in torch) turns it into events; etu keeps one row per operator
+call: the operator, where it ran (CPU, or the delegate's backend), and its time in the
+tracer's ticks. On QEMU the runner's tick source reads 0 (no PMU in this platform layer),
+so times are 0 there: the table shows what ran, in order, not how long.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import warnings
+from pathlib import Path
+
+_SKIP = {"OPERATOR_CALL"}
+
+
+def etdump_operators(data: bytes) -> list[dict]:
+    """Rows ``{block, index, operator, where, time, calls}`` from one ETDump's bytes."""
+    from executorch.devtools import Inspector
+
+    with tempfile.TemporaryDirectory(prefix="etu-etdump-") as work:
+        path = Path(work) / "etdump.etdp"
+        path.write_bytes(data)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "Output Buffer not found": no debug buffer
+            inspector = Inspector(etdump_path=str(path))
+    rows: list[dict] = []
+    for block in inspector.event_blocks:
+        for event in block.events:
+            if event.name in _SKIP:
+                continue
+            raw = list(event.perf_data.raw) if event.perf_data is not None else []
+            name = event.name.removeprefix("native_call_")
+            rows.append(
+                {
+                    "block": block.name,
+                    "index": len(rows),
+                    "operator": name,
+                    "where": event.delegate_backend_name
+                    or ("delegate" if event.is_delegated_op else "CPU"),
+                    "time": sum(raw) if raw else None,
+                    "calls": len(raw) or 1,
+                }
+            )
+    return rows
