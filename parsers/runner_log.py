@@ -1208,11 +1208,11 @@ class RunnerLogParser:
                 close = inner.find("]", 0, _PREFIX_MAX)
                 m = _RUNTIME.match(inner) if close > 0 else None
                 if m is not None:
-                    level, file, line_no, function = (
-                        m[1], m[2], int(m[3]) if m[3] else None, m[4]
-                    )
-                    message = inner[close + 2 :] if inner[close + 1 : close + 2] == " " else (
-                        inner[close + 1 :]
+                    level, file, line_no, function = (m[1], m[2], int(m[3]) if m[3] else None, m[4])
+                    message = (
+                        inner[close + 2 :]
+                        if inner[close + 1 : close + 2] == " "
+                        else (inner[close + 1 :])
                     )
                     out.append(
                         new_log_line(
