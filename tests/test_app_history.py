@@ -71,3 +71,22 @@ async def test_history_tab_compares_and_replays(workspace: Path) -> None:
         await wait(pilot, lambda: run.live is not None and run.live.outcome is not None
                    and run.live.outcome.reason == "runner_error")  # fmt: skip
         assert "not found" in run.live.outcome.proof
+
+
+async def test_workspace_settings_reach_the_console(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    (ws / "etu.toml").write_text('theme = "nord"\n[keymap]\nhistory = "f9"\n')
+    app = EtuApp(ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.theme == "nord"
+        await pilot.press("f9")
+        await pilot.pause()
+        assert app.query_one(TabbedContent).active == "history"
+    (ws / "etu.toml").write_text("theme = \n")
+    app = EtuApp(ws)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)
+        messages = [n.message for n in app._notifications]
+        assert any("etu.toml:1: not valid TOML" in m for m in messages)
+        assert app.theme == "textual-dark"
