@@ -25,16 +25,6 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from etu_tui.commands import EtuCommands, PaletteCommand
 from etu_tui.keys import KEYS, PANELS, bindings, panel_bindings, spec_by_id
-from etu_tui.messages import (
-    ProgramFacts,
-    VelaResult,
-    decode_facts,
-    error_line,
-    output_shapes,
-    program_target,
-    resolve_target,
-    workspace_vela,
-)
 from etu_tui.safe_text import printable
 from etu_tui.screens.help import HelpScreen
 from etu_tui.screens.open_file import OpenFileScreen
@@ -55,6 +45,16 @@ from etu_tui.widgets.program_panels import (
 from etu_tui.widgets.run_log import TIME_MODES
 from etu_tui.widgets.run_model import LEVELS
 from parsers.pte import ExecutionPlan
+from runner.workspace import (
+    ProgramFacts,
+    VelaResult,
+    decode_facts,
+    error_line,
+    output_shapes,
+    program_target,
+    resolve_target,
+    workspace_vela,
+)
 
 DEMO_WORKSPACE = Path(__file__).resolve().parent / "demo"
 
