@@ -81,12 +81,14 @@ async def test_workspace_settings_reach_the_console(tmp_path: Path) -> None:
         await settle(pilot)
         assert app.theme == "nord"
         await pilot.press("f9")
-        await pilot.pause()
-        assert app.query_one(TabbedContent).active == "history"
+        await wait(pilot, lambda: app.query_one(TabbedContent).active == "history")
     (ws / "etu.toml").write_text("theme = \n")
     app = EtuApp(ws)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await settle(pilot)
-        messages = [n.message for n in app._notifications]
-        assert any("etu.toml:1: not valid TOML" in m for m in messages)
+
+        def warned() -> bool:
+            return any("etu.toml:1: not valid TOML" in n.message for n in app._notifications)
+
+        await wait(pilot, warned)
         assert app.theme == "textual-dark"
