@@ -91,27 +91,17 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 
 def _stream_run(launch, args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    from parsers.runner_events import LogLine
     from parsers.text import printable
-    from runner.run import RunController, RunListener, install_stop_signals
+    from runner.run import RunController, install_stop_signals
 
     if launch.simulated:
         shown = printable(str(launch.executable))
         err.write(f"etu: {shown} is the etu stand-in FVP: numbers are SIMULATED\n")
 
-    class Printer(RunListener):
-        def on_events(self, events) -> None:
-            for event in events:
-                if args.json:
-                    out.write(json.dumps(event.to_json()) + "\n")
-                elif isinstance(event, LogLine):
-                    out.write(printable(event.text) + "\n")
-            out.flush()
-
     try:
         controller = RunController(
             launch.argv, sessions=args.sessions, kind="fvp", meta=launch.meta(),
-            listener=Printer(), npu=launch.target.npu,
+            listener=_printer(args, out), npu=launch.target.npu,
         )  # fmt: skip
     except OSError as error:  # --sessions is a file, read-only, on a full disk
         where = printable(str(error.filename or args.sessions))
