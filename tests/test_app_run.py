@@ -22,7 +22,6 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Select, Static, TabbedContent
 
 from etu_tui.app import PROGRAM_TAB, RUN_TAB, EtuApp
-from etu_tui.messages import program_target
 from etu_tui.screenshots import settle
 from etu_tui.widgets import (
     AllocatorPane,
@@ -44,6 +43,7 @@ from parsers.runner_log import RunnerLogParser, parse_log_bytes
 from parsers.vela import load_vela_report
 from runner.run import RunOutcome
 from runner.session import SessionWriter, list_sessions, read_session, sessions_root
+from runner.workspace import program_target
 from tests.test_app import SIZE, screen_text
 
 pytestmark = pytest.mark.anyio

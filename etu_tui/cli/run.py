@@ -11,7 +11,11 @@ HELP = "run the firmware on a Corstone FVP or the emulated board, stream and rec
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--fvp", action="store_true", help="run on a Corstone FVP (the default)")
+    parser.add_argument(
+        "--fvp", action="store_true",
+        help="run on a Corstone FVP: what etu run always does (boards: etu monitor / etu flash"
+        " --monitor); accepted so older scripts keep working",
+    )  # fmt: skip
     parser.add_argument(
         "--target", help="e.g. ethos-u55-128, ethos-u85-256 (default: the target setting)"
     )

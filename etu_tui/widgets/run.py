@@ -30,7 +30,6 @@ from textual.timer import Timer
 from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select, Static
 
 from etu_tui.keys import bindings
-from etu_tui.messages import file_label, find_firmware
 from etu_tui.safe_text import printable
 from etu_tui.screens.open_file import OpenFileScreen
 from etu_tui.screens.preflight import PreflightScreen
@@ -77,6 +76,7 @@ from parsers.runner_events import Event
 from runner.process import ProcessStats
 from runner.run import RunController, RunListener, RunOutcome
 from runner.session import sessions_root
+from runner.workspace import file_label, find_firmware
 
 BATCH_SECONDS = 0.05
 DEFAULT_TARGET = "ethos-u55-128"  # what `etu run` uses when nothing says otherwise

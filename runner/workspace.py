@@ -1,9 +1,9 @@
-"""What the loading workers read for the UI: the decoded program with its derived facts,
-the Vela report beside it, the firmware's memory map and fit verdicts.
+"""A workspace, found and loaded headless: its program with the derived facts, the Vela
+output beside it, the firmware ELF with its ``.map`` (and ``.ld``), and the fit verdicts.
 
-Blocking functions, no widgets: the App's and panels' workers call them off the UI thread
-and post the result in a message declared beside the worker (``etu_tui.app``,
-``etu_tui.widgets.*_panel``). The Message classes live there, not here.
+One module for the CLI and the console alike (``etu elf FW.elf`` reads the same ``.map`` the
+Memory tab does). Blocking functions, no widgets: the console's workers call them off the UI
+thread and post the result in a message declared beside the worker.
 """
 
 from __future__ import annotations
