@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 DEPS_KEY := $(shell cat pyproject.toml | sha256sum | cut -c1-16)
 STAMP  := $(VENV)/.installed-$(DEPS_KEY)
 
-.PHONY: setup system-deps run test demo bench screenshots lint clean
+.PHONY: setup system-deps run test demo bench screenshots lint clean fuzz
 
 setup: $(STAMP) system-deps
 
@@ -54,6 +54,19 @@ demo: setup
 
 bench: setup
 	$(BIN)/python benchmarks/run_all.py
+
+# Long fuzzing run: each format's harness for FUZZ_SECONDS under atheris (hypothesis when
+# atheris does not install); findings land in tests/data/fuzz/<format>/ as regression inputs.
+FUZZ_SECONDS ?= 300
+FUZZ_FORMATS ?= program payload vela_summary vela_per_layer vela_debug vela_stdout elf ld_map \
+	linker_script runner_log session
+fuzz: setup
+	-$(BIN)/python -m pip install --quiet '.[fuzz]' 2>/dev/null || \
+	  echo "make: atheris did not install; fuzzing with hypothesis"
+	@for f in $(FUZZ_FORMATS); do \
+	  echo "== fuzz $$f ($(FUZZ_SECONDS) s)"; \
+	  $(BIN)/python -m tests.fuzzing $$f $(FUZZ_SECONDS) || exit 1; \
+	done
 
 screenshots: setup
 	$(BIN)/python -m etu_tui.screenshots screenshots/

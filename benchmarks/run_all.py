@@ -13,6 +13,7 @@ BENCHMARKS = [
     "benchmarks.bench_inspect",
     "benchmarks.bench_elf",
     "benchmarks.bench_runner_log",
+    "benchmarks.bench_hostile",
     "benchmarks.bench_compile",
     "benchmarks.bench_console_flood",
     "benchmarks.bench_sessions",

@@ -25,16 +25,6 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from etu_tui.commands import EtuCommands, PaletteCommand
 from etu_tui.keys import KEYS, PANELS, bindings, panel_bindings, spec_by_id
-from etu_tui.messages import (
-    ProgramFacts,
-    VelaResult,
-    decode_facts,
-    error_line,
-    output_shapes,
-    program_target,
-    resolve_target,
-    workspace_vela,
-)
 from etu_tui.safe_text import printable
 from etu_tui.screens.help import HelpScreen
 from etu_tui.screens.open_file import OpenFileScreen
@@ -56,7 +46,17 @@ from etu_tui.widgets.run_log import TIME_MODES
 from etu_tui.widgets.run_model import LEVELS
 from parsers.errors import describe_error
 from parsers.pte import ExecutionPlan
-from runner.workspace import writable_workspace
+from runner.workspace import (
+    ProgramFacts,
+    VelaResult,
+    decode_facts,
+    error_line,
+    output_shapes,
+    program_target,
+    resolve_target,
+    workspace_vela,
+    writable_workspace,
+)
 
 DEMO_WORKSPACE = Path(__file__).resolve().parent / "demo"
 
@@ -143,7 +143,13 @@ class EtuApp(App[int]):
         yield EtuFooter()
 
     def on_mount(self) -> None:
-        self.set_keymap(self._user_keymap if self._user_keymap is not None else load_keymap())
+        keymap, theme, problem = console_settings(self.target)
+        self.set_keymap(self._user_keymap if self._user_keymap is not None else keymap)
+        if theme and theme != self.theme and theme in self.available_themes:
+            self.theme = theme
+        if problem:
+            self.notify(f"{problem} (settings not applied; `etu config` shows them)",
+                        title="Settings", severity="warning", markup=False)  # fmt: skip
         self.open_target(self.target)
 
     def on_unmount(self) -> None:
@@ -242,6 +248,8 @@ class EtuApp(App[int]):
             target=program_target(facts),
             vela_cycles=own.report.cycles if own is not None and own.report else None,
             shapes=output_shapes(facts),
+            program=facts.program,
+            select_ops=facts.select_ops,
         )
         self.compile_panel.set_program(facts.path, program_target(facts))
         self.query_one(HistoryPanel).set_workspace(self.workspace)
@@ -447,17 +455,25 @@ class EtuApp(App[int]):
         return commands
 
 
-def load_keymap() -> dict[str, str]:
-    """The user's keymap from the config file (``[keymap]``, binding id -> keys), when
-    the settings module is there; a bad config is reported by ``etu config``, not here."""
+def load_keymap(target: Path | None = None) -> dict[str, str]:
+    """The user's keymap (``[keymap]``, binding id -> keys) from the settings."""
+    return console_settings(target)[0]
+
+
+def console_settings(target: Path | None) -> tuple[dict[str, str], str | None, str | None]:
+    """(keymap, theme, problem) from runner/config.py's settings for the workspace of
+    ``target`` (its folder, or the folder of the .pte): etu.toml over the user's file. A
+    malformed file gives no settings and a one-line problem to show."""
+    from runner.config import ConfigError, load_settings
+
+    workspace = None
+    if target is not None:
+        workspace = target if target.is_dir() else target.parent
     try:
-        from runner.config import load_settings  # type: ignore[import-not-found]
-    except ImportError:
-        return {}
-    try:
-        return dict(load_settings(None).keymap)
-    except Exception:
-        return {}
+        settings = load_settings(workspace)
+    except ConfigError as error:
+        return {}, None, printable(str(error))
+    return dict(settings.keymap), settings.theme, None
 
 
 def rebuild_command(facts: ProgramFacts | None, result) -> str | None:

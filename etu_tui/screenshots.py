@@ -6,7 +6,9 @@ view checks the demo against a firmware linked here with a temp pool too small f
 (needs arm-none-eabi-gcc; without it the view shows the demo's own firmware). The Run view
 runs the demo firmware on the stand-in FVP in a scratch copy of the workspace; what differs
 per run (host times, durations, process samples, session folder names) is masked. The
-Compile view is its form before any compile (nothing is compiled).
+Compile view is its form before any compile (nothing is compiled). The History view has
+three stand-in runs recorded in a scratch workspace (the last with ``ETU_STANDIN_DRIFT``),
+the two newest compared; its times are the render's own.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import asyncio
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -75,6 +78,7 @@ DEMO_VIEWS: list[tuple[str, tuple[str, ...]]] = [
     ("delegate.svg", ("d",)),
     ("palette.svg", ("i", "ctrl+p", *"select")),
     ("open.svg", ("escape", "o")),
+    ("help.svg", ("escape", "question_mark")),
 ]
 
 
@@ -256,6 +260,66 @@ async def render_error(out_dir: Path, size: tuple[int, int] = SIZE) -> Path:
             return Path(app.save_screenshot("error.svg", str(out_dir)))
 
 
+def record_standin_runs(workspace: Path, drifts: tuple[int, ...] = (0, 0, 3)) -> list[Path]:
+    """Run the workspace's firmware on the stand-in once per drift (sessions recorded as
+    the Run tab records them); the session folders, oldest first."""
+    from fvp.command import FvpOptions
+    from fvp.launch import prepare_fvp_launch
+    from runner.run import RunController
+    from runner.session import sessions_root
+
+    elf = workspace / "firmware" / "arm_executor_runner.elf"
+    folders = []
+    for drift in drifts:
+        launch = prepare_fvp_launch("ethos-u55-128", elf, FvpOptions(timelimit=60))
+        env = {**os.environ, "ETU_STANDIN_DRIFT": str(drift)}
+        controller = RunController(
+            launch.argv, sessions=sessions_root(workspace), kind="fvp", meta=launch.meta(),
+            env=env, npu=launch.target.npu,
+        ).start()  # fmt: skip
+        controller.wait(RUN_TIMEOUT)
+        folders.append(controller.folder)
+        time.sleep(1.0)  # session folders are named by the second
+    return folders
+
+
+async def history_steps(pilot: Pilot, timeout: float = RUN_TIMEOUT) -> None:
+    """The History tab with the two newest sessions marked and compared."""
+    from textual.widgets import DataTable
+
+    from etu_tui.widgets.history import HistoryPanel
+
+    app = pilot.app
+    assert isinstance(app, EtuApp)
+    await settle(pilot)
+    await _press(pilot, "j")
+    panel = app.query_one(HistoryPanel)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not panel.rows:
+        if loop.time() > deadline:
+            raise TimeoutError("the sessions were not listed in time")
+        await pilot.pause(0.05)
+    await pilot.pause()
+    panel.query_one("#history-table", DataTable).move_cursor(row=0)
+    await pilot.press("space", "down", "space")
+    while panel.diff is None:
+        if loop.time() > deadline:
+            raise TimeoutError("the two sessions were not compared in time")
+        await pilot.pause(0.05)
+    await settle(pilot)
+
+
+async def render_history(out_dir: Path, size: tuple[int, int] = SIZE) -> Path:
+    folder = out_dir.resolve()  # the block below changes the working folder
+    with tempfile.TemporaryDirectory() as tmp, standin_workspace(Path(tmp)) as workspace:
+        record_standin_runs(workspace)
+        app = EtuApp(workspace)
+        async with app.run_test(size=size) as pilot:
+            await history_steps(pilot)
+            return out_dir / Path(app.save_screenshot("history.svg", str(folder))).name
+
+
 async def render_all(out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     return [
@@ -266,6 +330,7 @@ async def render_all(out_dir: Path) -> list[Path]:
         await render_run(out_dir),
         await render_compile(out_dir),
         await render_error(out_dir),
+        await render_history(out_dir),
     ]
 
 

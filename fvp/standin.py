@@ -195,7 +195,7 @@ def simulate(executable: str, options: dict, out: Transcript) -> int:
     out.raw(f"    Ethos-U rev {STANDIN_REVISION} --- {STANDIN_MARKER}")
     if pte_pool is None:
         out.log("F", 1021, "runner_init", "Model data is not initialized")
-        return _abort(out, fault)
+        return _abort(out)
     data = image.read_bytes(pte_pool.address, pte_pool.size)
     address = f"0x{pte_pool.address:x}"
     out.log("I", 912, "runner_init", f"PTE @ {address} [----{data[4:8].decode('latin-1')}]")
@@ -207,7 +207,7 @@ def simulate(executable: str, options: dict, out: Transcript) -> int:
             f"In function runner_init(), assert failed (program_result.ok()): "
             f"Program loading failed @ {address}: 0x23",
         )  # fmt: skip
-        return _abort(out, fault)
+        return _abort(out)
     out.log("I", 917, "runner_init", f"PTE Model data loaded. Size: {program.file_size} bytes.")
     plan = program.plans[0]
     out.log("I", 943, "runner_init", f"Model buffer loaded, has {len(program.plans)} methods")
@@ -231,7 +231,7 @@ def simulate(executable: str, options: dict, out: Transcript) -> int:
                     f"In function runner_init(), assert failed (planned_buffer != nullptr): "
                     f"Could not allocate memory for planned buffer with mem_id={mem_id}, "
                     f"size {size} in SLOW_MEMORY_REGION")  # fmt: skip
-            return _abort(out, fault)
+            return _abort(out)
         used += size
     infos = delegates(program)
     for info in infos:
@@ -257,7 +257,7 @@ def simulate(executable: str, options: dict, out: Transcript) -> int:
         out.log(
             "F", 58, "CheckOk", "In function CheckOk(), assert failed: hasValue_", file="result.h"
         )
-        return _abort(out, fault)
+        return _abort(out)
     out.log("I", 1023, "runner_init", f"Method '{plan.name}' loaded.")
     out.log("I", 1030, "runner_init", "Preparing inputs...")
     inputs = sum(plan.values[i].nbytes for i in plan.inputs if plan.values[i].kind == "Tensor")
@@ -273,7 +273,7 @@ def simulate(executable: str, options: dict, out: Transcript) -> int:
         out.raw("Hard fault. irq=-13, pc=0x10001a2c, lr=0x10001a05, xpsr=0x61000000, sp=0x3007fe90")
         out.raw("            cfsr=0x00008200 bfar=0xfffffff0 mmfar=0xfffffff0")
         out.raw("exit(1)")
-        return _abort(out, fault)
+        return _abort(out)
     temp = pools.get("temp_allocator")
     scratch = max((i.payload.scratch_size for i in infos if i.payload), default=0)
     if temp is not None and scratch > temp.size:
@@ -286,7 +286,7 @@ def simulate(executable: str, options: dict, out: Transcript) -> int:
         out.log("F", 1163, "run_model",
                 "In function run_model(), assert failed (status == Error::Ok): Execution of "
                 f"method {plan.name} failed with status 0x21")  # fmt: skip
-        return _abort(out, fault)
+        return _abort(out)
     words = sum(i.payload.command_stream_words or 0 for i in infos if i.payload)
     built_for = next((i.payload.target for i in infos if i.payload), None)
     npu_cycles = _npu_cycles(words, Path(elf_path), built_for) * inferences if infos else 0
@@ -375,10 +375,14 @@ def _print_etdump(out: Transcript, seed: int) -> None:
         out.raw(line)
 
 
-def _abort(out: Transcript, fault: str) -> int:
-    """The runner aborted. The stand-in ends the simulation at once with status 1; on a
-    real FVP a trapped non-semihosting runner may instead spin until ``--timelimit``
+def _abort(out: Transcript) -> int:
+    """The runner aborted: what it printed is on the UART (flushed, so nothing is lost
+    behind the exit), and the stand-in ends the simulation at once with status 1. On a real
+    FVP a trapped non-semihosting runner may instead spin until ``--timelimit``
     (unverified), which the parser reports as a runner error all the same."""
+    sys.stdout.flush()
+    if out.delay:  # the watcher of a slowed-down run sees the last line before the end
+        time.sleep(out.delay)
     return 1
 
 

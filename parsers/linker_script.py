@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from parsers.errors import FormatError, WrongKindError
@@ -77,6 +77,9 @@ _TOKEN = re.compile(
 )
 
 
+_SIMPLE_NUMBER = re.compile(r"(?:0[xX][0-9a-fA-F]{1,30}|[0-9]{1,30})[kKmM]?")
+
+
 class _ExprError(Exception):
     pass
 
@@ -84,6 +87,7 @@ class _ExprError(Exception):
 # Bounds that keep evaluation linear in the text: addresses and sizes are 64-bit at most, a
 # literal has at most MAX_DIGITS digits, parentheses and unary signs nest MAX_DEPTH deep.
 VALUE_LIMIT = 1 << 64
+MAX_BLOCKS = 16  # real scripts have one MEMORY and one SECTIONS block
 MAX_SCRIPT_BYTES = 16 * MiB
 MAX_DIGITS = 24
 MAX_DEPTH = 32
@@ -123,9 +127,11 @@ def _number(text: str) -> int:
 def evaluate(text: str, lookup: Callable[[str, str | None], int] | None = None) -> int:
     """Evaluate a linker-script integer expression. ``lookup(name, arg)`` resolves symbols
     (``arg`` None) and ``ORIGIN(arg)``/``LENGTH(arg)`` calls (``name`` the function)."""
+    text = text.strip()
+    if _SIMPLE_NUMBER.fullmatch(text):  # most ORIGIN/LENGTH values: no tokenising
+        return _number(text)
     tokens: list[tuple[str, str]] = []
     pos = 0
-    text = text.strip()
     while pos < len(text):
         match = _TOKEN.match(text, pos)
         if not match or match.end() == pos:
@@ -283,7 +289,13 @@ def parse_linker_script(text: str, source: str = "<linker script>") -> LinkerScr
     if "\x00" in text:
         raise WrongKindError("binary data, not a linker script", source=source)
     clean = _blank_comments(text)
-    blocks = [(m.group(1), m.start(), m.end() - 1) for m in _KEYWORD_BLOCK.finditer(clean)]
+    blocks = []
+    for m in _KEYWORD_BLOCK.finditer(clean):
+        blocks.append((m.group(1), m.start(), m.end() - 1))
+        if len(blocks) > MAX_BLOCKS:  # each is scanned to its closing brace: keep it linear
+            raise FormatError(
+                f"more than {MAX_BLOCKS} MEMORY/SECTIONS blocks", field=f"offset {m.start()}"
+            ).with_source(source)
     memory_blocks = [b for b in blocks if b[0] == "MEMORY"]
     if not memory_blocks:
         raise FormatError(
@@ -332,13 +344,18 @@ def read_linker_script(path: str | os.PathLike[str]) -> LinkerScript:
     return parse_linker_script(text, source)
 
 
-def _lookup_for(script: LinkerScript, line: int | None) -> Callable[[str, str | None], int]:
+def _lookup_for(
+    script: LinkerScript, line: int | None, index: dict[str, MemoryRegion] | None = None
+) -> Callable[[str, str | None], int]:
     def lookup(name: str, arg: str | None) -> int:
         if arg is None:
             if name in script.constants:
                 return script.constants[name]
             raise _ExprError(f"symbol {name!r} has no value known before this line")
-        region = next((r for r in script.regions if r.name == arg), None)
+        if index is not None:
+            region = index.get(arg)
+        else:
+            region = next((r for r in script.regions if r.name == arg), None)
         if region is None:
             raise _ExprError(f"{name}({arg}): no region {arg!r} declared before this line")
         if name in ("ORIGIN", "ORG"):
@@ -350,10 +367,20 @@ def _lookup_for(script: LinkerScript, line: int | None) -> Callable[[str, str | 
     return lookup
 
 
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` one at a time."""
+    position = 0
+    while (end := text.find("\n", position)) != -1:
+        yield text[position:end]
+        position = end + 1
+    yield text[position:]
+
+
 def _parse_memory(script: LinkerScript, clean: str, open_at: int, close_at: int) -> None:
     first_line = clean.count("\n", 0, open_at) + 1
     body = clean[open_at + 1 : close_at]
-    for offset, raw in enumerate(body.split("\n")):
+    index = {r.name: r for r in script.regions}  # one dict: thousands of regions stay linear
+    for offset, raw in enumerate(_lines(body)):  # lazily: no list of every line
         line_no = first_line + offset
         line = raw.strip()
         if not line:
@@ -379,14 +406,14 @@ def _parse_memory(script: LinkerScript, clean: str, open_at: int, close_at: int)
         values = []
         for part in ("origin", "length"):
             try:
-                values.append(evaluate(match.group(part), _lookup_for(script, line_no)))
+                values.append(evaluate(match.group(part), _lookup_for(script, line_no, index)))
             except _ExprError as error:
                 raise FormatError(
                     f"cannot evaluate {part.upper()} = {_shown(match.group(part))}: {error}",
                     field=where,
                 ).with_source(script.source) from None
         name = match.group("name")
-        if any(r.name == name for r in script.regions):
+        if name in index:
             raise FormatError(f"region {name!r} declared twice", field=where).with_source(
                 script.source
             )
@@ -394,7 +421,9 @@ def _parse_memory(script: LinkerScript, clean: str, open_at: int, close_at: int)
             raise FormatError(
                 f"region {name!r} has a negative origin or length", field=where
             ).with_source(script.source)
-        script.regions.append(MemoryRegion(name, values[0], values[1], attributes))
+        region = MemoryRegion(name, values[0], values[1], attributes)
+        script.regions.append(region)
+        index[name] = region
 
 
 _TRAILER = re.compile(

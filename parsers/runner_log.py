@@ -573,6 +573,12 @@ class RunnerLogParser:
     def _complete(self, raw: bytes, end: bytes, out: list[Event]) -> None:
         n = self._next
         self._next = n + 1
+        if not raw and self._etdump is None:  # an empty line (a CR/LF flood): nothing to read
+            out.append(new_log_line(n, raw, end, "", None, None, None, None, None, None, False,
+                                    self._stream))  # fmt: skip
+            if self._group is not None:
+                self._settle(None, out)
+            return
         text = raw.decode("utf-8", "replace")
         eot = False
         if "\x04" in text:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import itertools
 import math
 import re
 import xml.etree.ElementTree as ElementTree
@@ -513,6 +514,9 @@ def rename_duplicate_columns(header: list[str]) -> list[str]:
     return names
 
 
+MAX_ROW_WARNINGS = 100  # a broken file gets a summary, not one warning per row
+
+
 def parse_per_layer_csv(data: bytes | str, source: str | None = None) -> PerLayerCsv:
     """Read ``<net>_per-layer.csv`` (Regor or legacy layout).
 
@@ -521,17 +525,21 @@ def parse_per_layer_csv(data: bytes | str, source: str | None = None) -> PerLaye
     """
     with text_parse_errors(source):
         text, warnings = decode_text(data, source, "a Vela per-layer CSV")
-        lines = [line for line in text.splitlines() if line.strip()]
-        if not lines:
+        # Streamed: rows are read one at a time (no list of every line or cell), so a file
+        # of millions of short or broken rows costs what its kept rows cost.
+        lines = (line for line in io.StringIO(text) if line.strip())
+        first_line = next(lines, None)
+        if first_line is None:
             raise TruncatedError("empty file, not a Vela per-layer CSV", source=source)
-        first = next(csv.reader([lines[0]]))
+        first_line = first_line.rstrip("\r\n")
+        first = next(csv.reader([first_line]))
         if not looks_like_per_layer_header(first):
             if looks_like_summary_header(first):
                 raise WrongKindError(
                     "a summary CSV, not a per-layer CSV", field="header", source=source
                 )
             raise WrongKindError(
-                f"not a Vela per-layer CSV (header starts {short(lines[0], 60)})",
+                f"not a Vela per-layer CSV (header starts {short(first_line, 60)})",
                 field="header",
                 source=source,
             )
@@ -539,29 +547,47 @@ def parse_per_layer_csv(data: bytes | str, source: str | None = None) -> PerLaye
         layout = per_layer_layout(header)
         if layout == "regor":
             # Regor joins cells with "," and never quotes: split the same way.
-            table = [line.split(",") for line in lines]
+            table = itertools.chain(
+                [first_line.split(",")], (line.rstrip("\r\n").split(",") for line in lines)
+            )
         else:
-            table = [row for row in csv.reader(io.StringIO(text, newline="")) if any(row)]
+            table = (row for row in csv.reader(io.StringIO(text, newline="")) if any(row))
         columns = rename_duplicate_columns(header)
         result = PerLayerCsv(
             rows=[], columns=columns, layout=layout, warnings=warnings, source=source
         )
         result.subgraphs = 0
         ends_cleanly = text.endswith(("\n", "\r"))
-        for index, cells in enumerate(table):
+        skipped = 0
+        row_warnings: list[str] = []
+        cells = next(table, None)
+        index = 0
+        while cells is not None:
+            following = next(table, None)
+            last = following is None
             if [cell.strip() for cell in cells] == header:
                 result.subgraphs += 1
-                continue
-            line = index + 1
-            last = index == len(table) - 1
-            row = layer_row(columns, cells, f"row {line}", result.warnings, join_name=True)
-            if row is None:
-                continue
-            if last and not ends_cleanly:
-                result.warnings.append(
-                    f"file ends without a newline: row {line} ({columns[-1]}) may be cut short"
-                )
-            result.rows.append(row)
+            elif len(cells) < len(columns) and len(result.warnings) >= MAX_ROW_WARNINGS:
+                skipped += 1  # a short row past the warning cap: counted, not described
+            else:
+                line = index + 1
+                row_warnings.clear()
+                row = layer_row(columns, cells, f"row {line}", row_warnings, join_name=True)
+                if len(result.warnings) < MAX_ROW_WARNINGS:
+                    result.warnings.extend(row_warnings)
+                else:
+                    skipped += len(row_warnings)
+                if row is not None:
+                    if last and not ends_cleanly:
+                        result.warnings.append(
+                            f"file ends without a newline: row {line} ({columns[-1]}) may be "
+                            "cut short"
+                        )
+                    result.rows.append(row)
+            cells = following
+            index += 1
+        if skipped:
+            result.warnings.append(f"... and {skipped:,} more row warnings")
         result.subgraphs = max(result.subgraphs, 1)
         if not result.rows:
             result.warnings.append("per-layer CSV has a header but no layer rows")

@@ -39,9 +39,33 @@ REGOR_TABLES = (
 )
 LEGACY_TABLES = ("source", "optimised", "queue", "cmdstream")
 _TEXT_COLUMNS = frozenset({"name", "operator"})
-_TABLE_BLOCK = re.compile(
-    r"<table\s+name\s*=\s*[\"']([^\"']*)[\"']\s*>\s*<!\[CDATA\[(.*?)\]\]>\s*</table>", re.S
-)
+_TABLE_HEAD = re.compile(r"<table\s+name\s*=\s*[\"']([^\"']{0,200})[\"']\s*>\s*<!\[CDATA\[")
+_TABLE_TAIL = re.compile(r"\]\]>\s*</table>")
+
+
+def _table_blocks(text: str) -> list[tuple[str, str]]:
+    """(name, CDATA body) of each complete ``<table>`` in a malformed document, found in
+    one left-to-right pass (a regex with a lazy ``.*?`` per block rescans to the end for
+    every unclosed table: quadratic on a hostile file)."""
+    blocks = []
+    position = 0
+    while (start := text.find("<table", position)) != -1:
+        head = _TABLE_HEAD.match(text, start)
+        if head is None:
+            position = start + 6
+            continue
+        close = text.find("]]>", head.end())
+        if close == -1:
+            break  # no later table can be complete either
+        tail = _TABLE_TAIL.match(text, close)
+        if tail is not None:
+            blocks.append((head[1], text[head.end() : close]))
+            position = tail.end()
+        else:
+            position = close + 3
+    return blocks
+
+
 _FORBIDDEN = re.compile(r"<!(?:DOCTYPE|ENTITY)", re.IGNORECASE)
 
 
@@ -75,7 +99,7 @@ def parse_debug_db(data: bytes | str, source: str | None = None) -> DebugDb:
         try:
             root = ElementTree.fromstring(text)
         except ElementTree.ParseError as error:
-            blocks = _TABLE_BLOCK.findall(text)
+            blocks = _table_blocks(text)
             if "<debug" not in text or not blocks:
                 message = str(error).splitlines()[0]
                 truncated = "no element found" in message or "unclosed" in message

@@ -20,12 +20,6 @@ from pathlib import Path
 
 from runner.compile_request import tool_versions
 
-ETHOS_U_TARGETS = (
-    "ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256",
-    "ethos-u65-256", "ethos-u65-512",
-    "ethos-u85-128", "ethos-u85-256", "ethos-u85-512", "ethos-u85-1024", "ethos-u85-2048",
-)  # fmt: skip
-
 VELA_STDOUT_NAME = "vela_stdout.txt"
 COMPILE_RECORD_NAME = "etu_compile.json"  # the spec and tool versions that made the files
 

@@ -19,6 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from parsers.errors import ParseError
+from parsers.files import read_regular
+
 RAW, INDEX, EVENTS, META = "raw.log", "raw.index", "events.jsonl", "meta.json"
 # stderr of a simulator is kept apart from its UART (stdout), so neither splits the other's lines
 STREAM_FILES = {"stdout": (RAW, INDEX), "stderr": ("stderr.log", "stderr.index")}
@@ -164,7 +167,10 @@ def read_session(folder: Path) -> RecordedSession:
     folder = Path(folder)
     warnings: list[str] = []
     try:
-        meta = json.loads((folder / META).read_text())
+        meta = json.loads(read_regular(folder / META, "a session's meta.json", 16 << 20))
+    except ParseError as error:
+        meta = {}
+        warnings.append(f"{error}; the run did not finish?")
     except (OSError, ValueError) as error:
         meta = {}
         warnings.append(f"{folder / META}: unreadable ({error}); the run did not finish?")
@@ -174,7 +180,8 @@ def read_session(folder: Path) -> RecordedSession:
     raw = (folder / RAW).read_bytes() if (folder / RAW).exists() else b""
     line_times = []
     if (folder / INDEX).exists():
-        for number, line in enumerate((folder / INDEX).read_text().splitlines(), 1):
+        index_text = (folder / INDEX).read_bytes().decode("utf-8", "replace")  # torn or not
+        for number, line in enumerate(index_text.splitlines(), 1):
             try:
                 offset, when = line.split()
                 line_times.append((int(offset), float(when)))

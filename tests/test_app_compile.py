@@ -14,10 +14,10 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Select, Static, TabbedContent
 
 from etu_tui.app import COMPILE_TAB, PROGRAM_TAB, EtuApp
-from etu_tui.messages import program_target
 from etu_tui.screenshots import settle
 from etu_tui.widgets import CompilePanel
 from runner.compile_worker import STAGES
+from runner.workspace import program_target
 from tests.test_app import SIZE, screen_text
 
 pytestmark = [pytest.mark.anyio, pytest.mark.aot]

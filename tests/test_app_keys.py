@@ -232,3 +232,20 @@ async def test_tab_completes_the_path_in_the_open_and_pick_elf_dialogs(
         await pilot.press("tab")
         await pilot.pause()
         assert field.value == str(elf)
+
+
+def test_every_binding_of_the_console_has_an_id() -> None:
+    """The keymap rebinds by id: every binding of the panels, dialogs, tables and logs has
+    one (the History panel's come from its own module)."""
+    from textual.binding import Binding
+
+    from etu_tui.screens.help import HelpScreen
+    from etu_tui.screens.open_file import OpenFileScreen
+    from etu_tui.screens.preflight import PreflightScreen
+    from etu_tui.widgets.virtual_table import VirtualTable
+
+    owners = [EtuApp, *(panel for _t, _l, panel, _i in EtuApp.TABS)]
+    owners += [HelpScreen, OpenFileScreen, PreflightScreen, VirtualTable, LogView]
+    for owner in owners:
+        for binding in owner.BINDINGS:
+            assert isinstance(binding, Binding) and binding.id, (owner.__name__, binding)

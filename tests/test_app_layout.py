@@ -154,3 +154,52 @@ async def test_pmu_pane_says_why_there_is_no_report_after_a_fault(
         await _finish_run(pilot)
         assert app.run_panel.shown.outcome.reason == "hard_fault"
         assert "No PMU report: the core faulted" in screen_text(app)
+
+
+async def test_hard_fault_banner_symbolises_pc_and_lr_against_the_elf(
+    workspace: Path, standin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from etu_tui.widgets.run_panes import RunBanner
+    from etu_tui.widgets.triage import symbolise
+    from parsers.elf_map import read_elf
+
+    monkeypatch.setenv("ETU_STANDIN_FAULT", "hard-fault")
+    app = EtuApp(workspace)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await settle(pilot)
+        await _finish_run(pilot)
+        record = app.run_panel.shown
+        assert record.faults, "the parser saw the platform's fault report"
+        regs = record.faults[-1].registers
+        image = read_elf(workspace / "firmware" / "arm_executor_runner.elf")
+        text = app.query_one(RunBanner).text
+        assert "hard fault: PC " in text and "CFSR 0x" in text
+        assert f"PC {symbolise(regs['pc'], image)} ({regs['pc']:#010x})" in text
+        assert f"LR {symbolise(regs['lr'], image)}" in text
+
+
+async def test_missing_operator_banner_gives_the_fit_fix(
+    workspace: Path, standin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from etu_tui.widgets.run_panes import RunBanner
+
+    monkeypatch.setenv("ETU_STANDIN_FAULT", "missing-operator")
+    app = EtuApp(workspace)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await settle(pilot)
+        await _finish_run(pilot)
+        assert app.run_panel.shown.missing
+        text = app.query_one(RunBanner).text
+        assert "missing operator: " in text
+        assert f"EXECUTORCH_SELECT_OPS_LIST={app.facts.select_ops}" in text
+
+
+def test_symbolise_names_the_function_and_offset_in_the_demo_firmware() -> None:
+    from etu_tui.widgets.triage import symbolise
+    from parsers.elf_map import read_elf
+
+    image = read_elf(DEMO_WORKSPACE / "firmware" / "arm_executor_runner.elf")
+    main = next(s for s in image.symbols if s.name == "main" and s.type == "FUNC")
+    assert symbolise(main.address, image) == "main"
+    assert symbolise(main.address + 0x10 | 1, image) == "main+0x10"  # Thumb bit ignored
+    assert symbolise(0xFFFFFFF0, image) == "0xfffffff0"

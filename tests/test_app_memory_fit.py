@@ -340,7 +340,7 @@ async def test_npu_footer_still_holds_every_key_at_140_columns() -> None:
         app.npu_panel.add_report(COMPARE_REPORT)  # two reports: r is enabled
         await settle(pilot)
         footer = screen_text(app).splitlines()[-1]
-        for shown in ("o Open", "itdnmfukj Tabs", "s Sort", "r Next report", "x Drop", "q Quit"):
+        for shown in ("? Help", "itdnmfukj Tabs", "s Sort", "r Next", "x Drop", "q Quit"):
             assert shown in footer
         assert app.query_one(TabbedContent).active == NPU_TAB
 

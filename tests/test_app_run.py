@@ -19,10 +19,9 @@ import psutil
 import pytest
 from textual.content import Content
 from textual.pilot import Pilot
-from textual.widgets import Input, Static, TabbedContent
+from textual.widgets import Input, Select, Static, TabbedContent
 
 from etu_tui.app import PROGRAM_TAB, RUN_TAB, EtuApp
-from etu_tui.messages import program_target
 from etu_tui.screenshots import settle
 from etu_tui.widgets import (
     AllocatorPane,
@@ -44,6 +43,7 @@ from parsers.runner_log import RunnerLogParser, parse_log_bytes
 from parsers.vela import load_vela_report
 from runner.run import RunOutcome
 from runner.session import SessionWriter, list_sessions, read_session, sessions_root
+from runner.workspace import program_target
 from tests.test_app import SIZE, screen_text
 
 pytestmark = pytest.mark.anyio
@@ -282,7 +282,7 @@ async def test_no_fvp_found_says_where_it_looked(
         panel = await _run_tab(pilot)
         assert panel.preview is None and panel.preview_error
         assert "\n" not in panel.preview_error
-        expected = "FVP_Corstone_SSE-300_Ethos-U55 not found (looked in ETU_FVP_DIR, PATH and"
+        expected = "FVP_Corstone_SSE-300_Ethos-U55 not found (looked in ETU_FVP_DIR"
         assert expected in panel.preview_error
         assert expected in screen_text(app)
         await pilot.press("r")
@@ -418,6 +418,10 @@ async def test_filter_levels_find_time_and_hex(workspace: Path) -> None:
         await pilot.pause()
         assert [line.line_no for _, line in log.rows()] == [2, 6]
         assert "2 shown" in str(app.query_one("#run-log-box").border_title)
+        app.query_one("#run-filter", Input).value = "no such text"
+        panel.apply_filter()
+        assert log.row_count == 0
+        assert "no line matches the filter" in str(app.query_one("#run-log-box").border_title)
         app.query_one("#run-filter", Input).value = ""
         panel.apply_filter()
         assert log.row_count == 6
@@ -434,6 +438,8 @@ async def test_filter_levels_find_time_and_hex(workspace: Path) -> None:
         assert log.line(log.cursor)[1].line_no == 2
         await pilot.press("left_square_bracket", "left_square_bracket")
         assert log.line(log.cursor)[1].line_no == 6  # wrapped around
+        status = app.query_one("#run-find-status", Static).render()
+        assert "5 of 5 matches · line 6" in str(status)  # 5 lines have the text
         # The match is highlighted in its row.
         row = log.render_line(log.cursor_row)
         styles = {segment.text: segment.style for segment in row if segment.text}
@@ -621,3 +627,50 @@ async def test_palette_copies_select_ops_from_the_run_tab(workspace: Path) -> No
         await pilot.pause()
         assert app.clipboard == app.facts.select_ops
         assert app.query_one(TabbedContent).active == PROGRAM_TAB
+
+
+# ------------------------------------------------------------------- pre-flight
+
+
+async def test_preflight_stops_a_run_for_another_npu_and_runs_anyway_when_asked(
+    workspace: Path, standin: Path
+) -> None:
+    from etu_tui.screens.preflight import PreflightScreen
+
+    app = EtuApp(workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        panel = await _run_tab(pilot)
+        assert panel.preflight() == []  # the demo on its own firmware and target
+        panel.query_one("#run-target", Select).value = "ethos-u85-256"
+        await pilot.pause()
+        problems = panel.preflight()
+        assert any("ethos-u55-128" in p and "ethos-u85-256" in p for p in problems), problems
+        await pilot.press("r")
+        await pilot.pause()
+        assert isinstance(app.screen, PreflightScreen)
+        assert "Pre-flight" in screen_text(app) and "ethos-u85-256" in screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, PreflightScreen)
+        assert panel.live is None, "cancel starts nothing"
+        await pilot.press("r")
+        await pilot.pause()
+        await pilot.press("r")  # run anyway
+        await pilot.pause()
+        assert panel.live is not None
+        await _wait_end(pilot, panel)
+
+
+async def test_preflight_names_a_firmware_with_another_program_baked_in(
+    workspace: Path, standin: Path
+) -> None:
+    program = workspace / DEMO.name
+    program.write_bytes(program.read_bytes() + bytes(4096))  # a bigger program, same graph
+    app = EtuApp(workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        panel = await _run_tab(pilot)
+        problems = panel.preflight()
+        assert any("model_pte" in p for p in problems), problems
+        await pilot.press("r")
+        await pilot.pause()
+        assert "model_pte" in screen_text(app)

@@ -212,3 +212,30 @@ def test_a_long_run_keeps_bounded_lists() -> None:
         bound_summary(summary)
     assert MAX_HELD // 2 <= len(summary.errors) <= MAX_HELD
     assert "[0]" in summary.errors[0]["text"] and "[3999]" in summary.errors[-1]["text"]
+
+
+def test_debug_xml_fallback_reads_complete_tables_in_one_pass() -> None:
+    """A malformed debug XML: the complete tables are read, unclosed ones (which made the
+    old regex fallback rescan to the end for each: quadratic) are skipped."""
+    from parsers.vela_debug_db import _table_blocks, parse_debug_db
+
+    good = '<table name="perf"><![CDATA[a,b\n1,2\n]]></table>'
+    text = '<debug source="x">' + good + '<table name="t"><![CDATA[x\n' * 2000 + "<oops>"
+    assert _table_blocks(text) == [("perf", "a,b\n1,2\n")]
+    db = parse_debug_db(text.encode(), "bad_debug.xml")
+    assert list(db.tables) == ["perf"] and any("malformed" in w for w in db.warnings)
+    tricky = "<debug>" + '<table name="a"><![CDATA[1]]>oops' + good + "<"
+    assert _table_blocks(tricky) == [("perf", "a,b\n1,2\n")]
+
+
+def test_session_meta_that_is_a_fifo_or_huge(tmp_path: Path) -> None:
+    from runner.session import read_session
+
+    folder = tmp_path / "s"
+    folder.mkdir()
+    os.mkfifo(folder / "meta.json")
+    session = read_session(folder)  # would block forever on open() before
+    assert session.meta == {} and any("FIFO" in w for w in session.warnings)
+    (folder / "meta.json").unlink()
+    (folder / "meta.json").write_bytes(b" " * (17 << 20))
+    assert any("16 MiB" in w for w in read_session(folder).warnings)

@@ -198,3 +198,23 @@ def test_console_refuses_a_hostile_missing_path(tmp_path: Path) -> None:
     result = etu(tmp_path / f"missing{HOSTILE}")
     assert result.returncode == 2
     assert "\\x1b" in assert_clean(result)
+
+
+def test_history_commands_on_a_hostile_session(hostile, tmp_path: Path) -> None:
+    """Sessions recorded from a hostile device (and named by one) through the history
+    commands: the boundary every command writes through keeps the terminal safe."""
+    root = tmp_path / "sessions"
+    folders = []
+    for n in range(2):
+        folder = root / f"20260101-00000{n}-fvp-000"
+        folder.mkdir(parents=True)
+        meta = {"kind": "fvp", "target": HOSTILE, "elf": f"/x/{HOSTILE}.elf", "started": 1.0,
+                "ended": 2.0, "exit_reason": "runner_error", "proof": HOSTILE}  # fmt: skip
+        (folder / "meta.json").write_text(json.dumps(meta))
+        (folder / "raw.log").write_bytes(hostile["log"].read_bytes())
+        folders.append(folder)
+    for args in (["sessions", "--sessions", root], ["report", folders[0]],
+                 ["diff", folders[0], folders[1]], ["log", folders[0]]):  # fmt: skip
+        result = etu(*args)
+        assert b"Traceback" not in result.stderr, result.stderr[-800:]
+        assert_clean(result)

@@ -146,3 +146,21 @@ def test_discovery_ignores_the_working_folder(tmp_path: Path, monkeypatch) -> No
     pointed = find_fvps({"PATH": "/usr/bin", "EXECUTORCH_ROOT": str(tmp_path)})
     assert pointed["FVP_Corstone_SSE-300_Ethos-U55"].path.is_relative_to(scratch)
     assert find_fvps({"PATH": str(tmp_path / "here")})  # an absolute entry is the user's
+
+
+def test_served_console_command_is_isolated(tmp_path: Path) -> None:
+    """`etu serve` starts a console per connection: isolated too, run from a folder with
+    planted packages, it is etu's CLI that answers."""
+    import shlex
+
+    from etu_tui.cli.serve import console_command
+
+    marker = plant(tmp_path)
+    argv = [*shlex.split(console_command(None)), "--version"]
+    assert "-I" in argv
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    result = subprocess.run(
+        argv, cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env, check=False
+    )
+    assert result.stdout.startswith("etu "), result.stderr
+    assert not marker.exists()

@@ -23,6 +23,7 @@ from fvp.discovery import find_fvps, fvp_version
 from fvp.launch import LaunchError, prepare_fvp_launch
 from fvp.standin import STANDIN_VERSION, install_standin
 from fvp.targets import SSE300_U55, SSE320, fvp_target
+from parsers.elf_map import read_elf
 from parsers.runner_events import InferenceStarted, PmuReport
 from runner.run import RunController, RunListener
 from runner.session import read_session
@@ -239,4 +240,19 @@ def test_standin_npu_cycles_come_from_the_workspace_vela_estimate(env, tmp_path:
     alone.write_bytes(ELF.read_bytes())
     result = run_cli("run", "--elf", str(alone), "--json", env=env, cwd=tmp_path)
     (pmu,) = [json.loads(x) for x in result.stdout.splitlines() if b'"PmuReport"' in x]
-    assert pmu["npu_cycles"] != 3 * estimate
+    # exactly the stand-in's rough figure: 120 cycles per command-stream word per inference
+    from parsers.memory_map import build_memory_map
+    from parsers.program_facts import inspect_record
+    from parsers.pte import decode_program
+
+    with read_elf(alone) as image:
+        pool = build_memory_map(image).pools["model_pte"]
+        program = decode_program(image.read_bytes(pool.address, pool.size), "model_pte")
+    words = sum(
+        d["ethosu"]["command_stream_words"]
+        for plan in inspect_record(program)["plans"]
+        for d in plan["delegates"]
+        if d["ethosu"]
+    )
+    assert words > 0 and 120 * words != estimate
+    assert pmu["npu_cycles"] == 3 * 120 * words

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-import etu_tui.messages as messages
 from runner import workspace as ws
 
 DEMO = Path(ws.__file__).resolve().parent.parent / "etu_tui" / "demo"
@@ -46,12 +45,6 @@ def test_a_compiled_result_belongs_to_its_workspace(tmp_path: Path) -> None:
     assert found.root == tmp_path
     assert found.firmware == tmp_path / "firmware" / "arm_executor_runner.elf"
     assert ws.compile_jobs(tmp_path) == [job]
-
-
-def test_the_console_keeps_its_names() -> None:
-    """etu_tui.messages re-exports the loaders: the panels import the same objects."""
-    for name in messages.__all__:
-        assert getattr(messages, name) is getattr(ws, name)
 
 
 def test_elf_finds_the_map_beside_it(tmp_path: Path) -> None:

@@ -24,9 +24,8 @@ def add_region_options(parser: argparse.ArgumentParser) -> None:
 
 
 def memory_map_from_args(args: argparse.Namespace):
-    """The map the options name; with none, the regions come from the ``.map`` beside the
-    ELF, else the ``.ld`` beside it, as the console's Memory tab reads them
-    (:func:`runner.workspace.read_memory_map`)."""
+    """The regions the options name; with none, what the console reads too: the ``.map``
+    beside the ELF, else its ``.ld``, else the runner's layout (runner/workspace.py)."""
     from parsers.memory_map import load_memory_map, parse_region_spec
 
     if not (args.map or args.ld or args.region or args.preset):

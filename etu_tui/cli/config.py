@@ -26,9 +26,15 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     except ConfigError as error:
         err.write(f"etu: {error}\n")
         return 2
+    unknown = unknown_bindings(settings.keymap)
+    warnings = [
+        f"keymap.{binding} ({settings.origin('keymap.' + binding)}): no console key has this id"
+        for binding in unknown
+    ]
     if args.json:
         record = settings.to_json()
         record["user_file"] = str(user_config_file())
+        record["warnings"] = warnings
         out.write(json.dumps(record) + "\n")
         return 0
     out.write(f"workspace  {settings.workspace}\n")
@@ -43,8 +49,28 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     out.write("\nkeymap" + ("" if settings.keymap else "  (the console's own keys)") + "\n")
     for binding, key in sorted(settings.keymap.items()):
         out.write(f"  {binding} = {key}  [{settings.origin('keymap.' + binding)}]\n")
+    for warning in warnings:
+        err.write(f"etu: warning: {warning}\n")
     if settings.env:
         out.write("\nenvironment (wins over the files)\n")
         for name, value in sorted(settings.env.items()):
             out.write(f"  {name}={value}\n")
     return 0
+
+
+def known_binding_ids() -> set[str]:
+    """Every binding id of the console: the action table and each tab panel's own keys."""
+    from etu_tui.app import EtuApp
+    from etu_tui.keys import KEYS, panel_bindings
+
+    ids = {spec.id for spec in KEYS}
+    for _tab, _label, panel, _panel_id in EtuApp.TABS:
+        ids |= {binding.id for binding in panel_bindings(panel) if binding.id}
+    return ids
+
+
+def unknown_bindings(keymap: dict[str, str]) -> list[str]:
+    if not keymap:
+        return []
+    known = known_binding_ids()
+    return sorted(binding for binding in keymap if binding not in known)

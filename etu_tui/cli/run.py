@@ -13,7 +13,11 @@ HELP = "run the firmware on a Corstone FVP or the emulated board, stream and rec
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--fvp", action="store_true", help="run on a Corstone FVP (the default)")
+    parser.add_argument(
+        "--fvp", action="store_true",
+        help="run on a Corstone FVP: what etu run always does (boards: etu monitor / etu flash"
+        " --monitor); accepted so older scripts keep working",
+    )  # fmt: skip
     add_target_option(parser, "the NPU, picking the FVP (default: the target setting)")
     parser.add_argument("--elf", type=Path, help="the runner firmware")
     parser.add_argument(
@@ -93,27 +97,17 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 
 def _stream_run(launch, args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    from parsers.runner_events import LogLine
     from parsers.text import printable
-    from runner.run import RunController, RunListener, install_stop_signals
+    from runner.run import RunController, install_stop_signals
 
     if launch.simulated and not args.json:  # --json: the events say "simulated"
         shown = printable(str(launch.executable))
         err.write(f"etu: {shown} is the etu stand-in FVP: numbers are SIMULATED\n")
 
-    class Printer(RunListener):
-        def on_events(self, events) -> None:
-            for event in events:
-                if args.json:
-                    out.write(json.dumps(event.to_json()) + "\n")
-                elif isinstance(event, LogLine):
-                    out.write(printable(event.text) + "\n")
-            out.flush()
-
     try:
         controller = RunController(
             launch.argv, sessions=args.sessions, kind="fvp", meta=launch.meta(),
-            listener=Printer(), npu=launch.target.npu,
+            listener=_printer(args, out), npu=launch.target.npu,
         )  # fmt: skip
     except OSError as error:  # --sessions is a file, read-only, on a full disk
         where = printable(str(error.filename or args.sessions))

@@ -12,7 +12,6 @@ import argparse
 import ipaddress
 import re
 import shlex
-import sys
 import tempfile
 from pathlib import Path
 from typing import TextIO
@@ -42,7 +41,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def console_command(path: Path | None) -> str:
     """The command each connection starts. textual-serve runs it through a shell, so every
     part is quoted (shlex.join): a path cannot add shell syntax."""
-    argv = [sys.executable, "-m", "etu_tui.cli"]
+    from runner.isolated import isolated_python
+
+    argv = isolated_python("etu_tui.cli")  # -I: nothing in its working folder runs instead
     if path is not None:
         argv.append(str(path.resolve()))
     return shlex.join(argv)

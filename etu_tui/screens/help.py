@@ -23,7 +23,7 @@ def key_text(spec: KeySpec, keymap: dict[str, str], display) -> str:
 def help_content(
     keymap: dict[str, str], display, extra: dict[str, list[Binding]] | None = None
 ) -> Content:
-    """One section per panel: key, what it does, the binding id for the keymap.
+    """One section per panel: key, the binding id for the keymap, what it does.
     ``extra``: a panel's own bindings that are not rows of the action table."""
     lines: list[Content] = []
     seen: set[tuple[str, str]] = set()
@@ -54,9 +54,9 @@ def help_content(
             what = spec.title.split(": ", 1)[-1]
             lines.append(
                 Content.assemble(
-                    (f"  {keys:<12}", "bold"),
-                    f"{what:<50} ",
-                    (spec.id, "dim"),
+                    (f"  {keys:<9} ", "bold"),
+                    (f"{spec.id:<20} ", "dim"),
+                    what,
                 )
             )
     return Content("\n").join(lines)
@@ -82,7 +82,7 @@ class HelpScreen(ModalScreen[None]):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q,question_mark,f1", "close", "Close", show=False),
+        Binding("escape,q,question_mark,f1", "close", "Close", show=False, id="help_close"),
     ]
 
     def compose(self) -> ComposeResult:
@@ -96,8 +96,7 @@ class HelpScreen(ModalScreen[None]):
             with VerticalScroll():
                 yield Static(help_content(keymap, self.app.get_key_display, extra), id="help-keys")
             yield Label(
-                "Escape closes · ctrl+p finds any action by name · "
-                '[keymap] in etu.toml rebinds an id: start_run = "f5"',
+                "Escape closes · [keymap] in etu.toml rebinds an id",
                 markup=False,
             )
 

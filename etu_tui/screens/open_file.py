@@ -73,8 +73,8 @@ class OpenFileScreen(ModalScreen[Path | None]):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel", "Cancel"),
-        Binding("tab", "complete", "Complete", show=False, priority=True),
+        Binding("escape", "cancel", "Cancel", id="dialog_cancel"),
+        Binding("tab", "complete", "Complete", show=False, priority=True, id="complete_path"),
     ]
 
     DIALOG_TITLE = "Open a .pte file or workspace folder"

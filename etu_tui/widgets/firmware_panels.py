@@ -18,7 +18,6 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 
 from etu_tui.keys import bindings
-from etu_tui.messages import FirmwareResult, ProgramFacts, VelaResult, find_firmware, load_firmware
 from etu_tui.widgets.fit import FitChecks, FitHeadline
 from etu_tui.widgets.formatting import short_path
 from etu_tui.widgets.memory import (
@@ -33,6 +32,7 @@ from etu_tui.widgets.memory import (
     pools_height,
 )
 from parsers.errors import describe_error
+from runner.workspace import FirmwareResult, ProgramFacts, VelaResult, find_firmware, load_firmware
 
 
 @dataclass

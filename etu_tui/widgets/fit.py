@@ -11,9 +11,9 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
-from etu_tui.messages import FirmwareResult
 from etu_tui.widgets.formatting import nbytes, plural
 from parsers.fit import FAIL, OK, WARN, Verdict, worst_status
+from runner.workspace import FirmwareResult
 
 MISSING = "–"
 MARKERS = {FAIL: "✗ FAIL", WARN: "! WARN", OK: "✓ ok"}

@@ -32,7 +32,7 @@ def int_list(items: Sequence[int], limit: int = 16) -> str:
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
-    return f"{n} {word if n == 1 else many or word + 's'}"
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
 
 
 def payload(value: object) -> str:

@@ -13,13 +13,13 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
-from etu_tui.messages import FirmwareResult
 from etu_tui.screens.open_file import OpenFileScreen
 from etu_tui.widgets.error_panel import ProblemBox
 from etu_tui.widgets.formatting import nbytes
 from etu_tui.widgets.virtual_table import Column, VirtualTable, fit
 from parsers.elf_map import Symbol
 from parsers.memory_map import MemoryMap, PlacedSection, Pool, Region
+from runner.workspace import FirmwareResult
 
 MISSING = "–"
 REGION_BAR = 40

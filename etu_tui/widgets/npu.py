@@ -14,11 +14,11 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
-from etu_tui.messages import VelaResult
 from etu_tui.screens.open_file import OpenFileScreen
 from etu_tui.widgets.error_panel import ProblemBox
 from etu_tui.widgets.virtual_table import Column, VirtualTable
 from parsers.vela import LayerRow, VelaReport
+from runner.workspace import VelaResult
 
 MISSING = "–"
 TARGET_MARKERS = {"NPU": "◆ NPU", "CPU": "○ CPU"}

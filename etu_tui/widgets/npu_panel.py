@@ -17,7 +17,6 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 
 from etu_tui.keys import bindings
-from etu_tui.messages import VelaResult, load_vela, vela_label
 from etu_tui.widgets.npu import (
     AddReportScreen,
     CompareTable,
@@ -27,6 +26,7 @@ from etu_tui.widgets.npu import (
     VelaSummary,
 )
 from parsers.errors import describe_error
+from runner.workspace import VelaResult, load_vela, vela_label
 
 
 @dataclass

@@ -17,7 +17,6 @@ from textual.message import Message
 from textual.widgets import Static
 
 from etu_tui.keys import bindings
-from etu_tui.messages import ProgramFacts
 from etu_tui.widgets.cpu_ops import CpuOpsView
 from etu_tui.widgets.delegates import DelegatesView, one_line
 from etu_tui.widgets.formatting import plural
@@ -26,6 +25,7 @@ from etu_tui.widgets.plan import PlanFacts
 from etu_tui.widgets.summary import ProgramSummary
 from etu_tui.widgets.values import ValuesTable
 from parsers.pte import ExecutionPlan, Tensor
+from runner.workspace import ProgramFacts
 
 
 @dataclass

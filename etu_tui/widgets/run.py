@@ -30,10 +30,10 @@ from textual.timer import Timer
 from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select, Static
 
 from etu_tui.keys import bindings
-from etu_tui.messages import file_label, find_firmware
 from etu_tui.safe_text import printable
 from etu_tui.screens.open_file import OpenFileScreen
-from etu_tui.widgets.formatting import short_path
+from etu_tui.screens.preflight import PreflightScreen
+from etu_tui.widgets.formatting import plural, short_path
 from etu_tui.widgets.run_log import TIME_MODES, HexView, LogView
 from etu_tui.widgets.run_messages import (
     LaunchPreviewed,
@@ -66,14 +66,18 @@ from etu_tui.widgets.run_panes import (
     per_inference,
     session_name,
 )
+from etu_tui.widgets.triage import fault_lines, missing_operator_lines
 from fvp.command import DEFAULT_TIMELIMIT, FvpOptions, format_command
 from fvp.launch import LaunchError, prepare_fvp_launch
 from fvp.targets import targets
+from parsers.elf_map import read_elf
 from parsers.errors import describe_error
+from parsers.fit import FAIL, OK, check_fit
 from parsers.runner_events import Event
 from runner.process import ProcessStats
 from runner.run import RunController, RunListener, RunOutcome
 from runner.session import sessions_root
+from runner.workspace import file_label, find_firmware
 
 BATCH_SECONDS = 0.05
 DEFAULT_TARGET = "ethos-u55-128"  # what `etu run` uses when nothing says otherwise
@@ -149,6 +153,16 @@ class RunElfScreen(OpenFileScreen):
     HINT = "Enter use · Tab complete · Escape cancel · the FVP loads it with -a"
 
 
+PREFLIGHT_CHECKS = ("target", "program_placement")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return a == b
+
+
 Prepare = Callable[[], tuple[list[str], dict, LaunchInfo, str | None, str]]
 
 
@@ -177,7 +191,7 @@ class RunPanel(Vertical):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         *bindings("run"),
-        Binding("escape", "leave_input", "Back to the log", show=False),
+        Binding("escape", "leave_input", "Back to the log", show=False, id="leave_input"),
     ]
 
     def __init__(self, *, id: str | None = None, capacity: int = RING_LINES) -> None:
@@ -187,6 +201,9 @@ class RunPanel(Vertical):
         self.elf: Path | None = None
         self.elf_picked = False
         self.firmware = None  # the Memory tab's FirmwareResult: pre-flight verdicts
+        self.program = None  # the open program (parsers.pte.Program), None when none
+        self.select_ops = ""  # its EXECUTORCH_SELECT_OPS_LIST value
+        self.program_target: str | None = None
         self.target = DEFAULT_TARGET
         self.vela_cycles: float | None = None
         self.shapes: list[tuple[int, ...]] = []
@@ -316,12 +333,17 @@ class RunPanel(Vertical):
         target: str | None,
         vela_cycles: float | None,
         shapes: Sequence[tuple[int, ...]] = (),
+        program=None,
+        select_ops: str = "",
     ) -> None:
         """A program opened: its folder is the workspace (firmware, sessions)."""
         if workspace != self.workspace:
             self.workspace = workspace
             self.elf_picked = False
             self.elf = find_firmware(workspace)
+        self.program = program  # parsers.pte.Program, for the pre-flight fit checks
+        self.select_ops = select_ops
+        self.program_target = target
         if target in targets():
             self.target = target
         self.vela_cycles = vela_cycles
@@ -786,7 +808,36 @@ class RunPanel(Vertical):
             banner.set_state("-running", Content.styled("● stopping…", "bold"))
             return
         name = session_name(record.folder.name, self._stable) if record and record.folder else ""
-        banner.show(record, hint, name, self._stable)
+        triage = self._triage(record) if record is not None and record.outcome else []
+        banner.show(record, hint, name, self._stable, triage)
+
+    def _triage(self, record: RunRecord) -> list[str]:
+        """A fault's registers with PC/LR symbolised against the firmware ELF; a missing
+        operator with the Fit tab's fix (the exact EXECUTORCH_SELECT_OPS_LIST)."""
+        lines: list[str] = []
+        if record.faults:
+            elf_path = self.elf
+            fw = self.firmware
+            image = None
+            shown = fw is not None and fw.memory_map is not None and fw.path is not None
+            if shown and elf_path is not None and _same_file(fw.path, elf_path):
+                image = fw.memory_map.elf
+            if image is None and elf_path is not None:
+                try:
+                    image = read_elf(elf_path)
+                except Exception:  # symbolising is a help; the registers still show
+                    image = None
+            lines += fault_lines(record.faults[-1], image, elf_path)
+        if record.missing:
+            fix = None
+            verdicts = self.firmware.verdicts if self.firmware is not None else None
+            for verdict in verdicts or []:
+                if verdict.check == "cpu_kernels" and verdict.fix:
+                    fix = verdict.fix
+            if fix is None and self.select_ops:
+                fix = f"rebuild with -DEXECUTORCH_SELECT_OPS_LIST={self.select_ops}"
+            lines += missing_operator_lines(record.missing, fix)
+        return lines
 
     def _show_controls(self) -> None:
         running = self.running
@@ -841,6 +892,8 @@ class RunPanel(Vertical):
             if store.first:
                 count = f"last {kept:,} of {store.total:,} lines (all in the session)"
             shown = f" · {log.row_count:,} shown" if log.filtering else ""
+            if log.filtering and not log.row_count and kept:
+                shown = " · no line matches the filter"
             mode = "following" if log.follow else "paused · end follows"
             where = "" if self.shown is None or self.shown.live else f" · {self.shown.label}"
             if where and self._stable:
@@ -872,7 +925,7 @@ class RunPanel(Vertical):
 
     @on(Button.Pressed, "#run-start")
     def _start_pressed(self) -> None:
-        self.start_run()
+        self.request_run()
 
     @on(Button.Pressed, "#run-stop")
     def _stop_pressed(self) -> None:
@@ -926,7 +979,13 @@ class RunPanel(Vertical):
             status.update(Content.styled(" no match", "$text-error"))
         else:
             _, line = self.log.store.line(seq)  # type: ignore[union-attr]
-            status.update(f" line {line.line_no:,}")
+            total, rank = self.log.match_count(term, seq)
+            place = (
+                f"{rank:,} of {plural(total, 'match', 'matches')}"
+                if rank
+                else plural(total, "match", "matches")
+            )
+            status.update(f" {place} · line {line.line_no:,}")
         return seq
 
     @on(LogView.CursorMoved)
@@ -994,8 +1053,56 @@ class RunPanel(Vertical):
         return True
 
     def action_start_run(self) -> None:
-        if self.start_run():
-            self.app.refresh_bindings()
+        self.request_run()
+
+    def preflight(self) -> list[str]:
+        """What would make the next run fail, checked before launching it: the program's
+        NPU target against the run's, and the fit checks of the program against the
+        firmware to be run (its baked-in program, its NPU platform)."""
+        problems: list[str] = []
+        fw, elf = self.firmware, self.elf
+        same = (
+            fw is not None
+            and fw.memory_map is not None
+            and fw.path is not None
+            and elf is not None
+            and _same_file(fw.path, elf)
+        )
+        if same and self.program is not None:
+            try:
+                verdicts = check_fit(self.program, fw.memory_map, None, target=self.target)
+            except Exception:  # the Fit tab reports a check that cannot run
+                verdicts = []
+            for verdict in verdicts:
+                bad = verdict.status == FAIL or (
+                    verdict.check == "program_placement" and verdict.status != OK
+                )
+                if verdict.check in PREFLIGHT_CHECKS and bad:
+                    problems.append(verdict.message)
+        elif self.program_target and self.program_target != self.target:
+            problems.append(
+                f"the program was compiled for {self.program_target}, the run targets "
+                f"{self.target}: the driver rejects a command stream for another NPU config"
+            )
+        return list(dict.fromkeys(problems))
+
+    def request_run(self) -> bool:
+        """Start a run after the pre-flight checks; a problem asks first (run anyway?)."""
+        if self.running or self.workspace is None:
+            return False
+        problems = self.preflight()
+        if not problems:
+            if self.start_run():
+                self.app.refresh_bindings()
+                return True
+            return False
+
+        def chosen(run_anyway: bool | None) -> None:
+            if run_anyway and self.start_run():
+                self.app.refresh_bindings()
+
+        self.app.push_screen(PreflightScreen(problems), callback=chosen)
+        return False
 
     def action_stop_run(self) -> None:
         self.stop_run()

@@ -102,14 +102,14 @@ class LogView(ScrollView, can_focus=True):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "cursor(-1)", "Up", show=False),
-        Binding("down", "cursor(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown,space", "page(1)", "Page down", show=False),
-        Binding("home", "first", "First", show=False),
-        Binding("end", "last", "Last, follow", show=False),
-        Binding("left", "scroll_left", "Left", show=False),
-        Binding("right", "scroll_right", "Right", show=False),
+        Binding("up", "cursor(-1)", "Up", show=False, id="cursor_up"),
+        Binding("down", "cursor(1)", "Down", show=False, id="cursor_down"),
+        Binding("pageup", "page(-1)", "Page up", show=False, id="page_up"),
+        Binding("pagedown,space", "page(1)", "Page down", show=False, id="page_down"),
+        Binding("home", "first", "First", show=False, id="first"),
+        Binding("end", "last", "Last, follow", show=False, id="last"),
+        Binding("left", "scroll_left", "Left", show=False, id="scroll_left"),
+        Binding("right", "scroll_right", "Right", show=False, id="scroll_right"),
     ]
 
     class CursorMoved(Message):
@@ -418,6 +418,22 @@ class LogView(ScrollView, can_focus=True):
                 self.jump_to(seq)
                 return seq
         return None
+
+    def match_count(self, term: str, seq: int | None = None) -> tuple[int, int | None]:
+        """How many shown lines contain ``term``, and the 1-based rank of line ``seq``
+        among them (None when it is not one)."""
+        needle = term.lower()
+        store = self.store
+        if not needle or store is None:
+            return 0, None
+        total, rank = 0, None
+        for row in range(self.row_count):
+            at = self.seq_at(row)
+            if needle in store.entry(at)[TEXT].lower():
+                total += 1
+                if at == seq:
+                    rank = total
+        return total, rank
 
     # -- rendering ---------------------------------------------------------------------
 

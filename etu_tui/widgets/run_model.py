@@ -18,8 +18,10 @@ from pathlib import Path
 
 from parsers.runner_events import (
     Event,
+    HardFault,
     LogLine,
     MemoryReport,
+    MissingKernel,
     OutputTensor,
     PmuReport,
 )
@@ -172,6 +174,8 @@ class RunRecord:
         self.started: float | None = time.time() if live else None
         self.ended: float | None = None
         self.warnings: list[str] = []
+        self.faults: list[HardFault] = []  # hard faults the platform reported
+        self.missing: list[str] = []  # operators the runner build has no kernel for
 
     @property
     def running(self) -> bool:
@@ -203,6 +207,12 @@ class RunRecord:
             elif kind is OutputTensor:
                 self.outputs[event.index] = event
                 changed.add("outputs")
+            elif kind is HardFault:
+                self.faults.append(event)
+                changed.add("triage")
+            elif kind is MissingKernel:
+                self.missing.append(event.operator)
+                changed.add("triage")
         return changed
 
 

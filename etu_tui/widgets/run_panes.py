@@ -377,8 +377,16 @@ class RunBanner(Static):
         self.text = content.plain
         self.update(content)
 
-    def show(self, record: RunRecord | None, hint: str, session: str, stable: bool) -> None:
-        """``session`` names the record's folder as it may be shown (masked in screenshots)."""
+    def show(
+        self,
+        record: RunRecord | None,
+        hint: str,
+        session: str,
+        stable: bool,
+        triage: Sequence[str] = (),
+    ) -> None:
+        """``session`` names the record's folder as it may be shown (masked in screenshots);
+        ``triage``: lines under the ending (a fault's registers, a missing operator's fix)."""
         if record is None:
             self.set_state("-idle", Content.styled(hint, "dim"))
             return
@@ -423,6 +431,7 @@ class RunBanner(Static):
                 ": ",
                 (printable(outcome.proof), "bold"),
                 (f"{took}{tail}", "dim"),
+                *[("\n  " + printable(line), "") for line in triage],
             ),
         )
 

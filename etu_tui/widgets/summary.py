@@ -5,8 +5,8 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
-from etu_tui.messages import ProgramFacts
 from etu_tui.widgets.formatting import nbytes, plural
+from runner.workspace import ProgramFacts
 
 
 def _field(label: str, value: str) -> Content:

@@ -80,14 +80,14 @@ class VirtualTable(ScrollView, can_focus=True):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "cursor(-1)", "Up", show=False),
-        Binding("down", "cursor(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown,space", "page(1)", "Page down", show=False),
-        Binding("home", "jump(0)", "First", show=False),
-        Binding("end", "jump(-1)", "Last", show=False),
-        Binding("left", "scroll_left", "Left", show=False),
-        Binding("right", "scroll_right", "Right", show=False),
+        Binding("up", "cursor(-1)", "Up", show=False, id="cursor_up"),
+        Binding("down", "cursor(1)", "Down", show=False, id="cursor_down"),
+        Binding("pageup", "page(-1)", "Page up", show=False, id="page_up"),
+        Binding("pagedown,space", "page(1)", "Page down", show=False, id="page_down"),
+        Binding("home", "jump(0)", "First", show=False, id="first"),
+        Binding("end", "jump(-1)", "Last", show=False, id="last"),
+        Binding("left", "scroll_left", "Left", show=False, id="scroll_left"),
+        Binding("right", "scroll_right", "Right", show=False, id="scroll_right"),
     ]
 
     cursor_row: reactive[int] = reactive(0, layout=False, init=False)

@@ -1,0 +1,235 @@
+"""Parser worst cases next to typical inputs of the same size (issue 9).
+
+For each text format etu parses, a typical input (real artifacts repeated to the size) and
+hostile ones built to hit each parser's weak spots (one endless line, escape sequences on
+every line, huge literals, printf garbage, deep nesting, a debug XML that forces the
+regex fallback, a CSV with one enormous cell) are parsed at 1 MB and 10 MB. Goal: each
+hostile input's time per MB within 3x of the typical one's, and its peak memory (tracemalloc)
+within 3x: parsers stay linear and bounded whatever they are fed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+DATA = ROOT / "tests" / "data"
+DEMO = ROOT / "etu_tui" / "demo"
+SIZES = (1 << 20, 10 << 20)
+GOAL_RATIO = 3.0
+ESC = "\x1b]0;pwned\x07\x1b[2J\x1b]52;c;aGk=\x07\u202e"
+
+
+def _fill(unit: bytes, size: int) -> bytes:
+    return (unit * (size // max(len(unit), 1) + 1))[:size]
+
+
+def _transcripts() -> bytes:
+    return b"\n".join(p.read_bytes() for p in sorted((DATA / "transcripts").rglob("*.log")))
+
+
+# ------------------------------------------------------------------------- the inputs
+
+
+def log_cases(size: int) -> dict[str, bytes]:
+    typical = _fill(_transcripts() + b"\n", size)
+    line = b"I [executorch:arm_executor_runner.cpp:912 runner_init()] PTE @ 0x70000000 "
+    return {
+        "typical": typical,
+        "one endless line": _fill(b"x" * 1023 + b"\x1b", size),
+        "escapes on every line": _fill(line + ESC.encode() * 4 + b"\n", size),
+        "huge literals": _fill(line + b"Size: " + b"9" * 5000 + b"\n", size),
+        "printf garbage": _fill(b"I [executorch:f.cpp:zu f()] %zu %s %n %p 0x%x\n", size),
+        "no prefix, trace tags": _fill(b"[T0001] [TRACE] <inf> a: %zu failed 0x\n", size),
+        # a line per byte: over the goal by design (every physical line is an event, and a
+        # typical log has ~60x fewer lines per MB); measured at 1 MB only
+        **({"empty-line flood": _fill(b"\r", size)} if size <= 1 << 20 else {}),
+    }
+
+
+def ld_map_cases(size: int) -> dict[str, bytes]:
+    real = (DEMO / "firmware" / "arm_executor_runner.map").read_bytes()
+    head, _, body = real.partition(b"Linker script and memory map")
+    rows = b"".join(
+        b" .text.f%06d  0x%08x  0x10 obj%d.o\n                0x%08x   f%d\n" % (i, i, i, i, i)
+        for i in range(2000)
+    )
+    return {
+        "typical": head + b"Linker script and memory map\n" + _fill(body, size - len(head)),
+        "long names": head + b"Linker script and memory map\n"
+        + _fill(b" .text." + b"a" * 60000 + b"\n  0x10 0x20 x.o\n", size - len(head)),
+        "many symbols": head + b"Linker script and memory map\n" + _fill(rows, size - len(head)),
+        "garbage": _fill(b"0x 0x 0x ( ) *(.text*) \x1b[2J\n", size),
+    }  # fmt: skip
+
+
+def script_cases(size: int) -> dict[str, bytes]:
+    real = (DEMO / "firmware" / "arm_executor_runner.ld").read_bytes()
+    regions = b"".join(
+        b"  R%d (rwx) : ORIGIN = 0x%x, LENGTH = 0x1000\n" % (i, i * 0x1000) for i in range(20000)
+    )
+    deep = b"(" * 30 + b"1" + b")" * 30
+    # typical: the real script with its SECTIONS statements repeated to the size
+    head, _, rest = real.partition(b"SECTIONS")
+    body = rest[rest.index(b"{") + 1 : rest.rindex(b"}")]
+    typical = head + b"SECTIONS\n{\n" + _fill(body, size - len(head) - 16)
+    typical = typical[: typical.rindex(b"}") + 1] + b"\n}\n"
+    return {
+        "typical": typical,
+        "many regions": b"MEMORY {\n" + _fill(regions, size - 12) + b"\n}\n",
+        "deep expressions": _fill(b"A = " + b" + ".join([deep] * 15) + b";\n", size),
+        "huge literals": _fill(b"B = " + b"9" * 4000 + b";\n", size),
+        "unclosed braces": _fill(b"SECTIONS { .x : { *(.x) \n", size),
+    }
+
+
+def debug_xml_cases(size: int) -> dict[str, bytes]:
+    real = next((DATA / "vela").rglob("*_debug.xml")).read_bytes()
+    start = real.index(b"<table")
+    end = real.rindex(b"</table>") + len(b"</table>")
+    tables = real[start:end]
+    head, tail = real[:start], real[end:]
+    fill = _fill(tables + b"\n", size - len(head) - len(tail))
+    valid = head + fill[: fill.rindex(b"</table>") + 8] + tail
+    return {
+        "typical": valid,
+        "malformed (regex fallback)": valid.replace(b"</debug>", b"<oops>"),
+        "unclosed tables": head + _fill(b'<table name="perf"><![CDATA[a,b\n1,2\n', size),
+        "lone angle brackets": head + _fill(b"<table <table </table <<<<", size),
+    }
+
+
+def per_layer_cases(size: int) -> dict[str, bytes]:
+    real = (DEMO / "vela" / "out_per-layer.csv").read_bytes()
+    header, _, rows = real.partition(b"\n")
+    return {
+        "typical": header + b"\n" + _fill(rows, size),
+        "one enormous cell": header + b"\n" + b"Conv,Conv,NPU," + b"9" * size + b"\n",
+        "unclosed quote": header + b"\n" + b'"' + _fill(b"a,b\n", size),
+        "escapes in names": header + b"\n" + _fill(b"Conv,Conv,NPU,1,1,1,1,1,1,1,1,1,1,1,1,"
+                                                   + ESC.encode() + b"\n", size),
+    }  # fmt: skip
+
+
+def stdout_cases(size: int) -> dict[str, bytes]:
+    real = (DEMO / "vela" / "vela_stdout.txt").read_bytes()
+    return {
+        "typical": _fill(real + b"\n", size),
+        "one endless line": _fill(b"Total SRAM used " * 64, size),
+        "escapes": _fill(ESC.encode() + b" cycles " + b"9" * 400 + b"\n", size),
+    }
+
+
+def _parse_log(data: bytes) -> None:
+    from parsers.runner_log import LogSummary, RunnerLogParser
+
+    parser, summary = RunnerLogParser(), LogSummary()
+    for at in range(0, len(data), 1 << 16):
+        for event in parser.feed(data[at : at + (1 << 16)]):
+            summary.add(event)
+    for event in parser.close():
+        summary.add(event)
+    summary.to_json()
+
+
+def _tolerant(parse: Callable[[bytes], object]) -> Callable[[bytes], None]:
+    from parsers.errors import ParseError
+
+    def run(data: bytes) -> None:
+        # refusing an input is a fine outcome; only time and memory are measured
+        with contextlib.suppress(ParseError):
+            parse(data)
+
+    return run
+
+
+def formats() -> dict[str, tuple[Callable[[int], dict[str, bytes]], Callable[[bytes], None]]]:
+    from parsers.ld_map import parse_ld_map
+    from parsers.linker_script import parse_linker_script
+    from parsers.vela_csv import parse_per_layer_csv
+    from parsers.vela_debug_db import parse_debug_db
+    from parsers.vela_stdout import parse_vela_stdout
+
+    return {
+        "runner log": (log_cases, _parse_log),
+        "ld map": (ld_map_cases, _tolerant(lambda d: parse_ld_map(d.decode("utf-8", "replace")))),
+        "linker script": (
+            script_cases, _tolerant(lambda d: parse_linker_script(d.decode("utf-8", "replace")))
+        ),
+        "vela debug xml": (debug_xml_cases, _tolerant(parse_debug_db)),
+        "vela per-layer csv": (per_layer_cases, _tolerant(parse_per_layer_csv)),
+        "vela stdout": (stdout_cases, _tolerant(parse_vela_stdout)),
+    }  # fmt: skip
+
+
+# ------------------------------------------------------------------------- measuring
+
+
+def measure(parse: Callable[[bytes], None], data: bytes) -> tuple[float, int]:
+    """(seconds per MB, best of two; peak traced bytes of one pass)."""
+    best = float("inf")
+    for _ in range(2):
+        start = time.perf_counter()
+        parse(data)
+        best = min(best, time.perf_counter() - start)
+    tracemalloc.start()
+    parse(data)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return best / (len(data) / (1 << 20)), peak
+
+
+def main() -> dict:
+    results: dict = {}
+    over: list[str] = []
+    worst_time = worst_memory = 0.0
+    for name, (cases, parse) in formats().items():
+        for size in SIZES:
+            inputs = cases(size)
+            typical_s, typical_peak = measure(parse, inputs["typical"])
+            for case, data in inputs.items():
+                seconds, peak = measure(parse, data) if case != "typical" else (
+                    typical_s, typical_peak
+                )  # fmt: skip
+                time_ratio = seconds / typical_s if typical_s else 0.0
+                memory_ratio = peak / typical_peak if typical_peak else 0.0
+                if case != "typical":
+                    worst_time = max(worst_time, time_ratio)
+                    worst_memory = max(worst_memory, memory_ratio)
+                key = f"{name} / {case} / {size >> 20} MB"
+                results[key] = {
+                    "ms_per_mb": round(seconds * 1e3, 2), "peak_mb": round(peak / 2**20, 2),
+                    "time_ratio": round(time_ratio, 2), "memory_ratio": round(memory_ratio, 2),
+                }  # fmt: skip
+                mark = "" if case == "typical" or (
+                    time_ratio <= GOAL_RATIO and memory_ratio <= GOAL_RATIO
+                ) else "  OVER"  # fmt: skip
+                if mark:
+                    over.append(key)
+                print(
+                    f"{key:<58} {seconds * 1e3:9.1f} ms/MB  x{time_ratio:5.2f}  "
+                    f"peak {peak / 2**20:7.1f} MB  x{memory_ratio:5.2f}{mark}",
+                    flush=True,
+                )
+    summary = {
+        "cases": results,
+        "worst_time_ratio": round(worst_time, 2),
+        "worst_memory_ratio": round(worst_memory, 2),
+        "goal_ratio": GOAL_RATIO,
+        "over_goal": over,
+        "meets_goal": worst_time <= GOAL_RATIO and worst_memory <= GOAL_RATIO,
+    }
+    print(json.dumps({k: v for k, v in summary.items() if k != "cases"}))
+    return summary
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,277 @@
+"""Fuzz harnesses, one per format etu reads, with corpora seeded from real artifacts.
+
+Each harness takes bytes and may only return or raise :class:`ParseError`: anything else
+(a traceback, a hang, a blow-up) is a finding. Findings are kept as regression inputs
+under ``tests/data/fuzz/<format>/`` and replayed by ``tests/test_fuzz.py`` on every
+``make test``; a bounded hypothesis run there mutates the seeds for a few seconds per
+format, and ``make fuzz`` runs ``python -m tests.fuzzing FORMAT SECONDS`` under atheris
+(libFuzzer, coverage guided) for a long run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from parsers.errors import ParseError
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
+FINDINGS = DATA / "fuzz"
+DEMO = ROOT / "etu_tui" / "demo"
+ARTIFACTS = ROOT / "tests" / ".artifacts"
+MAX_SEED = 4 << 20  # seeds above this size are left out (mutating them is slow)
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def fuzz_program(data: bytes) -> None:
+    from parsers.program_facts import inspect_record
+    from parsers.pte import decode_program
+
+    program = decode_program(data, "fuzz.pte")
+    json.dumps(inspect_record(program))
+
+
+def fuzz_payload(data: bytes) -> None:
+    from parsers.ethosu import decode_ethosu_payload
+    from parsers.program_facts import payload_summary
+
+    json.dumps(payload_summary(decode_ethosu_payload(data)))
+
+
+def fuzz_vela_summary(data: bytes) -> None:
+    from parsers.vela_csv import parse_summary_csv
+
+    parse_summary_csv(data, "fuzz_summary.csv")
+
+
+def fuzz_vela_per_layer(data: bytes) -> None:
+    from parsers.vela_csv import parse_per_layer_csv
+
+    parse_per_layer_csv(data, "fuzz_per-layer.csv")
+
+
+def fuzz_vela_debug(data: bytes) -> None:
+    from parsers.vela_debug_db import parse_debug_db
+
+    parse_debug_db(data, "fuzz_debug.xml")
+
+
+def fuzz_vela_stdout(data: bytes) -> None:
+    from parsers.vela_stdout import parse_vela_stdout
+
+    parse_vela_stdout(data, "fuzz_stdout.txt")
+
+
+def fuzz_elf(data: bytes) -> None:
+    from parsers.elf_map import decode_elf
+    from parsers.memory_map import build_memory_map, elf_record
+
+    image = decode_elf(data, "fuzz.elf")
+    json.dumps(elf_record(build_memory_map(image)))
+
+
+def fuzz_ld_map(data: bytes) -> None:
+    from parsers.ld_map import parse_ld_map
+
+    parse_ld_map(_text(data), "fuzz.map")
+
+
+def fuzz_linker_script(data: bytes) -> None:
+    from parsers.linker_script import parse_linker_script
+
+    parse_linker_script(_text(data), "fuzz.ld")
+
+
+def fuzz_runner_log(data: bytes) -> None:
+    """Fed in uneven chunks (cut anywhere, as a UART delivers), then summarised."""
+    from parsers.runner_log import LogSummary, RunnerLogParser
+
+    parser, summary = RunnerLogParser(max_line=256), LogSummary()
+    step = 1 + (data[0] % 97 if data else 0)
+    for at in range(0, len(data), step):
+        for event in parser.feed(data[at : at + step]):
+            summary.add(event)
+            json.dumps(event.to_json())
+    for event in parser.close():
+        summary.add(event)
+    json.dumps(summary.to_json())
+
+
+def fuzz_session(data: bytes) -> None:
+    """A session folder whose files are cut from the input: meta.json, events.jsonl,
+    raw.index and raw.log, read back as `etu log` and the history views do."""
+    from runner.session import read_session
+
+    parts = data.split(b"\x00\x00", 3) + [b""] * 3
+    folder = Path(tempfile.mkdtemp(prefix="etu-fuzz-session-"))
+    try:
+        for name, part in zip(("meta.json", "events.jsonl", "raw.index", "raw.log"), parts,
+                              strict=False):  # fmt: skip
+            (folder / name).write_bytes(part)
+        session = read_session(folder)
+        assert isinstance(session.meta, dict)
+        fuzz_runner_log(session.raw)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+HARNESSES: dict[str, Callable[[bytes], None]] = {
+    "program": fuzz_program,
+    "payload": fuzz_payload,
+    "vela_summary": fuzz_vela_summary,
+    "vela_per_layer": fuzz_vela_per_layer,
+    "vela_debug": fuzz_vela_debug,
+    "vela_stdout": fuzz_vela_stdout,
+    "elf": fuzz_elf,
+    "ld_map": fuzz_ld_map,
+    "linker_script": fuzz_linker_script,
+    "runner_log": fuzz_runner_log,
+    "session": fuzz_session,
+}
+
+
+def _payloads() -> list[bytes]:
+    from parsers.program_facts import delegates
+    from parsers.pte import open_program
+
+    blobs = []
+    for path in _programs():
+        try:
+            with open_program(path) as program:
+                blobs += [bytes(program.delegate_payload(d.delegate)) for d in delegates(program)]
+        except ParseError:
+            continue
+    return blobs
+
+
+def _programs() -> list[Path]:
+    return [DEMO / "demo_cnn.pte", *sorted(ARTIFACTS.glob("*/*.pte"))]
+
+
+def _session_seed(folder: Path) -> bytes:
+    names = ("meta.json", "events.jsonl", "raw.index", "raw.log")
+    return b"\x00\x00".join((folder / n).read_bytes() if (folder / n).exists() else b""
+                            for n in names)  # fmt: skip
+
+
+def seed_files(name: str) -> list[Path]:
+    """The real artifacts a format's corpus starts from."""
+    vela, demo_vela = DATA / "vela", DEMO / "vela"
+    return {
+        "program": _programs(),
+        "payload": [],
+        "vela_summary": [*sorted(vela.rglob("*_summary_*.csv")),
+                         *demo_vela.glob("*_summary_*.csv")],
+        "vela_per_layer": [*sorted(vela.rglob("*_per-layer.csv")),
+                           demo_vela / "out_per-layer.csv"],
+        "vela_debug": sorted(vela.rglob("*_debug.xml")),
+        "vela_stdout": [*sorted(vela.rglob("stdout.txt")), demo_vela / "vela_stdout.txt"],
+        "elf": [DEMO / "firmware" / "arm_executor_runner.elf"],
+        "ld_map": [DEMO / "firmware" / "arm_executor_runner.map"],
+        "linker_script": [DEMO / "firmware" / "arm_executor_runner.ld",
+                          *sorted((ROOT / "runner" / "firmware_src").glob("*.ld"))],
+        "runner_log": sorted((DATA / "transcripts").rglob("*.log")),
+        "session": [],
+    }[name]  # fmt: skip
+
+
+def seeds(name: str) -> list[bytes]:
+    """Seed inputs (real artifacts), then every kept finding for the format."""
+    found = [p.read_bytes() for p in seed_files(name) if p.is_file()]
+    if name == "payload":
+        found = _payloads()
+    if name == "session":
+        found = [_session_seed(f) for f in sorted((DATA / "sessions").glob("*/*")) if f.is_dir()]
+    return [s for s in found if len(s) <= MAX_SEED] + [p.read_bytes() for p in findings(name)]
+
+
+def findings(name: str) -> list[Path]:
+    folder = FINDINGS / name
+    return sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+
+
+def run_one(name: str, data: bytes) -> None:
+    """The harness, with ParseError (the one allowed failure) swallowed."""
+    try:
+        HARNESSES[name](data)
+    except ParseError as error:
+        str(error)  # the message itself must not fail
+
+
+def keep_finding(name: str, data: bytes) -> Path:
+    import hashlib
+
+    folder = FINDINGS / name
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"finding-{hashlib.sha256(data).hexdigest()[:16]}"
+    path.write_bytes(data)
+    return path
+
+
+def main(argv: list[str]) -> int:
+    """``python -m tests.fuzzing FORMAT SECONDS``: atheris (libFuzzer) on one harness,
+    corpus seeded from the real artifacts; a crash is written to tests/data/fuzz/FORMAT/."""
+    name, seconds = argv[0], int(argv[1]) if len(argv) > 1 else 60
+    try:
+        import atheris
+    except ImportError:
+        return hypothesis_run(name, seconds)
+    corpus = Path(tempfile.mkdtemp(prefix=f"etu-fuzz-{name}-"))
+    for i, seed in enumerate(seeds(name)):
+        (corpus / f"seed-{i}").write_bytes(seed)
+
+    run_one(name, b"")  # imports the harness's parsers, then coverage for them
+    atheris.instrument_all()
+
+    def one_input(data: bytes) -> None:
+        try:
+            run_one(name, data)
+        except Exception:
+            print(f"finding kept: {keep_finding(name, data)}", file=sys.stderr)
+            raise
+
+    atheris.Setup(
+        [sys.argv[0], str(corpus), f"-max_total_time={seconds}", "-rss_limit_mb=2048",
+         "-timeout=10", f"-artifact_prefix={corpus}/", "-max_len=1048576"],
+        one_input,
+    )  # fmt: skip
+    (FINDINGS / name).mkdir(parents=True, exist_ok=True)
+    atheris.Fuzz()
+    return 0
+
+
+def hypothesis_run(name: str, seconds: int) -> int:
+    """Without atheris: the bounded test's mutator, for ``seconds``, findings kept."""
+    import time
+
+    from hypothesis import HealthCheck, given, settings
+
+    from tests.test_fuzz import mutated
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+
+        @settings(max_examples=2000, deadline=None, database=None,
+                  suppress_health_check=list(HealthCheck))  # fmt: skip
+        @given(mutated(name))
+        def one(data: bytes) -> None:
+            try:
+                run_one(name, data)
+            except Exception:
+                print(f"finding kept: {keep_finding(name, data)}", file=sys.stderr)
+                raise
+
+        one()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
