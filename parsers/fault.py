@@ -110,11 +110,10 @@ class FaultReport:
     def lines(self) -> list[str]:
         """The readable form: causes, registers by name, PC and LR."""
         out = list(self.causes) or ["fault with no status bits set"]
-        for name in ("cfsr", "hfsr"):
-            if name in self.registers:
-                out.append(f"{name.upper()} {self.registers[name]:#010x}")
-        if self.bits:
-            out[-1] += f" ({', '.join(self.bits)})"
+        status = [f"{n.upper()} {self.registers[n]:#010x}" for n in ("cfsr", "hfsr")
+                  if n in self.registers]  # fmt: skip
+        if status:
+            out.append(", ".join(status) + (f" ({', '.join(self.bits)})" if self.bits else ""))
         if self.pc is not None:
             out.append(f"PC {self.pc.text()}")
         if self.lr is not None:
