@@ -50,6 +50,7 @@ from runner.compile_request import (
     RequestError,
 )
 from runner.compile_worker import STAGES
+from runner.workspace import compile_root, workspace_of
 
 DEFAULT_SOURCE = "cnn"
 DEFAULT_TARGET = "ethos-u55-128"
@@ -60,21 +61,6 @@ SWEEP_COLUMNS = (
     "Target", "System config", "Memory mode", "Cycles", "µs", "SRAM KiB", "Flash KiB",
     "DRAM KiB", "CPU ops", "Program B", "Scratch B", "Message",
 )  # fmt: skip
-
-
-def compile_root(workspace: Path) -> Path:
-    """Where compile output goes: ``<workspace>/.etu/compile``."""
-    return workspace / ".etu" / "compile"
-
-
-def workspace_of(program: Path) -> Path:
-    """The workspace a program belongs to: a compiled result's job folder
-    (``<ws>/.etu/compile/<job>/x.pte``) belongs to ``<ws>``, anything else to its folder."""
-    folder = program.parent
-    root = folder.parent
-    if root.name == "compile" and root.parent.name == ".etu":
-        return root.parent.parent
-    return folder
 
 
 class CompileBridge(CompileListener):
