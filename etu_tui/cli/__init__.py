@@ -139,9 +139,12 @@ class JsonErrors:
     when the command fails (a non-zero status), each ``etu: ...`` line becomes
     ``{"error": "..."}`` on stdout, and on success the held notices go to stderr as text."""
 
-    def __init__(self, out, err) -> None:
+    def __init__(self, out, err, error_statuses=None) -> None:
         self._out, self._err = out, err
         self._held: list[str] = []
+        # None: any non-zero status is a failure; a command whose other statuses report an
+        # outcome already in its JSON (etu run: how the run ended) names its error statuses.
+        self._error_statuses = error_statuses
 
     def write(self, text: str) -> int:
         self._held.append(text)
@@ -158,7 +161,8 @@ class JsonErrors:
         self._held.clear()
         if not text:
             return
-        if status == 0:
+        failed = status != 0 if self._error_statuses is None else status in self._error_statuses
+        if not failed:
             self._err.write(text)
             return
         for line in text.splitlines():
@@ -193,7 +197,9 @@ def _run_command(argv: list[str]) -> int:
     args = parser.parse_args(argv[1:])
     args.command = name
     out, err = SafeStream(sys.stdout), SafeStream(sys.stderr)
-    errors = JsonErrors(out, err) if getattr(args, "json", False) else None
+    errors = None
+    if getattr(args, "json", False):
+        errors = JsonErrors(out, err, getattr(module, "JSON_ERROR_STATUSES", None))
     status = 1
     try:
         try:

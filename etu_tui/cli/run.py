@@ -9,6 +9,8 @@ from typing import TextIO
 
 from etu_tui.cli.common import add_target_option
 
+# With --json, statuses other than 2 are the run's ending, already in the JSON outcome.
+JSON_ERROR_STATUSES = (2,)
 HELP = "run the firmware on a Corstone FVP or the emulated board, stream and record its output"
 
 
