@@ -654,6 +654,7 @@ class Program:
 # file that shrank gives a ParseError instead of a SIGBUS on the missing pages.
 MAP_THRESHOLD = 64 * MiB
 CHANGED = "file changed while read"
+HEAD_LIMIT = 256 * MiB  # a mapped program's FlatBuffer part up to this size is read
 
 
 def open_program(path: str | os.PathLike[str]) -> Program:
@@ -683,15 +684,46 @@ def open_program(path: str | os.PathLike[str]) -> Program:
     try:
         if guard is not None:
             guard.check(source)
-        program = decode_program(data, source)
-        if guard is not None:
+            head = _flatbuffer_head(guard, size, source)
+            if head is not None:
+                # The FlatBuffer part read into memory: a file cut short while it is decoded
+                # cannot reach the decoder; segments stay mapped, read through the guard.
+                with as_parse_errors(source):
+                    program = _decode_program(memoryview(head), source, file_size=size)
+                program.data = guard.mapped
+            else:
+                program = decode_program(data, source)
             guard.check(source)
+        else:
+            program = decode_program(data, source)
+    except ParseError:
+        if guard is not None:
+            try:
+                guard.check(source)  # a file cut short reads as zeros: say what happened
+            finally:
+                guard.close()
+        raise
     except BaseException:
         if guard is not None:
             guard.close()
         raise
     program._closer = guard
     return program
+
+
+def _flatbuffer_head(guard: _MappedFile, size: int, source: str) -> bytes | None:
+    """The first ``program_size`` bytes of an ``ET12`` file whose extended header says where
+    its FlatBuffer ends, read (not mapped); None for anything else (decoded from the map)."""
+    first = os.pread(guard.fd, 64, 0)
+    if len(first) < 40 or first[4:8] != PROGRAM_IDENTIFIER.encode() or first[8:12] != b"eh00":
+        return None
+    program_size = int.from_bytes(first[16:24], "little")
+    if not 40 <= program_size <= size or program_size > HEAD_LIMIT:
+        return None
+    head = os.pread(guard.fd, program_size, 0)
+    if len(head) != program_size:
+        raise ParseError(f"{CHANGED} (shrank below {program_size:,} bytes)", source=source)
+    return head
 
 
 def _changed(before: os.stat_result, after: os.stat_result) -> bool:
@@ -828,8 +860,10 @@ def _decode_extended_header(view: memoryview) -> ExtendedHeader | None:
     )
 
 
-def _decode_program(view: memoryview, source: str) -> Program:
-    file_size = len(view)
+def _decode_program(view: memoryview, source: str, file_size: int | None = None) -> Program:
+    """``view`` is the whole file, or (``file_size`` given) only its FlatBuffer part, the
+    first ``program_size`` bytes: the caller then gives the program the whole file's data."""
+    file_size = len(view) if file_size is None else file_size
     warnings: list[str] = []
     header = _decode_extended_header(view)
     program_size = file_size

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -94,3 +95,45 @@ def test_a_file_that_grows_while_read(tmp_path, demo_pte, monkeypatch) -> None:
     monkeypatch.setattr(pte.os, "read", growing_read)
     with pytest.raises(ParseError, match="file changed while read"):
         open_program(copy)
+
+
+def test_a_large_segmented_program_decodes_its_flatbuffer_from_memory(tmp_path) -> None:
+    """Mapped with an extended header: the FlatBuffer part is read into memory, so a file
+    cut short during decoding is a ParseError (the check after decoding), not a SIGBUS on
+    the map; the decoded program equals the in-memory one. In a child process, as above."""
+    from parsers.program_facts import inspect_record
+    from tests.real_programs import build
+
+    source = build("u55_segment")
+    copy = tmp_path / "seg.pte"
+    shutil.copy(source, copy)
+    with open_program(copy) as program:
+        assert program.extended_header is not None and program.segments
+        expected = inspect_record(program)
+    script = textwrap.dedent(f"""
+        import json, os
+        from parsers import pte
+        from parsers.errors import ParseError
+        from parsers.program_facts import inspect_record
+        pte.MAP_THRESHOLD = 0
+        with pte.open_program({str(copy)!r}) as program:
+            assert program._closer is not None  # mapped
+            print(json.dumps(inspect_record(program)))
+        real = pte._decode_plan
+        def cutting(table):
+            os.truncate({str(copy)!r}, 64)
+            return real(table)
+        pte._decode_plan = cutting
+        try:
+            pte.open_program({str(copy)!r})
+        except ParseError as error:
+            print("ParseError:", error)
+    """)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
+    mapped_record, error_line = result.stdout.splitlines()
+    assert json.loads(mapped_record) == json.loads(json.dumps(expected))
+    assert error_line.startswith("ParseError:") and "file changed while read" in error_line
