@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 
 from parsers.errors import ParseError, WrongKindError
@@ -42,12 +43,20 @@ class EmbeddedProgram:
 
 
 def is_elf(path: str | os.PathLike[str]) -> bool:
-    """True when ``path`` starts with the ELF magic (a regular file only)."""
+    """True when ``path`` is a regular file starting with the ELF magic. Never blocks: a
+    FIFO or a device is not opened for reading (the caller's reader refuses it)."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read(4) == b"\x7fELF"
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        return os.pread(fd, 4, 0) == b"\x7fELF"
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def find_embedded_program(path: str | os.PathLike[str]) -> EmbeddedProgram | None:
