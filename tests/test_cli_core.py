@@ -119,3 +119,18 @@ def test_a_firmware_without_a_program_and_a_cut_one(tmp_path: Path) -> None:
     result = run_etu("inspect", "--json", str(cut))
     assert result.returncode == 1 and "error" in json.loads(result.stdout)
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.anyio
+async def test_the_console_opens_a_firmware() -> None:
+    """`etu FIRMWARE.elf`: the console shows the program baked into it."""
+    from etu_tui.app import EtuApp
+
+    app = EtuApp(FIRMWARE)
+    async with app.run_test(size=(120, 36)) as pilot:
+        for _ in range(600):
+            if app.load_state != "loading":
+                break
+            await pilot.pause(0.05)
+        assert app.load_state == "ready"
+        assert app.facts.path == FIRMWARE and app.facts.delegate_calls == 1
