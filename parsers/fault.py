@@ -178,6 +178,18 @@ def decode_fault(
     return report
 
 
+def describe_fault(
+    registers: dict[str, int], elf: str | os.PathLike[str] | None = None
+) -> list[str]:
+    """The words for the console's fault banner (which prints the registers itself): what
+    went wrong, then PC and LR with function, offset and source line where known."""
+    report = decode_fault(registers, elf)
+    lines = list(report.causes) or ["fault with no status bits set"]
+    lines += [f"{name} {where.text()}" for name, where in (("PC", report.pc), ("LR", report.lr))
+              if where is not None]  # fmt: skip
+    return lines + report.notes
+
+
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -253,4 +265,4 @@ def _line_rows(dwarf) -> list[tuple[int, str, int]]:
     return rows
 
 
-__all__ = ["ElfSymbols", "FaultReport", "Location", "decode_fault"]
+__all__ = ["ElfSymbols", "FaultReport", "Location", "decode_fault", "describe_fault"]
