@@ -25,7 +25,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from etu_tui.commands import EtuCommands, PaletteCommand
 from etu_tui.keys import KEYS, PANELS, bindings, panel_bindings, spec_by_id
-from etu_tui.safe_text import printable
+from etu_tui.safe_text import PrintableFilter, printable
 from etu_tui.screens.help import HelpScreen
 from etu_tui.screens.open_file import OpenFileScreen
 from etu_tui.widgets import CompilePanel, ErrorPanel, RunPanel
@@ -126,6 +126,8 @@ class EtuApp(App[int]):
         self._request = 0  # increases per open; stale worker results are dropped
         self.load_state: str = "loading"  # loading / ready / failed: for tests and scripts
         self._user_keymap = keymap
+        # The boundary to the terminal: no rendered line carries a raw control (issue 9).
+        self._filters.append(PrintableFilter())
 
     # -- layout ------------------------------------------------------------------------
 
