@@ -239,7 +239,7 @@ class EtuApp(App[int]):
         await self._show_plan()
         npu = self.npu_panel
         if message.vela is not None:
-            npu.set_own(message.vela, facts.name, short_path(facts.path.parent))
+            npu.set_own(message.vela, printable(facts.name), short_path(facts.path.parent))
         own = npu.own_report
         self.memory_panel.set_program(facts, self.workspace, own)
         self.run_panel.set_program(

@@ -14,6 +14,7 @@ import pytest
 from textual.widgets import TabbedContent
 
 from etu_tui.app import EtuApp
+from etu_tui.safe_text import PrintableFilter
 from etu_tui.screenshots import settle
 from etu_tui.widgets.history import HistoryPanel
 from tests.hostile import HOSTILE, hostile_elf, hostile_log, hostile_program, hostile_vela
@@ -23,6 +24,7 @@ pytestmark = pytest.mark.anyio
 
 SIZE = (140, 45)
 TABS = ["program", "tensors", "delegates", "npu", "memory", "fit", "compile", "history", "run"]
+PROGRAM = f"program{HOSTILE}.pte"  # a hostile file name too
 FORBIDDEN_SET = frozenset(FORBIDDEN) - {"\n"}
 
 
@@ -40,7 +42,7 @@ def leaks(text: str) -> list[str]:
 def workspace(tmp_path: Path) -> Path:
     folder = tmp_path / f"ws{HOSTILE}"
     folder.mkdir()
-    hostile_program(folder / "program.pte")
+    hostile_program(folder / PROGRAM)
     hostile_vela(folder / "vela")
     elf = hostile_elf(tmp_path / "elf")
     (folder / "firmware").mkdir()
@@ -54,8 +56,15 @@ def workspace(tmp_path: Path) -> Path:
     return folder
 
 
-async def test_no_view_lets_hostile_text_reach_the_terminal(workspace: Path) -> None:
-    app = EtuApp(workspace / "program.pte")
+@pytest.mark.parametrize("boundary", [True, False], ids=["with-filter", "widgets-alone"])
+async def test_no_view_lets_hostile_text_reach_the_terminal(
+    workspace: Path, boundary: bool
+) -> None:
+    """With the app's PrintableFilter (what users get), and without it: each widget must
+    route outside text through printable itself, so it is laid out at its escaped width."""
+    app = EtuApp(workspace / PROGRAM)
+    if not boundary:
+        app._filters = [f for f in app._filters if not isinstance(f, PrintableFilter)]
     found: dict[str, list[str]] = {}
     escaped = False
     async with app.run_test(size=SIZE) as pilot:

@@ -218,11 +218,11 @@ class HistoryPanel(Vertical):
         line = row.ending["proof_line"]
         return [
             mark + (row.started_text or row.id),
-            row.kind + ("*" if row.simulated else ""),
-            row.target,
+            printable(row.kind) + ("*" if row.simulated else ""),
+            printable(row.target),
             printable(f"{row.program['name']} {row.program['short']}".strip()),
             printable(f"{row.firmware['name']} {row.firmware['short']}".strip()),
-            row.ending["reason"] + (f" @{line}" if line else ""),
+            printable(row.ending["reason"] + (f" @{line}" if line else "")),
             _n(row.npu_cycles),
             _n(row.cpu_cycles),
             _n(row.method_allocator_used),

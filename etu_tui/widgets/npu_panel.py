@@ -17,6 +17,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 
 from etu_tui.keys import bindings
+from etu_tui.safe_text import printable
 from etu_tui.widgets.npu import (
     AddReportScreen,
     CompareTable,
@@ -41,13 +42,13 @@ def report_label(result: VelaResult) -> str:
     """A label that tells two reports apart: every compile job writes Vela's output into
     a ``vela/`` folder, so the folder above it (the job or workspace) names it, and the
     configuration (accelerator, memory mode) follows."""
-    label = (result.label or "Vela report").rstrip("/")
+    label = printable((result.label or "Vela report").rstrip("/"))
     path = result.path
     if path is not None:
         folder = path if path.is_dir() else path.parent
         if folder.name == "vela" and folder.parent.name:
             inside = "" if folder == path else f"/{path.name}"
-            label = f"{folder.parent.name}/vela{inside}"
+            label = printable(f"{folder.parent.name}/vela{inside}")
     config = ""
     if result.report is not None:
         head = result.report.headline()
