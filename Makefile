@@ -44,6 +44,7 @@ run: setup
 	$(BIN)/etu
 
 test: setup
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
 demo: setup

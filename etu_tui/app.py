@@ -44,6 +44,7 @@ from etu_tui.widgets.program_panels import (
 )
 from etu_tui.widgets.run_log import TIME_MODES
 from etu_tui.widgets.run_model import LEVELS
+from parsers.errors import describe_error
 from parsers.pte import ExecutionPlan
 from runner.workspace import (
     ProgramFacts,
@@ -54,6 +55,7 @@ from runner.workspace import (
     program_target,
     resolve_target,
     workspace_vela,
+    writable_workspace,
 )
 
 DEMO_WORKSPACE = Path(__file__).resolve().parent / "demo"
@@ -119,7 +121,8 @@ class EtuApp(App[int]):
 
     def __init__(self, target: Path | None = None, keymap: dict[str, str] | None = None) -> None:
         super().__init__()
-        self.target = DEMO_WORKSPACE if target is None else Path(target)
+        # The demo ships in the package; an installed one is read-only: open a copy.
+        self.target = writable_workspace(DEMO_WORKSPACE) if target is None else Path(target)
         self.facts: ProgramFacts | None = None
         self.workspace: Path | None = None  # firmware, sessions and compile jobs live here
         self.plan_index = 0
@@ -212,7 +215,7 @@ class EtuApp(App[int]):
         try:
             vela = workspace_vela(path)  # its own errors stay in the NPU tab
         except Exception as error:
-            text = f"unexpected {type(error).__name__}: {error}".splitlines()[0]
+            text = describe_error(error)
             vela = VelaResult("Vela output", error=text)
         if get_current_worker().is_cancelled:
             _close(facts)
@@ -292,7 +295,7 @@ class EtuApp(App[int]):
         """Last line of defence: a worker that still raised is reported, not fatal."""
         error = event.worker.error
         if event.state == WorkerState.ERROR and error is not None:
-            text = f"unexpected {type(error).__name__}: {error}".splitlines()[0]
+            text = describe_error(error)
             if event.worker.group == "load":
                 self.post_message(ProgramFailed(self.target, text, self._request))
             else:

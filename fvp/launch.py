@@ -27,6 +27,7 @@ class FvpLaunch:
     simulated: bool  # the etu stand-in, not an Arm model
     argv: list[str]
     elf: Path
+    found: bool = True  # False: the simulator is not installed (argv has its bare name)
 
     def meta(self) -> dict:
         program_sha = embedded_program_sha256(self.elf)
@@ -51,9 +52,11 @@ def prepare_fvp_launch(
     fvp_path: Path | None = None,
     env: dict[str, str] | None = None,
     settings=None,
+    allow_missing: bool = False,
 ) -> FvpLaunch:
     """``settings`` (runner.config.Settings) adds its ``fvp_dir`` and ``executorch_src`` to
-    the places searched; None reads no settings."""
+    the places searched; None reads no settings. ``allow_missing`` (a dry run): a simulator
+    that is not installed gives the command with its bare name and ``found=False``."""
     try:
         fvp = fvp_target(target)
     except ValueError as error:
@@ -74,6 +77,11 @@ def prepare_fvp_launch(
                 "executorch_src": settings.executorch_src,
             }
         found = find_fvps(env, **where).get(fvp.executable)
+        if found is None and allow_missing:
+            argv = build_command(Path(fvp.executable), fvp, Path(elf), options)
+            return FvpLaunch(
+                fvp, Path(fvp.executable), "not found", False, argv, Path(elf), found=False
+            )
         if found is None:
             raise LaunchError(
                 f"{fvp.executable} not found (looked in ETU_FVP_DIR, PATH and "

@@ -70,3 +70,42 @@ def as_parse_errors(source: str | None = None) -> Iterator[None]:
         raise (error.with_source(source) if source else error) from None
     except (ConstructError, UnicodeDecodeError, OverflowError, ValueError) as error:
         raise FormatError(str(error).splitlines()[0], source=source) from None
+
+
+def find_parse_error(error: BaseException | None) -> ParseError | None:
+    """The ParseError behind ``error``: itself, or one it was raised while handling (e.g. a
+    BufferError from closing a map while a ParseError unwinds) or from."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, ParseError):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def first_line(text: str) -> str:
+    """The first non-blank line of ``text``, stripped ("" when there is none)."""
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def describe_error(error: BaseException, path: object | None = None) -> str:
+    """The one line a user sees for any exception.
+
+    A ParseError (or one behind ``error``) gives its field, offset and message, after
+    ``path`` (how the caller names the file: a name, a label) or else the file the error
+    names. Anything else gives ``unexpected <Kind>: <first line>``: never a traceback, never
+    several lines. ``path`` is shown as given (``str()``), so callers choose name or label.
+    """
+    where = None if path is None else str(path)
+    found = find_parse_error(error)
+    if found is not None:
+        where = where if where is not None else found.source
+        return f"{where}: {found.detail}" if where else found.detail
+    text = first_line(str(error))
+    kind = type(error).__name__
+    line = f"unexpected {kind}: {text}" if text else f"unexpected {kind}"
+    return f"{where}: {line}" if where else line

@@ -9,6 +9,7 @@ reserved) and a payload padded to 16 bytes, from ``vela_bin_stream`` to
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import IntEnum
 
 from construct import Array, Bytes, Int8ul, Int16ul, Int32sl, Int32ul, Struct
 
@@ -45,11 +46,31 @@ VELA_IOS = Struct("count" / Int32sl)
 # The driver's "custom operator payload": FourCC, then 32-bit driver actions.
 COP_ACTION = Struct("action" / Int8ul, "reserved" / Int8ul, "data" / Int16ul)
 OPTIMIZER_CONFIG = Struct("cfg" / Int32ul, "id" / Int32ul)
-ACTION_OPTIMIZER_CONFIG, ACTION_COMMAND_STREAM, ACTION_NOP = 1, 2, 5
+
+
+class CopAction(IntEnum):
+    """The driver actions of a custom operator payload (ethosu_driver.c)."""
+
+    OPTIMIZER_CONFIG = 1
+    COMMAND_STREAM = 2
+    NOP = 5
+
+
+ACTION_OPTIMIZER_CONFIG = CopAction.OPTIMIZER_CONFIG
+ACTION_COMMAND_STREAM = CopAction.COMMAND_STREAM
+ACTION_NOP = CopAction.NOP
 COMMAND_STREAM_FORMATS = ("COP1", "COP2")
 # Product field (bits 28-31) of the OPTIMIZER_CONFIG word. Checked on real programs from
 # ethos-u-vela 5.1.0: U55 0x1807, U65 0x10003008, U85 0x20000118 (all with FourCC COP1).
-NPU_PRODUCTS = {0: "ethos-u55", 1: "ethos-u65", 2: "ethos-u85"}
+
+
+class NpuProduct(IntEnum):
+    ETHOS_U55 = 0
+    ETHOS_U65 = 1
+    ETHOS_U85 = 2
+
+
+NPU_PRODUCTS = {product: product.name.lower().replace("_", "-") for product in NpuProduct}
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ import mmap
 import os
 import re
 from dataclasses import dataclass, field
+from enum import IntEnum
 
 from construct import (
     Const,
@@ -35,7 +36,7 @@ from parsers.errors import (
     WrongKindError,
     as_parse_errors,
 )
-from parsers.files import GiB, check_regular
+from parsers.files import GiB, MiB, open_regular
 from parsers.flatbuffers import BufferLike, FlatBuffer, Table
 
 PROGRAM_IDENTIFIER = "ET12"
@@ -70,12 +71,213 @@ SCALAR_TYPES: dict[int, tuple[str, int]] = {
     28: ("UInt32", 4), 29: ("UInt64", 8),
 }  # fmt: skip
 
+# --------------------------------------------------------------------------- the schema
+# One class per FlatBuffer table of schema/program.fbs (and bundled_program.fbs): each
+# member is the field's slot (its declaration order). A union takes two slots, its type tag
+# then its table; the union's members are the IntEnums below. A schema change is a line here.
+
+
+class ProgramSlot(IntEnum):
+    VERSION = 0
+    EXECUTION_PLAN = 1
+    CONSTANT_BUFFER = 2
+    BACKEND_DELEGATE_DATA = 3
+    SEGMENTS = 4
+    CONSTANT_SEGMENT = 5
+    MUTABLE_DATA_SEGMENTS = 6
+    NAMED_DATA = 7
+
+
+class BundledProgramSlot(IntEnum):
+    VERSION = 0
+    METHOD_TEST_SUITES = 1
+    PROGRAM = 2
+
+
+class BufferSlot(IntEnum):
+    STORAGE = 0
+
+
+class BackendDelegateInlineDataSlot(IntEnum):
+    DATA = 0
+
+
+class DataSegmentSlot(IntEnum):
+    OFFSET = 0
+    SIZE = 1
+
+
+class SubsegmentOffsetsSlot(IntEnum):
+    SEGMENT_INDEX = 0
+    OFFSETS = 1
+
+
+class NamedDataSlot(IntEnum):
+    KEY = 0
+    SEGMENT_INDEX = 1
+
+
+class ExecutionPlanSlot(IntEnum):
+    NAME = 0
+    CONTAINER_META_TYPE = 1
+    VALUES = 2
+    INPUTS = 3
+    OUTPUTS = 4
+    CHAINS = 5
+    OPERATORS = 6
+    DELEGATES = 7
+    NON_CONST_BUFFER_SIZES = 8
+
+
+class OperatorSlot(IntEnum):
+    NAME = 0
+    OVERLOAD = 1
+
+
+class ChainSlot(IntEnum):
+    INPUTS = 0
+    OUTPUTS = 1
+    INSTRUCTIONS = 2
+    STACKTRACE = 3
+
+
+class InstructionSlot(IntEnum):
+    INSTR_ARGS = 0  # union: tag, then slot 1 the table
+
+
+class KernelCallSlot(IntEnum):
+    OP_INDEX = 0
+    ARGS = 1
+
+
+class DelegateCallSlot(IntEnum):
+    DELEGATE_INDEX = 0
+    ARGS = 1
+
+
+class MoveCallSlot(IntEnum):
+    MOVE_FROM = 0
+    MOVE_TO = 1
+
+
+class JumpFalseCallSlot(IntEnum):
+    COND_VALUE_INDEX = 0
+    DESTINATION_INSTRUCTION = 1
+
+
+class FreeCallSlot(IntEnum):
+    VALUE_INDEX = 0
+
+
+class BackendDelegateSlot(IntEnum):
+    ID = 0
+    PROCESSED = 1
+    COMPILE_SPECS = 2
+
+
+class BackendDelegateDataReferenceSlot(IntEnum):
+    LOCATION = 0
+    INDEX = 1
+
+
+class CompileSpecSlot(IntEnum):
+    KEY = 0
+    VALUE = 1
+
+
+class EValueSlot(IntEnum):
+    VAL = 0  # union: tag, then slot 1 the table
+
+
+class ScalarBoxSlot(IntEnum):
+    """Int.int_val, Bool.bool_val, Double.double_val, String.string_val."""
+
+    VALUE = 0
+
+
+class ListSlot(IntEnum):
+    """IntList, DoubleList, BoolList, TensorList, OptionalTensorList: ``items``."""
+
+    ITEMS = 0
+
+
+class TensorSlot(IntEnum):
+    SCALAR_TYPE = 0
+    STORAGE_OFFSET = 1
+    SIZES = 2
+    DIM_ORDER = 3
+    REQUIRES_GRAD = 4
+    DATA_BUFFER_IDX = 5
+    ALLOCATION_INFO = 6
+    LAYOUT = 7
+    SHAPE_DYNAMISM = 8
+    EXTRA_TENSOR_INFO = 9
+
+
+class AllocationDetailsSlot(IntEnum):
+    MEMORY_ID = 0
+    MEMORY_OFFSET_LOW = 1
+    MEMORY_OFFSET_HIGH = 2
+
+
+class ExtraTensorInfoSlot(IntEnum):
+    MUTABLE_DATA_SEGMENTS_IDX = 0
+    FULLY_QUALIFIED_NAME = 1
+    LOCATION = 2
+
+
+class InstructionArguments(IntEnum):
+    """The ``InstructionArguments`` union's tags."""
+
+    NONE = 0
+    KERNEL_CALL = 1
+    DELEGATE_CALL = 2
+    MOVE_CALL = 3
+    JUMP_FALSE_CALL = 4
+    FREE_CALL = 5
+
+
+class KernelTypes(IntEnum):
+    """The ``KernelTypes`` union's tags (an EValue's kind)."""
+
+    NONE = 0
+    NULL = 1
+    INT = 2
+    BOOL = 3
+    DOUBLE = 4
+    TENSOR = 5
+    STRING = 6
+    INT_LIST = 7
+    DOUBLE_LIST = 8
+    BOOL_LIST = 9
+    TENSOR_LIST = 10
+    OPTIONAL_TENSOR_LIST = 11
+
+
+class DataLocation(IntEnum):
+    """``DataLocation``: where a delegate's payload is."""
+
+    INLINE = 0
+    SEGMENT = 1
+
+
+class TensorDataLocation(IntEnum):
+    """``TensorDataLocation``: a tensor's data in the program or in a .ptd."""
+
+    INTERNAL = 0
+    EXTERNAL = 1
+
+
 SHAPE_DYNAMISM = {0: "static", 1: "dynamic_bound", 2: "dynamic_unbound"}
 VALUE_KINDS = {
-    0: "None", 1: "Null", 2: "Int", 3: "Bool", 4: "Double", 5: "Tensor", 6: "String",
-    7: "IntList", 8: "DoubleList", 9: "BoolList", 10: "TensorList", 11: "OptionalTensorList",
+    KernelTypes.NONE: "None", KernelTypes.NULL: "Null", KernelTypes.INT: "Int",
+    KernelTypes.BOOL: "Bool", KernelTypes.DOUBLE: "Double", KernelTypes.TENSOR: "Tensor",
+    KernelTypes.STRING: "String", KernelTypes.INT_LIST: "IntList",
+    KernelTypes.DOUBLE_LIST: "DoubleList", KernelTypes.BOOL_LIST: "BoolList",
+    KernelTypes.TENSOR_LIST: "TensorList",
+    KernelTypes.OPTIONAL_TENSOR_LIST: "OptionalTensorList",
 }  # fmt: skip
-INLINE, SEGMENT = 0, 1
+INLINE, SEGMENT = DataLocation.INLINE, DataLocation.SEGMENT
 DATA_LOCATIONS = {INLINE: "inline", SEGMENT: "segment"}
 
 
@@ -358,6 +560,8 @@ class Program:
         """Bytes of ``span`` (already bounds-checked when the program was opened)."""
         if self._closed:
             raise ParseError("the program was closed; reopen it to read data", source=self.source)
+        if isinstance(self._closer, _MappedFile):
+            self._closer.check(self.source)
         return memoryview(self.data)[span.offset : span.offset + span.size]
 
     def delegate_span(self, delegate: BackendDelegate) -> Span:
@@ -429,7 +633,9 @@ class Program:
         self._closed = True
         if isinstance(data, memoryview):
             data.release()
-        if closer is not None:
+        if isinstance(closer, _MappedFile):
+            closer.close()
+        elif closer is not None:
             _close_mapping(closer)
 
     def __enter__(self) -> Program:
@@ -442,29 +648,127 @@ class Program:
 # --------------------------------------------------------------------------- decoding
 
 
+# Programs below this size are read into memory: nothing another process does to the file
+# afterwards can reach them. Larger ones are mapped (opening a 500 MB file must not read its
+# constant data) and guarded: every read checks the file still has its size and mtime, so a
+# file that shrank gives a ParseError instead of a SIGBUS on the missing pages.
+MAP_THRESHOLD = 64 * MiB
+CHANGED = "file changed while read"
+HEAD_LIMIT = 256 * MiB  # a mapped program's FlatBuffer part up to this size is read
+
+
 def open_program(path: str | os.PathLike[str]) -> Program:
-    """Map ``path`` and decode its program. Raises ParseError naming the file."""
+    """Read (or map) ``path`` and decode its program. Raises ParseError naming the file."""
     source = str(path)
-    check_regular(path, "an ExecuTorch program", 4 * GiB)  # a FIFO would block open()
+    fd, size = open_regular(path, "an ExecuTorch program", 4 * GiB)  # a FIFO would block
+    guard: _MappedFile | None = None
     try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size == 0:
-                raise WrongKindError("empty file (0 bytes), not an ExecuTorch program")
-            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-    except ParseError as error:
-        raise error.with_source(source) from None
-    except IsADirectoryError:
-        raise WrongKindError("is a directory, not a .pte file", source=source) from None
+        if size == 0:
+            raise WrongKindError("empty file (0 bytes), not an ExecuTorch program", source=source)
+        before = os.fstat(fd)
+        if size < MAP_THRESHOLD:
+            data: BufferLike = _read_exactly(fd, size, source)
+            if _changed(before, os.fstat(fd)):
+                raise ParseError(CHANGED, source=source)
+        else:
+            guard = _MappedFile(fd, mmap.mmap(fd, 0, access=mmap.ACCESS_READ), before)
+            data = guard.mapped
     except OSError as error:
+        os.close(fd)
         raise ParseError(error.strerror or str(error), source=source) from None
-    try:
-        program = decode_program(mapped, source)
     except BaseException:
-        _close_mapping(mapped)
+        os.close(fd)
         raise
-    program._closer = mapped
+    if guard is None:
+        os.close(fd)
+    try:
+        if guard is not None:
+            guard.check(source)
+            head = _flatbuffer_head(guard, size, source)
+            if head is not None:
+                # The FlatBuffer part read into memory: a file cut short while it is decoded
+                # cannot reach the decoder; segments stay mapped, read through the guard.
+                with as_parse_errors(source):
+                    program = _decode_program(memoryview(head), source, file_size=size)
+                program.data = guard.mapped
+            else:
+                program = decode_program(data, source)
+            guard.check(source)
+        else:
+            program = decode_program(data, source)
+    except ParseError:
+        if guard is not None:
+            try:
+                guard.check(source)  # a file cut short reads as zeros: say what happened
+            finally:
+                guard.close()
+        raise
+    except BaseException:
+        if guard is not None:
+            guard.close()
+        raise
+    program._closer = guard
     return program
+
+
+def _flatbuffer_head(guard: _MappedFile, size: int, source: str) -> bytes | None:
+    """The first ``program_size`` bytes of an ``ET12`` file whose extended header says where
+    its FlatBuffer ends, read (not mapped); None for anything else (decoded from the map)."""
+    first = os.pread(guard.fd, 64, 0)
+    if len(first) < 40 or first[4:8] != PROGRAM_IDENTIFIER.encode() or first[8:12] != b"eh00":
+        return None
+    program_size = int.from_bytes(first[16:24], "little")
+    if not 40 <= program_size <= size or program_size > HEAD_LIMIT:
+        return None
+    head = os.pread(guard.fd, program_size, 0)
+    if len(head) != program_size:
+        raise ParseError(f"{CHANGED} (shrank below {program_size:,} bytes)", source=source)
+    return head
+
+
+def _changed(before: os.stat_result, after: os.stat_result) -> bool:
+    return (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns)
+
+
+def _read_exactly(fd: int, size: int, source: str) -> bytes:
+    """``size`` bytes of ``fd``; a file that is shorter or longer now has changed."""
+    chunks: list[bytes] = []
+    total = 0
+    while total < size:
+        chunk = os.read(fd, min(size - total, 8 * MiB))
+        if not chunk:
+            raise ParseError(f"{CHANGED} (shrank to {total:,} bytes)", source=source)
+        chunks.append(chunk)
+        total += len(chunk)
+    if os.read(fd, 1):
+        raise ParseError(f"{CHANGED} (grew past {size:,} bytes)", source=source)
+    return b"".join(chunks)
+
+
+class _MappedFile:
+    """A mapped program file and the size/mtime it had when mapped."""
+
+    def __init__(self, fd: int, mapped: mmap.mmap, info: os.stat_result) -> None:
+        self.fd = fd
+        self.mapped = mapped
+        self.info = info
+
+    def check(self, source: str) -> None:
+        """Raise ParseError if the file no longer has the size and mtime it was mapped with
+        (reading a page past a shrunk file's end would be a SIGBUS)."""
+        try:
+            now = os.fstat(self.fd)
+        except OSError:
+            raise ParseError(CHANGED, source=source) from None
+        if _changed(self.info, now):
+            raise ParseError(
+                f"{CHANGED} (was {self.info.st_size:,} bytes, now {now.st_size:,})", source=source
+            )
+
+    def close(self) -> None:
+        _close_mapping(self.mapped)
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
 
 
 def _close_mapping(mapped: mmap.mmap) -> None:
@@ -516,7 +820,7 @@ def _decode_container(data: BufferLike, source: str) -> Program:
 def _decode_bundled(view: memoryview, source: str, ident: str) -> Program:
     """A bundled program (``.bpte``) embeds a whole program in slot 2 of its root."""
     root = FlatBuffer(view).root("BundledProgram")
-    start, length = root.bytes_span(2, "BundledProgram.program")
+    start, length = root.bytes_span(BundledProgramSlot.PROGRAM, "BundledProgram.program")
     if not length:
         raise FormatError("bundled program holds no program", field="BundledProgram.program")
     inner = view[start : start + length]
@@ -556,8 +860,10 @@ def _decode_extended_header(view: memoryview) -> ExtendedHeader | None:
     )
 
 
-def _decode_program(view: memoryview, source: str) -> Program:
-    file_size = len(view)
+def _decode_program(view: memoryview, source: str, file_size: int | None = None) -> Program:
+    """``view`` is the whole file, or (``file_size`` given) only its FlatBuffer part, the
+    first ``program_size`` bytes: the caller then gives the program the whole file's data."""
+    file_size = len(view) if file_size is None else file_size
     warnings: list[str] = []
     header = _decode_extended_header(view)
     program_size = file_size
@@ -594,28 +900,31 @@ def _decode_program(view: memoryview, source: str) -> Program:
 
     buf = FlatBuffer(view, program_size)
     root = buf.root("Program")
-    plans = [_decode_plan(t) for t in root.table_vector(1, "execution_plan")]
+    plans = [
+        _decode_plan(t) for t in root.table_vector(ProgramSlot.EXECUTION_PLAN, "execution_plan")
+    ]
     constant_buffers = [
-        Span(*t.bytes_span(0, "Buffer.storage")) for t in root.table_vector(2, "constant_buffer")
+        Span(*t.bytes_span(BufferSlot.STORAGE, "Buffer.storage"))
+        for t in root.table_vector(ProgramSlot.CONSTANT_BUFFER, "constant_buffer")
     ]
     delegate_data = [
-        Span(*t.bytes_span(0, "BackendDelegateInlineData.data"))
-        for t in root.table_vector(3, "backend_delegate_data")
+        Span(*t.bytes_span(BackendDelegateInlineDataSlot.DATA, "BackendDelegateInlineData.data"))
+        for t in root.table_vector(ProgramSlot.BACKEND_DELEGATE_DATA, "backend_delegate_data")
     ]
     segments = [
         DataSegment(
-            t.scalar(0, Int64ul, what="DataSegment.offset"),
-            t.scalar(1, Int64ul, what="DataSegment.size"),
+            t.scalar(DataSegmentSlot.OFFSET, Int64ul, what="DataSegment.offset"),
+            t.scalar(DataSegmentSlot.SIZE, Int64ul, what="DataSegment.size"),
         )
-        for t in root.table_vector(4, "segments")
+        for t in root.table_vector(ProgramSlot.SEGMENTS, "segments")
     ]
-    constant_segment_table = root.table(5, "constant_segment")
+    constant_segment_table = root.table(ProgramSlot.CONSTANT_SEGMENT, "constant_segment")
     program = Program(
         source=source,
         file_size=file_size,
         file_identifier=ident,
         extended_header=header,
-        version=root.scalar(0, Int32ul, what="Program.version"),
+        version=root.scalar(ProgramSlot.VERSION, Int32ul, what="Program.version"),
         plans=plans,
         segments=segments,
         constant_segment=(
@@ -624,11 +933,15 @@ def _decode_program(view: memoryview, source: str) -> Program:
         constant_buffers=constant_buffers,
         delegate_data=delegate_data,
         mutable_data_segments=[
-            _decode_subsegments(t) for t in root.table_vector(6, "mutable_data_segments")
+            _decode_subsegments(t)
+            for t in root.table_vector(ProgramSlot.MUTABLE_DATA_SEGMENTS, "mutable_data_segments")
         ],
         named_data=[
-            NamedData(t.string(0, "NamedData.key") or "", t.scalar(1, Int32ul))
-            for t in root.table_vector(7, "named_data")
+            NamedData(
+                t.string(NamedDataSlot.KEY, "NamedData.key") or "",
+                t.scalar(NamedDataSlot.SEGMENT_INDEX, Int32ul),
+            )
+            for t in root.table_vector(ProgramSlot.NAMED_DATA, "named_data")
         ],
         data=view,
         warnings=warnings,
@@ -639,8 +952,10 @@ def _decode_program(view: memoryview, source: str) -> Program:
 
 def _decode_subsegments(table: Table) -> SubsegmentOffsets:
     return SubsegmentOffsets(
-        table.scalar(0, Int32ul, what="SubsegmentOffsets.segment_index"),
-        table.scalar_vector(1, Int64ul, "SubsegmentOffsets.offsets"),
+        table.scalar(
+            SubsegmentOffsetsSlot.SEGMENT_INDEX, Int32ul, what="SubsegmentOffsets.segment_index"
+        ),
+        table.scalar_vector(SubsegmentOffsetsSlot.OFFSETS, Int64ul, "SubsegmentOffsets.offsets"),
     )
 
 
@@ -682,23 +997,30 @@ def _check_references(program: Program) -> None:
 
 
 def _decode_plan(table: Table) -> ExecutionPlan:
-    name = table.string(0, "ExecutionPlan.name") or ""
-    values = [_decode_value(t) for t in table.table_vector(2, "values")]
+    name = table.string(ExecutionPlanSlot.NAME, "ExecutionPlan.name") or ""
+    values = [_decode_value(t) for t in table.table_vector(ExecutionPlanSlot.VALUES, "values")]
     operators = [
-        Operator(t.string(0, "Operator.name") or "", t.string(1, "Operator.overload") or "")
-        for t in table.table_vector(6, "operators")
+        Operator(
+            t.string(OperatorSlot.NAME, "Operator.name") or "",
+            t.string(OperatorSlot.OVERLOAD, "Operator.overload") or "",
+        )
+        for t in table.table_vector(ExecutionPlanSlot.OPERATORS, "operators")
     ]
-    delegates = [_decode_delegate(t) for t in table.table_vector(7, "delegates")]
-    chains = [_decode_chain(t) for t in table.table_vector(5, "chains")]
+    delegates = [
+        _decode_delegate(t) for t in table.table_vector(ExecutionPlanSlot.DELEGATES, "delegates")
+    ]
+    chains = [_decode_chain(t) for t in table.table_vector(ExecutionPlanSlot.CHAINS, "chains")]
     plan = ExecutionPlan(
         name=name,
         values=values,
-        inputs=table.scalar_vector(3, Int32sl, "ExecutionPlan.inputs"),
-        outputs=table.scalar_vector(4, Int32sl, "ExecutionPlan.outputs"),
+        inputs=table.scalar_vector(ExecutionPlanSlot.INPUTS, Int32sl, "ExecutionPlan.inputs"),
+        outputs=table.scalar_vector(ExecutionPlanSlot.OUTPUTS, Int32sl, "ExecutionPlan.outputs"),
         chains=chains,
         operators=operators,
         delegates=delegates,
-        non_const_buffer_sizes=table.scalar_vector(8, Int64sl, "non_const_buffer_sizes"),
+        non_const_buffer_sizes=table.scalar_vector(
+            ExecutionPlanSlot.NON_CONST_BUFFER_SIZES, Int64sl, "non_const_buffer_sizes"
+        ),
     )
     _check_indices(plan, table)
     return plan
@@ -736,46 +1058,62 @@ def _check_indices(plan: ExecutionPlan, table: Table) -> None:
 
 def _decode_chain(table: Table) -> Chain:
     return Chain(
-        inputs=table.scalar_vector(0, Int32sl, "Chain.inputs"),
-        outputs=table.scalar_vector(1, Int32sl, "Chain.outputs"),
-        instructions=tuple(_decode_instruction(t) for t in table.table_vector(2, "instructions")),
+        inputs=table.scalar_vector(ChainSlot.INPUTS, Int32sl, "Chain.inputs"),
+        outputs=table.scalar_vector(ChainSlot.OUTPUTS, Int32sl, "Chain.outputs"),
+        instructions=tuple(
+            _decode_instruction(t)
+            for t in table.table_vector(ChainSlot.INSTRUCTIONS, "instructions")
+        ),
     )
 
 
 def _decode_instruction(table: Table) -> Instruction:
-    tag, args = table.union(0, "instr_args")
+    tag, args = table.union(InstructionSlot.INSTR_ARGS, "instr_args")
     if args is None:
         return UnknownInstruction(tag)
-    if tag == 1:
+    if tag == InstructionArguments.KERNEL_CALL:
         return KernelCall(
-            args.scalar(0, Int32sl, what="KernelCall.op_index"),
-            args.scalar_vector(1, Int32sl, "KernelCall.args"),
+            args.scalar(KernelCallSlot.OP_INDEX, Int32sl, what="KernelCall.op_index"),
+            args.scalar_vector(KernelCallSlot.ARGS, Int32sl, "KernelCall.args"),
         )
-    if tag == 2:
+    if tag == InstructionArguments.DELEGATE_CALL:
         return DelegateCall(
-            args.scalar(0, Int32sl, what="DelegateCall.delegate_index"),
-            args.scalar_vector(1, Int32sl, "DelegateCall.args"),
+            args.scalar(
+                DelegateCallSlot.DELEGATE_INDEX, Int32sl, what="DelegateCall.delegate_index"
+            ),
+            args.scalar_vector(DelegateCallSlot.ARGS, Int32sl, "DelegateCall.args"),
         )
-    if tag == 3:
-        return MoveCall(args.scalar(0, Int32sl), args.scalar(1, Int32sl))
-    if tag == 4:
-        return JumpFalseCall(args.scalar(0, Int32sl), args.scalar(1, Int32sl))
-    if tag == 5:
-        return FreeCall(args.scalar(0, Int32sl))
+    if tag == InstructionArguments.MOVE_CALL:
+        return MoveCall(
+            args.scalar(MoveCallSlot.MOVE_FROM, Int32sl), args.scalar(MoveCallSlot.MOVE_TO, Int32sl)
+        )
+    if tag == InstructionArguments.JUMP_FALSE_CALL:
+        return JumpFalseCall(
+            args.scalar(JumpFalseCallSlot.COND_VALUE_INDEX, Int32sl),
+            args.scalar(JumpFalseCallSlot.DESTINATION_INSTRUCTION, Int32sl),
+        )
+    if tag == InstructionArguments.FREE_CALL:
+        return FreeCall(args.scalar(FreeCallSlot.VALUE_INDEX, Int32sl))
     return UnknownInstruction(tag)
 
 
 def _decode_delegate(table: Table) -> BackendDelegate:
-    processed = table.table(1, "BackendDelegate.processed")
-    location = processed.scalar(0, Int8sl, what="DataReference.location") if processed else 0
-    index = processed.scalar(1, Int32ul, what="DataReference.index") if processed else 0
+    processed = table.table(BackendDelegateSlot.PROCESSED, "BackendDelegate.processed")
+    location = index = 0
+    if processed:
+        location = processed.scalar(
+            BackendDelegateDataReferenceSlot.LOCATION, Int8sl, what="DataReference.location"
+        )
+        index = processed.scalar(
+            BackendDelegateDataReferenceSlot.INDEX, Int32ul, what="DataReference.index"
+        )
     specs = []
-    for spec in table.table_vector(2, "compile_specs"):
-        start, length = spec.bytes_span(1, "CompileSpec.value")
-        key = spec.string(0, "CompileSpec.key") or ""
+    for spec in table.table_vector(BackendDelegateSlot.COMPILE_SPECS, "compile_specs"):
+        start, length = spec.bytes_span(CompileSpecSlot.VALUE, "CompileSpec.value")
+        key = spec.string(CompileSpecSlot.KEY, "CompileSpec.key") or ""
         specs.append(CompileSpec(key, bytes(spec.buf.data[start : start + length])))
     return BackendDelegate(
-        id=table.string(0, "BackendDelegate.id") or "",
+        id=table.string(BackendDelegateSlot.ID, "BackendDelegate.id") or "",
         location=location,
         index=index,
         compile_specs=tuple(specs),
@@ -783,56 +1121,74 @@ def _decode_delegate(table: Table) -> BackendDelegate:
 
 
 def _decode_value(table: Table) -> EValue:
-    tag, val = table.union(0, "EValue.val")
+    tag, val = table.union(EValueSlot.VAL, "EValue.val")
     kind = VALUE_KINDS.get(tag, f"Unknown({tag})")
     if val is None:
         return Value(kind if tag else "None")
-    if tag == 5:
+    if tag == KernelTypes.TENSOR:
         return _decode_tensor(val)
-    if tag == 2:
-        return Value(kind, val.scalar(0, Int64sl, what="Int.int_val"))
-    if tag == 3:
-        return Value(kind, bool(val.scalar(0, Int8ul, what="Bool.bool_val")))
-    if tag == 4:
-        return Value(kind, val.scalar(0, Float64l, what="Double.double_val"))
-    if tag == 6:
-        return Value(kind, val.string(0, "String.string_val") or "")
-    if tag == 7:
-        return Value(kind, val.scalar_vector(0, Int64sl, "IntList.items"))
-    if tag == 8:
-        return Value(kind, val.scalar_vector(0, Float64l, "DoubleList.items"))
-    if tag == 9:
-        return Value(kind, tuple(bool(b) for b in val.scalar_vector(0, Int8ul, "BoolList.items")))
-    if tag in (10, 11):
-        return Value(kind, val.scalar_vector(0, Int32sl, f"{kind}.items"))
+    if tag == KernelTypes.INT:
+        return Value(kind, val.scalar(ScalarBoxSlot.VALUE, Int64sl, what="Int.int_val"))
+    if tag == KernelTypes.BOOL:
+        return Value(kind, bool(val.scalar(ScalarBoxSlot.VALUE, Int8ul, what="Bool.bool_val")))
+    if tag == KernelTypes.DOUBLE:
+        return Value(kind, val.scalar(ScalarBoxSlot.VALUE, Float64l, what="Double.double_val"))
+    if tag == KernelTypes.STRING:
+        return Value(kind, val.string(ScalarBoxSlot.VALUE, "String.string_val") or "")
+    if tag == KernelTypes.INT_LIST:
+        return Value(kind, val.scalar_vector(ListSlot.ITEMS, Int64sl, "IntList.items"))
+    if tag == KernelTypes.DOUBLE_LIST:
+        return Value(kind, val.scalar_vector(ListSlot.ITEMS, Float64l, "DoubleList.items"))
+    if tag == KernelTypes.BOOL_LIST:
+        items = val.scalar_vector(ListSlot.ITEMS, Int8ul, "BoolList.items")
+        return Value(kind, tuple(bool(b) for b in items))
+    if tag in (KernelTypes.TENSOR_LIST, KernelTypes.OPTIONAL_TENSOR_LIST):
+        return Value(kind, val.scalar_vector(ListSlot.ITEMS, Int32sl, f"{kind}.items"))
     return Value(kind)
 
 
 def _decode_tensor(t: Table) -> Tensor:
     memory_id = memory_offset = None
-    alloc = t.table(6, "Tensor.allocation_info")
+    alloc = t.table(TensorSlot.ALLOCATION_INFO, "Tensor.allocation_info")
     if alloc is not None:
-        memory_id = alloc.scalar(0, Int32ul, what="AllocationDetails.memory_id")
-        low = alloc.scalar(1, Int32ul, what="AllocationDetails.memory_offset_low")
-        high = alloc.scalar(2, Int32ul, what="AllocationDetails.memory_offset_high")
+        memory_id = alloc.scalar(
+            AllocationDetailsSlot.MEMORY_ID, Int32ul, what="AllocationDetails.memory_id"
+        )
+        low = alloc.scalar(
+            AllocationDetailsSlot.MEMORY_OFFSET_LOW,
+            Int32ul,
+            what="AllocationDetails.memory_offset_low",
+        )
+        high = alloc.scalar(
+            AllocationDetailsSlot.MEMORY_OFFSET_HIGH,
+            Int32ul,
+            what="AllocationDetails.memory_offset_high",
+        )
         memory_offset = low | (high << 32)
     external_name = None
     external = False
-    extra = t.table(9, "Tensor.extra_tensor_info")
+    extra = t.table(TensorSlot.EXTRA_TENSOR_INFO, "Tensor.extra_tensor_info")
     if extra is not None:
-        external_name = extra.string(1, "ExtraTensorInfo.fully_qualified_name")
-        external = extra.scalar(2, Int8sl, what="ExtraTensorInfo.location") == 1
+        external_name = extra.string(
+            ExtraTensorInfoSlot.FULLY_QUALIFIED_NAME, "ExtraTensorInfo.fully_qualified_name"
+        )
+        external = (
+            extra.scalar(ExtraTensorInfoSlot.LOCATION, Int8sl, what="ExtraTensorInfo.location")
+            == TensorDataLocation.EXTERNAL
+        )
     return Tensor(
-        scalar_type=t.scalar(0, Int8sl, what="Tensor.scalar_type"),
-        storage_offset=t.scalar(1, Int32sl, what="Tensor.storage_offset"),
-        sizes=t.scalar_vector(2, Int32sl, "Tensor.sizes"),
-        dim_order=t.scalar_vector(3, Int8ul, "Tensor.dim_order"),
-        requires_grad=bool(t.scalar(4, Int8ul, what="Tensor.requires_grad")),
-        data_buffer_idx=t.scalar(5, Int32ul, what="Tensor.data_buffer_idx"),
+        scalar_type=t.scalar(TensorSlot.SCALAR_TYPE, Int8sl, what="Tensor.scalar_type"),
+        storage_offset=t.scalar(TensorSlot.STORAGE_OFFSET, Int32sl, what="Tensor.storage_offset"),
+        sizes=t.scalar_vector(TensorSlot.SIZES, Int32sl, "Tensor.sizes"),
+        dim_order=t.scalar_vector(TensorSlot.DIM_ORDER, Int8ul, "Tensor.dim_order"),
+        requires_grad=bool(t.scalar(TensorSlot.REQUIRES_GRAD, Int8ul, what="Tensor.requires_grad")),
+        data_buffer_idx=t.scalar(
+            TensorSlot.DATA_BUFFER_IDX, Int32ul, what="Tensor.data_buffer_idx"
+        ),
         memory_id=memory_id,
         memory_offset=memory_offset,
-        layout=t.scalar(7, Int8sl, what="Tensor.layout"),
-        shape_dynamism=t.scalar(8, Int8sl, what="Tensor.shape_dynamism"),
+        layout=t.scalar(TensorSlot.LAYOUT, Int8sl, what="Tensor.layout"),
+        shape_dynamism=t.scalar(TensorSlot.SHAPE_DYNAMISM, Int8sl, what="Tensor.shape_dynamism"),
         external_name=external_name,
         external=external,
     )

@@ -26,6 +26,7 @@ import time
 import traceback
 from pathlib import Path
 
+from parsers.errors import first_line
 from runner.compile_request import CompileRequest
 
 STAGES = ("load", "export", "quantize", "calibrate", "tosa", "vela", "serialize", "write")
@@ -237,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as error:  # the user's model or the tools failed: report, don't die
         stage = stages.current or _stage_from_traceback(error)
         text = "".join(traceback.format_exception(error))
-        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        first = first_line(str(error))
         message = f"{type(error).__name__}: {first}"
         emit({"error": {"stage": stage, "message": message, "traceback": text}})
     return 1

@@ -25,6 +25,9 @@ ELF_NAME = "arm_executor_runner.elf"
 MAP_NAME = "arm_executor_runner.map"
 SCRIPT_NAME = "arm_executor_runner.ld"
 USAGE_NAME = "memory_usage.txt"
+REBUILD_NAME = "rebuild.sh"
+UPSTREAM_RUNNER = "examples/arm/executor_runner"  # in an ExecuTorch checkout
+UPSTREAM_TOOLCHAIN = "examples/arm/ethos-u-setup/arm-none-eabi-gcc.cmake"
 
 MIB = 1024 * 1024
 DEFAULT_METHOD_POOL = 60 * MIB  # the runner's C default
@@ -59,6 +62,8 @@ class FirmwareBuild:
     ops: tuple[str, ...]
     defines: dict[str, str] = field(default_factory=dict)
     link_warnings: tuple[str, ...] = ()  # ld's warnings (e.g. "can't be allocated in segment")
+    rebuild_command: str = ""  # upstream's executor_runner for this program (rebuild.sh)
+    rebuild_file: Path | None = None
 
 
 def memory_mode_layout(memory_mode: str) -> tuple[int, int, int | None]:
@@ -112,12 +117,19 @@ def build_stub_firmware(
     num_inferences: int = 1,
     linker_script: Path | None = None,
     sources: Path = FIRMWARE_SOURCES,
+    debug: bool = False,
+    npu_target: str | None = None,
+    system_config: str | None = None,
 ) -> FirmwareBuild:
     """Compile and link the stub runner with ``pte`` baked in as ``model_pte``.
 
     ``temp_pool``/``fast_scratch`` default to what the runner's CMake picks for
     ``memory_mode``; ``semihosting_pool`` adds ``input_file_allocation_pool`` (SEMIHOSTING);
-    ``linker_script`` replaces the preset's script (it is C-preprocessed the same way).
+    ``linker_script`` replaces the preset's script (it is C-preprocessed the same way);
+    ``debug`` adds DWARF line information (``-g``), for symbolising fault addresses.
+    With a program, also writes ``rebuild.sh``: the cmake command line that builds
+    ExecuTorch's own runner for it (:func:`upstream_rebuild_command`); ``npu_target`` and
+    ``system_config`` default to what the program's delegate says.
     Writes ``arm_executor_runner.{elf,map,ld}`` and ``memory_usage.txt`` into ``out_dir``.
     """
     if preset not in PRESET_BUILDS:
@@ -173,6 +185,8 @@ def build_stub_firmware(
     cpu = _pick_cpu(compiler, cpus)
     target = [f"-mcpu={cpu}", "-mthumb"]
     cflags = [*target, "-Os", "-std=gnu11", "-ffunction-sections", "-fdata-sections", "-Wall"]
+    if debug:
+        cflags.append("-g")
     define_flags = [f"-D{name}={value}" for name, value in defines.items()]
 
     with tempfile.TemporaryDirectory(prefix="etu-firmware-") as work:
@@ -214,6 +228,25 @@ def build_stub_firmware(
         shutil.move(work_dir / MAP_NAME, map_file)
     usage = link.stdout
     usage_file.write_text(usage, encoding="utf-8")
+    rebuild = rebuild_file = None
+    if pte is not None:
+        from runner.runtime_build import RuntimeBuildError
+
+        try:
+            rebuild = upstream_rebuild_command(
+                Path(pte).resolve(), cpu=cpu, memory_mode=memory_mode,
+                system_config=system_config, target=npu_target, ops=ops,
+            )  # fmt: skip
+        except RuntimeBuildError:
+            rebuild = None  # baked in, but not a program etu can decode: nothing to rebuild
+    if rebuild is not None:
+        rebuild_file = out_dir / REBUILD_NAME
+        rebuild_file.write_text(
+            "#!/bin/sh\n# ExecuTorch's own arm_executor_runner for this program, from the root\n"
+            "# of an ExecuTorch checkout (written by etu's stand-in firmware build).\n"
+            f"set -e\n{rebuild}\n",
+            encoding="utf-8",
+        )
     warnings = tuple(
         line.split(": ", 1)[-1].strip() if "ld: " in line else line.strip()
         for line in link.stderr.splitlines()
@@ -222,7 +255,8 @@ def build_stub_firmware(
     return FirmwareBuild(
         elf=elf, map_file=map_file, memory_usage_text=usage, memory_usage_file=usage_file,
         linker_script=script_out, cpu=cpu, memory_mode=memory_mode, ops=tuple(ops),
-        defines=defines, link_warnings=warnings,
+        defines=defines, link_warnings=warnings, rebuild_command=rebuild or "",
+        rebuild_file=rebuild_file,
     )  # fmt: skip
 
 
@@ -287,3 +321,44 @@ def _first_error(stderr: str) -> str:
             if keyword in line:
                 return line
     return lines[0] if lines else "no message"
+
+
+def upstream_rebuild_command(
+    pte: Path,
+    *,
+    cpu: str = "cortex-m55",
+    memory_mode: str | None = None,
+    system_config: str | None = None,
+    target: str | None = None,
+    ops: list[str] | tuple[str, ...] | None = None,
+    build_dir: str = "cmake-out/arm_executor_runner",
+) -> str:
+    """The cmake configure and build commands for upstream's ``examples/arm/executor_runner``
+    around ``pte``, run from the root of an ExecuTorch checkout: the program path, its
+    operators (``EXECUTORCH_SELECT_OPS_LIST``), the pool sizes that fit it (the fit check's
+    need plus margin, as ``etu firmware build`` sizes them) and its NPU target. Every value
+    is shlex-quoted: paths and operator names come from files."""
+    import shlex
+
+    from runner.runtime_build import auto_pools, program_facts
+
+    facts = program_facts(pte)
+    pools, _basis = auto_pools(facts)
+    npu_target = target or (facts.npu_targets[0] if facts.npu_targets else None)
+    select = ",".join(ops if ops is not None else facts.ops)
+    defines = {
+        "CMAKE_TOOLCHAIN_FILE": UPSTREAM_TOOLCHAIN,
+        "CMAKE_BUILD_TYPE": "Release",
+        "ET_PTE_FILE_PATH": str(pte),
+        "TARGET_CPU": cpu,
+        "ETHOSU_TARGET_NPU_CONFIG": npu_target,
+        "SYSTEM_CONFIG": system_config,
+        "MEMORY_MODE": memory_mode or facts.memory_mode,
+        "EXECUTORCH_SELECT_OPS_LIST": select,
+        "ET_ARM_BAREMETAL_METHOD_ALLOCATOR_POOL_SIZE": str(pools["method"]),
+        "ET_ARM_BAREMETAL_SCRATCH_TEMP_ALLOCATOR_POOL_SIZE": str(pools["temp"]),
+    }
+    configure = ["cmake", "-S", UPSTREAM_RUNNER, "-B", build_dir]
+    configure += [f"-D{name}={value}" for name, value in defines.items() if value]
+    build = ["cmake", "--build", build_dir, "--target", "arm_executor_runner"]
+    return f"{shlex.join(configure)} && {shlex.join(build)}"

@@ -66,8 +66,9 @@ def figures(log: dict[str, Any]) -> dict[str, Any]:
 
 def summarize_raw(folder: Path, npu: str | None) -> dict[str, Any]:
     """A session's summary from its ``raw.log`` (older sessions), read in chunks."""
+    from parsers.log_summary import LogSummary
     from parsers.runner_events import OutputTensor
-    from parsers.runner_log import LogSummary, RunnerLogParser
+    from parsers.runner_log import RunnerLogParser
 
     parser = RunnerLogParser(npu=npu)
     summary = LogSummary()

@@ -14,7 +14,8 @@ import threading
 import time
 from pathlib import Path
 
-from parsers.runner_log import LogSummary, RunnerLogParser
+from parsers.log_summary import LogSummary
+from parsers.runner_log import RunnerLogParser
 from runner.history import read_meta
 from runner.run import RunListener, RunOutcome
 from runner.session import INDEX, RAW

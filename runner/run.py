@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from parsers.log_summary import LogSummary
 from parsers.runner_events import (
     AssertFailed,
     EtdumpBlock,
@@ -34,7 +35,7 @@ from parsers.runner_events import (
     RunError,
     RunSucceeded,
 )
-from parsers.runner_log import LogSummary, RunnerLogParser
+from parsers.runner_log import RunnerLogParser
 from runner.history import figures, run_summary
 from runner.process import ProcessStats, StreamingProcess
 from runner.session import SessionWriter

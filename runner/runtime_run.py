@@ -73,27 +73,8 @@ def symbolize(elf: Path, address: int) -> str | None:
     return None
 
 
-# Configurable Fault Status Register bits (Armv8-M), name by bit.
-_CFSR_BITS = {
-    0: "IACCVIOL", 1: "DACCVIOL", 3: "MUNSTKERR", 4: "MSTKERR", 5: "MLSPERR", 7: "MMARVALID",
-    8: "IBUSERR", 9: "PRECISERR", 10: "IMPRECISERR", 11: "UNSTKERR", 12: "STKERR",
-    13: "LSPERR", 15: "BFARVALID", 16: "UNDEFINSTR", 17: "INVSTATE", 18: "INVPC",
-    19: "NOCP", 20: "STKOF", 24: "UNALIGNED", 25: "DIVBYZERO",
-}  # fmt: skip
-
-
 def describe_fault(registers: dict, elf: Path | None = None) -> str:
-    """One line: the CFSR bits by name, the fault address when valid, PC/LR symbolised."""
-    cfsr = int(registers.get("cfsr", 0))
-    names = [name for bit, name in _CFSR_BITS.items() if cfsr >> bit & 1]
-    parts = [f"CFSR {cfsr:#010x} ({', '.join(names) or 'no bits'})"]
-    if cfsr & (1 << 15) and "bfar" in registers:
-        parts.append(f"bus fault address {int(registers['bfar']):#010x}")
-    if cfsr & (1 << 7) and "mmfar" in registers:
-        parts.append(f"memory fault address {int(registers['mmfar']):#010x}")
-    for reg in ("pc", "lr"):
-        if reg in registers:
-            value = int(registers[reg])
-            where = symbolize(elf, value) if elf is not None else None
-            parts.append(f"{reg.upper()} {value:#010x}" + (f" in {where}()" if where else ""))
-    return "; ".join(parts)
+    """One line: the fault in words, PC/LR symbolised (see :mod:`parsers.fault`)."""
+    from parsers.fault import decode_fault
+
+    return decode_fault(registers, elf).summary()

@@ -1,9 +1,15 @@
-"""A workspace, found and loaded headless: its program with the derived facts, the Vela
-output beside it, the firmware ELF with its ``.map`` (and ``.ld``), and the fit verdicts.
+"""A workspace, headless: its program, Vela output, firmware ELF (with the ``.map`` and
+``.ld`` beside it), sessions and compile jobs, found and loaded the same way for the CLI and
+the console.
 
-One module for the CLI and the console alike (``etu elf FW.elf`` reads the same ``.map`` the
-Memory tab does). Blocking functions, no widgets: the console's workers call them off the UI
-thread and post the result in a message declared beside the worker.
+Blocking functions, no widgets and no Textual: the console's workers call them off the UI
+thread; ``etu elf``, ``etu fit`` and ``etu run`` call them directly. Every failure becomes a
+one-line text naming files by label (relative to the workspace), never by absolute path.
+
+A workspace is a folder holding ``*.pte`` programs, ``vela/`` (Vela's output),
+``firmware/*.elf`` (+ ``.map``/``.ld``), ``.etu/sessions/`` (recorded runs) and
+``.etu/compile/`` (compile jobs). The demo workspace ships inside the package, which may be
+read-only once installed: :func:`writable_workspace` gives a copy in the user's data folder.
 """
 
 from __future__ import annotations
@@ -13,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from parsers.elf_map import Symbol
-from parsers.errors import ParseError, WrongKindError
+from parsers.errors import ParseError, WrongKindError, describe_error, find_parse_error
+from parsers.firmware_program import is_elf, open_embedded_program
 from parsers.fit import Verdict, check_fit
 from parsers.memory_map import MemoryMap, load_memory_map
 from parsers.program_facts import (
@@ -25,6 +32,7 @@ from parsers.program_facts import (
 )
 from parsers.pte import DelegateCall, KernelCall, Program, open_program
 from parsers.vela import VelaReport, load_vela_report
+from runner.session import sessions_root
 
 VELA_FOLDER = "vela"  # where `etu compile` leaves Vela's output, beside the .pte
 FIRMWARE_FOLDER = "firmware"  # where the runner's ELF (and its .map, .ld) sit in a workspace
@@ -62,8 +70,9 @@ def resolve_target(target: Path) -> Path:
 
 
 def decode_facts(path: Path) -> ProgramFacts:
-    """Decode ``path`` and everything derived from it. Raises ParseError; blocking."""
-    program = open_program(path)
+    """Decode ``path`` and everything derived from it: a ``.pte``, or a firmware ELF's
+    baked-in program. Raises ParseError; blocking."""
+    program = open_embedded_program(path) if is_elf(path) else open_program(path)
     try:
         kernel = delegate = other = 0
         for plan in program.plans:
@@ -91,13 +100,7 @@ def decode_facts(path: Path) -> ProgramFacts:
 
 def error_line(error: BaseException, path: Path) -> str:
     """One line naming the file (by name, not path) and what is wrong with it."""
-    found: BaseException | None = error
-    while found is not None and not isinstance(found, ParseError):
-        found = found.__context__  # e.g. a BufferError raised while unwinding a ParseError
-    if isinstance(found, ParseError):
-        return f"{path.name}: {found.detail}"
-    text = str(error).splitlines()[0] if str(error) else ""
-    return f"{path.name}: unexpected {type(error).__name__}" + (f": {text}" if text else "")
+    return describe_error(error, path.name)
 
 
 # --------------------------------------------------------------------------- Vela
@@ -156,24 +159,20 @@ def vela_label(path: Path, workspace: Path | None = None) -> str:
 
 def vela_error_line(error: BaseException, path: Path, label: str) -> str:
     """One line naming the Vela file (relative to ``label``) and what is wrong with it."""
-    found: BaseException | None = error
-    while found is not None and not isinstance(found, ParseError):
-        found = found.__context__
-    if not isinstance(found, ParseError):
-        text = str(error).splitlines()[0] if str(error) else ""
-        return f"{label}: unexpected {type(error).__name__}" + (f": {text}" if text else "")
+    found = find_parse_error(error)
+    if found is None or not found.source:
+        return describe_error(error, label)
     where = label
-    if found.source:
-        source = Path(found.source)
-        if path.is_dir():
-            try:
-                inside = source.relative_to(path)
-                where = label if str(inside) == "." else f"{label.rstrip('/')}/{inside}"
-            except ValueError:
-                where = source.name
-        elif source != path:
+    source = Path(found.source)
+    if path.is_dir():
+        try:
+            inside = source.relative_to(path)
+            where = label if str(inside) == "." else f"{label.rstrip('/')}/{inside}"
+        except ValueError:
             where = source.name
-    return f"{where}: {found.detail}"
+    elif source != path:
+        where = source.name
+    return describe_error(found, where)
 
 
 def load_vela(path: Path, label: str) -> VelaResult:
@@ -258,7 +257,7 @@ def file_label(path: Path, workspace: Path | None) -> str:
 def _where(error: ParseError, names: dict[str, str], fallback: str) -> str:
     """``file: detail`` with the file named by its label."""
     source = error.source or ""
-    return f"{names.get(source, Path(source).name if source else fallback)}: {error.detail}"
+    return describe_error(error, names.get(source, Path(source).name if source else fallback))
 
 
 def _relative(text: str, names: dict[str, str]) -> str:
@@ -352,14 +351,13 @@ def load_firmware(
 
 
 def _firmware_error(error: BaseException, names: dict[str, str], label: str) -> str:
-    found: BaseException | None = error
-    while found is not None and not isinstance(found, ParseError):
-        found = found.__context__
-    if isinstance(found, ParseError):
-        return _relative(_where(found, names, label), names)
-    text = str(error).splitlines()[0] if str(error) else ""
-    text = _relative(text, names)
-    return f"{label}: unexpected {type(error).__name__}" + (f": {text}" if text else "")
+    """One line, the files named by label (a ParseError by the file it names)."""
+    found = find_parse_error(error)
+    if found is not None:
+        source = found.source or ""
+        where = names.get(source, Path(source).name if source else label)
+        return _relative(describe_error(found, where), names)
+    return _relative(describe_error(error, label), names)
 
 
 # --------------------------------------------------------------------------- programs
@@ -386,3 +384,168 @@ def output_shapes(facts: ProgramFacts) -> list[tuple[int, ...]]:
         value = plan.values[index] if 0 <= index < len(plan.values) else None
         shapes.append(tuple(getattr(value, "sizes", ()) or ()))
     return shapes
+
+
+# --------------------------------------------------------------------------- the workspace
+
+ETU_FOLDER = ".etu"  # etu's own state inside a workspace
+COMPILE_FOLDER = "compile"
+SESSIONS_FOLDER = "sessions"
+
+
+def compile_root(workspace: Path) -> Path:
+    """Where compile jobs go: ``<workspace>/.etu/compile``."""
+    return Path(workspace) / ETU_FOLDER / COMPILE_FOLDER
+
+
+def workspace_of(program: Path) -> Path:
+    """The workspace a program belongs to: a compiled result's job folder
+    (``<ws>/.etu/compile/<job>/x.pte``) belongs to ``<ws>``, anything else to its folder."""
+    program = Path(program)
+    folder = program if program.is_dir() else program.parent
+    root = folder.parent
+    if root.name == COMPILE_FOLDER and root.parent.name == ETU_FOLDER:
+        return root.parent.parent
+    return folder
+
+
+@dataclass(slots=True)
+class Workspace:
+    """What a workspace holds, found (not loaded): each None when absent."""
+
+    root: Path
+    program: Path | None
+    vela: Path | None
+    firmware: Path | None
+    firmware_map: Path | None
+    firmware_script: Path | None
+    sessions: Path
+    compile_jobs: Path
+
+    def to_json(self) -> dict:
+        def text(path: Path | None) -> str | None:
+            return None if path is None else str(path)
+
+        return {
+            "root": str(self.root),
+            "program": text(self.program),
+            "vela": text(self.vela),
+            "firmware": text(self.firmware),
+            "firmware_map": text(self.firmware_map),
+            "firmware_script": text(self.firmware_script),
+            "sessions": str(self.sessions),
+            "compile_jobs": str(self.compile_jobs),
+        }
+
+
+def find_workspace(target: Path) -> Workspace:
+    """The workspace of ``target`` (a ``.pte``, or a workspace folder) and what it holds."""
+    target = Path(target)
+    root = workspace_of(target)
+    program: Path | None
+    if target.is_dir():
+        try:
+            program = resolve_target(target)
+        except ParseError:
+            program = None
+    else:
+        program = target
+    vela = find_vela_output(program.parent if program is not None else root)
+    if vela is None and program is not None and program.parent != root:
+        vela = find_vela_output(root)
+    firmware = find_firmware(root)
+    return Workspace(
+        root=root,
+        program=program,
+        vela=vela,
+        firmware=firmware,
+        firmware_map=sidecar(firmware, ".map") if firmware is not None else None,
+        firmware_script=sidecar(firmware, ".ld") if firmware is not None else None,
+        sessions=sessions_root(root),
+        compile_jobs=compile_root(root),
+    )
+
+
+def compile_jobs(workspace: Path) -> list[Path]:
+    """The workspace's compile job folders, by name."""
+    root = compile_root(workspace)
+    try:
+        return sorted(p for p in root.iterdir() if p.is_dir())
+    except OSError:
+        return []
+
+
+# --------------------------------------------------------------------------- a writable copy
+
+DEMO_MARK = ".etu-demo-source"  # in a copy: which package files it was copied from
+
+
+def is_writable(folder: Path) -> bool:
+    """True when etu may keep sessions and compile jobs in ``folder``: it is writable and
+    not inside an installed package (site-packages is replaced on upgrade)."""
+    folder = Path(folder)
+    if any(part in ("site-packages", "dist-packages") for part in folder.resolve().parts):
+        return False
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
+def user_data_dir() -> Path:
+    """etu's folder in the user's data folder (``$XDG_DATA_HOME/etu`` on Linux)."""
+    from platformdirs import user_data_path
+
+    return user_data_path("etu", appauthor=False)
+
+
+def _fingerprint(source: Path) -> str:
+    """Names, sizes and mtimes of ``source``'s files (not ``.etu``): a new etu version with a
+    new demo makes the copy refresh its files."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted(source.rglob("*")):
+        relative = path.relative_to(source)
+        if relative.parts[0] in (ETU_FOLDER, "__pycache__") or not path.is_file():
+            continue
+        info = path.stat()
+        digest.update(f"{relative}\0{info.st_size}\0{int(info.st_mtime)}\n".encode())
+    return digest.hexdigest()
+
+
+def writable_workspace(source: Path, copies: Path | None = None) -> Path:
+    """``source`` itself when etu may write there (a source checkout), else a copy of it in
+    the user's data folder (``copies``, default :func:`user_data_dir`) whose ``.etu`` (the
+    sessions and compile jobs) survives upgrades; the package files are copied again when
+    the package's change."""
+    source = Path(source)
+    if is_writable(source):
+        return source
+    copy = Path(copies if copies is not None else user_data_dir()) / source.name
+    mark = copy / DEMO_MARK
+    stamp = _fingerprint(source)
+    try:
+        current = mark.read_text(encoding="utf-8")
+    except OSError:
+        current = None
+    if current != stamp:
+        try:
+            _copy_package_files(source, copy, mark, stamp)
+        except OSError:
+            return source  # no writable data folder either: runs will say where they failed
+    return copy
+
+
+def _copy_package_files(source: Path, copy: Path, mark: Path, stamp: str) -> None:
+    import shutil
+
+    copy.mkdir(parents=True, exist_ok=True)
+    for path in sorted(source.rglob("*")):
+        relative = path.relative_to(source)
+        if relative.parts[0] in (ETU_FOLDER, "__pycache__"):
+            continue
+        target = copy / relative
+        if path.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+        elif path.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)  # no mode bits: the copy stays writable
+    mark.write_text(stamp, encoding="utf-8")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
@@ -133,15 +134,85 @@ class SafeStream:
         return self._stream.isatty()
 
 
+class JsonErrors:
+    """``--json``: every error is JSON on stdout. What a command writes to stderr is held;
+    when the command fails (a non-zero status), each ``etu: ...`` line becomes
+    ``{"error": "..."}`` on stdout, and on success the held notices go to stderr as text."""
+
+    def __init__(self, out, err, error_statuses=None) -> None:
+        self._out, self._err = out, err
+        self._held: list[str] = []
+        # None: any non-zero status is a failure; a command whose other statuses report an
+        # outcome already in its JSON (etu run: how the run ended) names its error statuses.
+        self._error_statuses = error_statuses
+
+    def write(self, text: str) -> int:
+        self._held.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def finish(self, status: int) -> None:
+        text = "".join(self._held)
+        self._held.clear()
+        if not text:
+            return
+        failed = status != 0 if self._error_statuses is None else status in self._error_statuses
+        if not failed:
+            self._err.write(text)
+            return
+        for line in text.splitlines():
+            if line.startswith("etu: "):
+                self._out.write(json.dumps({"error": line[len("etu: ") :]}) + "\n")
+            elif line.strip():
+                self._err.write(line + "\n")
+
+
+class CommandParser(argparse.ArgumentParser):
+    """A usage error is neutralised like every other output (an argument may come from a
+    file name), and under ``--json`` it is ``{"error": ...}`` on stdout; status 2."""
+
+    as_json = False
+
+    def error(self, message: str):
+        if self.as_json:
+            sys.stdout.write(json.dumps({"error": f"{self.prog}: {message}"}) + "\n")
+        else:
+            stream = SafeStream(sys.stderr)
+            stream.write(self.format_usage())
+            stream.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(2)
+
+
 def _run_command(argv: list[str]) -> int:
     name = argv[0]
     module = command_module(name)
-    parser = argparse.ArgumentParser(prog=f"etu {name}", description=module.HELP)
+    parser = CommandParser(prog=f"etu {name}", description=module.HELP)
+    parser.as_json = "--json" in argv[1:]
     module.configure(parser)
     args = parser.parse_args(argv[1:])
     args.command = name
+    out, err = SafeStream(sys.stdout), SafeStream(sys.stderr)
+    errors = None
+    if getattr(args, "json", False):
+        errors = JsonErrors(out, err, getattr(module, "JSON_ERROR_STATUSES", None))
+    status = 1
     try:
-        status = module.run(args, out=SafeStream(sys.stdout), err=SafeStream(sys.stderr))
+        try:
+            status = module.run(args, out=out, err=errors or err)
+        except (KeyboardInterrupt, BrokenPipeError):
+            raise
+        except Exception as error:  # never a traceback: one line, like every other error
+            from parsers.errors import describe_error
+
+            (errors or err).write(f"etu: {describe_error(error)}\n")
+            status = 1
+        if errors is not None:
+            errors.finish(status)
         sys.stdout.flush()
         return status
     except BrokenPipeError:

@@ -9,7 +9,10 @@ from pathlib import Path
 def add_region_options(parser: argparse.ArgumentParser) -> None:
     """Where memory regions come from, in order of preference."""
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--map", type=Path, help="GNU ld map file (-Map) of the link")
+    group.add_argument(
+        "--map", type=Path,
+        help="GNU ld map file (-Map) of the link (default: the .map beside the ELF, else the .ld)",
+    )  # fmt: skip
     group.add_argument("--ld", type=Path, help="linker script with a MEMORY block")
     group.add_argument(
         "--region",
@@ -28,8 +31,37 @@ def memory_map_from_args(args: argparse.Namespace):
     if not (args.map or args.ld or args.region or args.preset):
         from runner.workspace import read_memory_map
 
-        return read_memory_map(args.elf, args.elf.name)[0]
+        memory_map, _source, notes, _names = read_memory_map(args.elf, args.elf.name)
+        memory_map.warnings[:0] = notes
+        return memory_map
+
     regions = [parse_region_spec(spec) for spec in args.region] if args.region else None
     return load_memory_map(
         args.elf, map_path=args.map, script_path=args.ld, regions=regions, preset=args.preset
     )
+
+
+def add_target_option(parser: argparse.ArgumentParser, what: str, **kwargs) -> None:
+    """``--target`` with its values listed (the FVPs' targets, fvp/targets.py)."""
+    from fvp.targets import targets
+
+    values = targets()
+    parser.add_argument(
+        "--target", choices=values, metavar="TARGET",
+        help=f"{what}; one of: {', '.join(values)}", **kwargs,
+    )  # fmt: skip
+
+
+def add_vela_config_options(parser: argparse.ArgumentParser) -> None:
+    """``--system-config`` and ``--memory-mode`` with their values listed
+    (runner/compile_request.py: Vela's vela.ini sections the runner builds for)."""
+    from runner.compile_request import MEMORY_MODES, SYSTEM_CONFIGS
+
+    parser.add_argument(
+        "--system-config", choices=list(SYSTEM_CONFIGS), metavar="CONFIG",
+        help=f"Vela's system config (default per target); one of: {', '.join(SYSTEM_CONFIGS)}",
+    )  # fmt: skip
+    parser.add_argument(
+        "--memory-mode", choices=MEMORY_MODES, metavar="MODE",
+        help=f"Vela's memory mode (default per target); one of: {', '.join(MEMORY_MODES)}",
+    )  # fmt: skip

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import TextIO
 
+from parsers.errors import describe_error, first_line
+
 HELP = "compare a recorded run's outputs with the host runtime (or .npy files): errors, SNR"
 
 
@@ -34,7 +36,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
             args.session, reference=reference, pte=args.pte, rtol=args.rtol, atol=args.atol
         )
     except (CompareError, OSError, ValueError, RuntimeError) as error:
-        err.write(f"etu: {args.session}: {str(error).splitlines()[0] if str(error) else error}\n")
+        err.write(f"etu: {args.session}: {first_line(str(error)) or describe_error(error)}\n")
         return 2
     if args.json:
         out.write(json.dumps(record) + "\n")

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
+from etu_tui.cli.common import add_target_option, add_vela_config_options
 from parsers.text import printable as p
 from parsers.text import printable_lines
 
@@ -22,9 +23,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", action="append", default=[], metavar="SHAPE[:DTYPE]",
                         help="an example input, e.g. 1x3x224x224:float32 (repeat it)")  # fmt: skip
     parser.add_argument("--input-file", help=".pt or .npy example inputs, also calibration data")
-    parser.add_argument("--target", default="ethos-u55-128", help="the NPU, e.g. ethos-u85-256")
-    parser.add_argument("--system-config", help="Vela's system config (default per target)")
-    parser.add_argument("--memory-mode", help="Vela's memory mode (default per target)")
+    add_target_option(parser, "the NPU (default ethos-u55-128)", default="ethos-u55-128")
+    add_vela_config_options(parser)
     parser.add_argument("--no-quantize", action="store_true", help="keep the model in float")
     parser.add_argument(
         "--per-tensor", action="store_true", help="per-tensor PTQ (default per-channel)"

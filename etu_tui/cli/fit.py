@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from etu_tui.cli.common import add_region_options, memory_map_from_args
+from etu_tui.cli.common import add_region_options, add_target_option, memory_map_from_args
 from parsers.errors import ParseError
 from parsers.text import printable as p
 
@@ -18,7 +18,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pte", type=Path, required=True, help="the program")
     parser.add_argument("--elf", type=Path, required=True, help="the runner firmware")
     parser.add_argument("--vela", type=Path, help="Vela's output folder for the program")
-    parser.add_argument("--target", help="the NPU the run will use, e.g. ethos-u55-128")
+    add_target_option(parser, "the NPU the run will use")
     add_region_options(parser)
     parser.add_argument("--json", action="store_true", help="one JSON object")
 

@@ -16,7 +16,10 @@ HELP = "decode .pte files: plans, delegates, Ethos-U payloads, CPU operators"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", type=Path, metavar="FILE", help="programs to decode")
+    parser.add_argument(
+        "files", nargs="+", type=Path, metavar="FILE",
+        help="programs to decode (.pte, .bpte, or a firmware ELF: the program baked into it)",
+    )  # fmt: skip
     parser.add_argument(
         "--json", action="store_true", help="one JSON object per file per line (JSON Lines)"
     )
@@ -28,14 +31,23 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 def inspect_command(files: Sequence[Path], *, as_json: bool, out: TextIO, err: TextIO) -> int:
     """Print one record per file in argument order; a bad file never stops the others."""
+    from parsers.firmware_program import (
+        decode_embedded_program,
+        find_embedded_program,
+        is_elf,
+    )
     from parsers.program_facts import inspect_record
     from parsers.pte import open_program
 
     failed = 0
     for path in files:
         try:
-            with open_program(path) as program:
+            found = find_embedded_program(path) if is_elf(path) else None
+            opened = decode_embedded_program(path, found) if is_elf(path) else open_program(path)
+            with opened as program:
                 record = inspect_record(program)
+            if found is not None:  # where in the firmware the program is
+                record["firmware"] = found.to_json()
         except ParseError as error:
             failed += 1
             message = str(error.with_source(str(path)))
@@ -61,7 +73,13 @@ def format_inspect(record: dict) -> str:
     header = record["extended_header"]
     lines = [
         f"{p(record['file'])}  {_b(record['file_size'])}  {record['file_identifier']}"
-        + ("  (bundled program)" if record["bundled"] else ""),
+        + ("  (bundled program)" if record["bundled"] else "")
+        + (
+            f"  (baked into the firmware: {p(record['firmware']['section'])} at "
+            f"{record['firmware']['address']:#x})"
+            if record.get("firmware")
+            else ""
+        ),
         "  extended header: "
         + (
             f"program {_b(header['program_size'])}, segments at "

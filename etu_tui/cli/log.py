@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import TextIO
 
+from parsers.errors import describe_error
+
 HELP = "summarise a saved runner log or a recorded session"
 MAX_LOG_BYTES = 64 << 30  # read as a stream: the cap only refuses absurd files
 BLOCK = 1 << 20
@@ -17,17 +19,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--json", action="store_true", help="one JSON summary object")
     mode.add_argument("--events", action="store_true", help="every event as JSON Lines")
+    parser.add_argument(
+        "--elf", type=Path,
+        help="the firmware that ran, to symbolise a fault's PC and LR "
+        "(default: the ELF a session recorded)",
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    return log_command(args.path, as_json=args.json, events=args.events, out=out, err=err)
+    return log_command(
+        args.path, as_json=args.json, events=args.events, out=out, err=err, elf=args.elf
+    )
 
 
-def log_command(path: Path, *, as_json: bool, events: bool, out: TextIO, err: TextIO) -> int:
+def log_command(
+    path: Path, *, as_json: bool, events: bool, out: TextIO, err: TextIO, elf: Path | None = None
+) -> int:
     """A saved log (or a session folder's raw.log) re-read through the same parser."""
     from parsers.errors import ParseError
     from parsers.files import open_regular
-    from parsers.runner_log import LogSummary, RunnerLogParser
+    from parsers.log_summary import LogSummary
+    from parsers.runner_log import RunnerLogParser
     from parsers.text import printable
     from runner.run import bound_summary
     from runner.session import RAW
@@ -42,6 +54,7 @@ def log_command(path: Path, *, as_json: bool, events: bool, out: TextIO, err: Te
         return 2
     parser, collected = RunnerLogParser(), LogSummary()
     etdump: list = []  # the run's ETDump blocks (not the debug ones), for the operator table
+    faults: list = []  # the first hard fault's registers
 
     def take(batch) -> None:
         for event in batch:
@@ -50,6 +63,8 @@ def log_command(path: Path, *, as_json: bool, events: bool, out: TextIO, err: Te
             collected.add(event)
             if type(event).__name__ == "EtdumpBlock" and "debug" not in event.file_name:
                 etdump[:] = [event]
+            elif type(event).__name__ == "HardFault" and not faults:
+                faults.append(event.registers)
         bound_summary(collected)
 
     try:
@@ -67,6 +82,12 @@ def log_command(path: Path, *, as_json: bool, events: bool, out: TextIO, err: Te
     summary = collected.to_json()
     if etdump:
         summary["etdump_operators"] = _etdump_rows(etdump[-1].data, err)
+    fault = None
+    if faults:
+        from parsers.fault import decode_fault
+
+        fault = decode_fault(faults[0], elf or _session_elf(path))
+    summary["fault"] = fault.to_json() if fault is not None else None
     if as_json:
         out.write(json.dumps(summary) + "\n")
         return 0
@@ -91,7 +112,25 @@ def log_command(path: Path, *, as_json: bool, events: bool, out: TextIO, err: Te
     for error in summary["errors"]:
         name = printable(error.get("status_name") or "")
         out.write(f"  error {name}: {printable(error['text'])}\n")
+    if fault is not None:
+        out.write("  fault:\n")
+        for line in fault.lines():
+            out.write(f"    {printable(line)}\n")
     return 0
+
+
+def _session_elf(path: Path) -> Path | None:
+    """The firmware a session folder recorded (meta.json's ``elf``), if it is still there."""
+    from runner.session import META
+
+    if not path.is_dir():
+        return None
+    try:
+        meta = json.loads((path / META).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    elf = meta.get("elf") if isinstance(meta, dict) else None
+    return Path(elf) if isinstance(elf, str) and Path(elf).is_file() else None
 
 
 def _n(value) -> str:
@@ -108,6 +147,5 @@ def _etdump_rows(data: bytes, err: TextIO) -> list[dict] | None:
 
         return etdump_operators(data)
     except Exception as error:  # a foreign library reading device-sent bytes
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        err.write(f"etu: etdump: {printable(first)}\n")
+        err.write(f"etu: etdump: {printable(describe_error(error))}\n")
         return None

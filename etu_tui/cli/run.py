@@ -7,6 +7,10 @@ import json
 from pathlib import Path
 from typing import TextIO
 
+from etu_tui.cli.common import add_target_option
+
+# With --json, statuses other than 2 are the run's ending, already in the JSON outcome.
+JSON_ERROR_STATUSES = (2,)
 HELP = "run the firmware on a Corstone FVP or the emulated board, stream and record its output"
 
 
@@ -16,9 +20,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="run on a Corstone FVP: what etu run always does (boards: etu monitor / etu flash"
         " --monitor); accepted so older scripts keep working",
     )  # fmt: skip
-    parser.add_argument(
-        "--target", help="e.g. ethos-u55-128, ethos-u85-256 (default: the target setting)"
-    )
+    add_target_option(parser, "the NPU, picking the FVP (default: the target setting)")
     parser.add_argument("--elf", type=Path, help="the runner firmware")
     parser.add_argument(
         "--board", choices=["qemu-an547"],
@@ -74,7 +76,7 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         options = FvpOptions(timelimit=args.timelimit, fast=args.fast, extra_params=params)
         launch = prepare_fvp_launch(
             args.target or settings.target, args.elf, options,
-            fvp_path=args.fvp_path, settings=settings,
+            fvp_path=args.fvp_path, settings=settings, allow_missing=args.dry_run,
         )  # fmt: skip
     except (LaunchError, ValueError) as error:
         err.write(f"etu: {printable(str(error))}\n")
@@ -82,10 +84,16 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     if args.dry_run:
         if args.json:
             record = {"argv": launch.argv, "simulator": str(launch.executable),
-                      "simulated": launch.simulated, "found_via": launch.found_via}  # fmt: skip
+                      "simulated": launch.simulated, "found_via": launch.found_via,
+                      "found": launch.found}  # fmt: skip
             out.write(json.dumps(record) + "\n")
         else:
             out.write(printable(format_command(launch.argv)) + "\n")
+            if not launch.found:
+                err.write(
+                    f"etu: {printable(str(launch.executable))} is not installed here: the "
+                    "command names it by its bare name (ETU_FVP_DIR or PATH would find it)\n"
+                )
         return 0
     return _stream_run(launch, args, out=out, err=err)
 
@@ -94,7 +102,7 @@ def _stream_run(launch, args: argparse.Namespace, *, out: TextIO, err: TextIO) -
     from parsers.text import printable
     from runner.run import RunController, install_stop_signals
 
-    if launch.simulated:
+    if launch.simulated and not args.json:  # --json: the events say "simulated"
         shown = printable(str(launch.executable))
         err.write(f"etu: {shown} is the etu stand-in FVP: numbers are SIMULATED\n")
 

@@ -35,6 +35,8 @@ def main() -> None:
     for warning in build.link_warnings:
         print(f"ld: {warning}")
     print(f"wrote {build.elf.relative_to(HERE.parent.parent)} ({build.elf.stat().st_size:,} bytes)")
+    print(f"ExecuTorch's own runner for this program (from an ExecuTorch checkout):\n"
+          f"  {build.rebuild_command}")  # fmt: skip
 
 
 if __name__ == "__main__":

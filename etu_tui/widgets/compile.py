@@ -32,6 +32,7 @@ from etu_tui.widgets.compile_messages import (
     SweepDone,
     SweepRow,
 )
+from parsers.errors import describe_error, first_line
 from runner.compile_job import (
     CompileJob,
     CompileListener,
@@ -49,6 +50,7 @@ from runner.compile_request import (
     RequestError,
 )
 from runner.compile_worker import STAGES
+from runner.workspace import compile_root, workspace_of
 
 DEFAULT_SOURCE = "cnn"
 DEFAULT_TARGET = "ethos-u55-128"
@@ -59,21 +61,6 @@ SWEEP_COLUMNS = (
     "Target", "System config", "Memory mode", "Cycles", "µs", "SRAM KiB", "Flash KiB",
     "DRAM KiB", "CPU ops", "Program B", "Scratch B", "Message",
 )  # fmt: skip
-
-
-def compile_root(workspace: Path) -> Path:
-    """Where compile output goes: ``<workspace>/.etu/compile``."""
-    return workspace / ".etu" / "compile"
-
-
-def workspace_of(program: Path) -> Path:
-    """The workspace a program belongs to: a compiled result's job folder
-    (``<ws>/.etu/compile/<job>/x.pte``) belongs to ``<ws>``, anything else to its folder."""
-    folder = program.parent
-    root = folder.parent
-    if root.name == "compile" and root.parent.name == ".etu":
-        return root.parent.parent
-    return folder
 
 
 class CompileBridge(CompileListener):
@@ -291,7 +278,7 @@ class CompilePanel(Vertical):
         try:
             request = self.form_request().resolved()
         except RequestError as error:
-            self.reason = str(error).splitlines()[0] if str(error) else "refused"
+            self.reason = first_line(str(error)) or "refused"
             line.update(Content(f"✗ {printable(self.reason)}"))
             line.add_class("-refused")
             return None
@@ -390,8 +377,9 @@ class CompilePanel(Vertical):
         try:
             job = CompileJob(state.request, out_dir, CompileBridge(self, state.job_id))
         except (RequestError, OSError) as error:
+            text = first_line(str(error)) or describe_error(error)
             result = CompileResult(state.request, "failed", None, failed_stage="load",
-                                   message=str(error).splitlines()[0])  # fmt: skip
+                                   message=text)  # fmt: skip
             self.post_message(CompileDone(state.job_id, result))
             return
         if state.cancel.is_set():
@@ -400,7 +388,7 @@ class CompilePanel(Vertical):
         try:
             result = job.run()
         except Exception as error:  # a broken job must end as a message, never a hang
-            text = f"{type(error).__name__}: {error}".splitlines()[0]
+            text = describe_error(error)
             result = CompileResult(state.request, "failed", None, message=text,
                                    failed_stage=None)  # fmt: skip
         self.post_message(CompileDone(state.job_id, result))
@@ -551,7 +539,7 @@ class CompilePanel(Vertical):
         try:
             requests = self.sweep_request_list()
         except RequestError as error:
-            line.update(Content(f"✗ {printable(str(error).splitlines()[0])}"))
+            line.update(Content(f"✗ {printable(first_line(str(error)))}"))
             line.add_class("-refused")
             return False
         if self.out_dir is None:
@@ -578,14 +566,14 @@ class CompilePanel(Vertical):
                 row = {"target": result.request.target, "status": "failed",
                        "system_config": result.request.system_config,
                        "memory_mode": result.request.memory_mode,
-                       "message": f"{type(error).__name__}: {error}".splitlines()[0]}  # fmt: skip
+                       "message": describe_error(error)}  # fmt: skip
             self.post_message(SweepRow(sweep_id, row))
 
         error = None
         try:
             run_sweep(requests, out_dir, workers=1, on_result=posted)
         except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            error = describe_error(exc)
         self.post_message(SweepDone(sweep_id, error))
 
     def on_sweep_row(self, message: SweepRow) -> None:

@@ -31,6 +31,7 @@ from etu_tui.widgets.memory import (
     SymbolsTable,
     pools_height,
 )
+from parsers.errors import describe_error
 from runner.workspace import FirmwareResult, ProgramFacts, VelaResult, find_firmware, load_firmware
 
 
@@ -124,7 +125,7 @@ class MemoryPanel(Vertical):
                 request=request,
             )
         except Exception as error:  # load_firmware never raises; belt and braces
-            text = f"unexpected {type(error).__name__}: {error}".splitlines()[0]
+            text = describe_error(error)
             result = FirmwareResult("firmware", error=text, picked=elf is not None, request=request)
         self.post_message(FirmwareLoaded(result))
 

@@ -26,6 +26,7 @@ from etu_tui.widgets.npu import (
     VelaMessages,
     VelaSummary,
 )
+from parsers.errors import describe_error
 from runner.workspace import VelaResult, load_vela, vela_label
 
 
@@ -177,7 +178,7 @@ class NpuPanel(Vertical):
         try:
             result = load_vela(path, vela_label(path))
         except Exception as error:  # load_vela never raises; belt and braces
-            result = VelaResult("Vela report", error=f"unexpected {type(error).__name__}")
+            result = VelaResult("Vela report", error=describe_error(error))
         self.post_message(VelaAdded(result, order))
 
     @on(VelaAdded)

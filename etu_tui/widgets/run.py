@@ -71,6 +71,7 @@ from fvp.command import DEFAULT_TIMELIMIT, FvpOptions, format_command
 from fvp.launch import LaunchError, prepare_fvp_launch
 from fvp.targets import targets
 from parsers.elf_map import read_elf
+from parsers.errors import describe_error
 from parsers.fit import FAIL, OK, check_fit
 from parsers.runner_events import Event
 from runner.process import ProcessStats
@@ -405,7 +406,7 @@ class RunPanel(Vertical):
         except LaunchError as failure:
             error = str(failure)
         except Exception as failure:  # a preview must never take the console down
-            error = f"unexpected {type(failure).__name__}: {failure}".splitlines()[0]
+            error = describe_error(failure)
         self.post_message(LaunchPreviewed(request, launch, error))
 
     def on_launch_previewed(self, message: LaunchPreviewed) -> None:
@@ -556,7 +557,7 @@ class RunPanel(Vertical):
             self.post_message(RunFailed(run_id, f"{root}: {error.strerror or error}"))
             return
         except Exception as error:
-            text = f"unexpected {type(error).__name__}: {error}".splitlines()[0]
+            text = describe_error(error)
             self.post_message(RunFailed(run_id, text))
             return
         with self._lock:
@@ -753,7 +754,7 @@ class RunPanel(Vertical):
         except Exception as error:  # a torn session must never take the console down
             record = RunRecord(folder.name, live=False)
             record.folder = folder
-            record.failure = f"unexpected {type(error).__name__}: {error}".splitlines()[0]
+            record.failure = describe_error(error)
         self.post_message(PastRunRead(request, record))
 
     def on_past_run_read(self, message: PastRunRead) -> None:

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import serial
 
+from parsers.errors import first_line
+
 READ_TIMEOUT = 0.05
 RETRY_INTERVAL = 0.1
 
@@ -111,7 +113,7 @@ def open_port(port: str, settings: dict | None = None, *, exclusive: bool = True
             raise PortError(f"{port}: held by {who}: it is open exclusively elsewhere") from None
         if isinstance(error, serial.SerialException) and "No such file" in text:
             raise PortError(f"{port}: no such port") from None
-        raise PortError(f"{port}: cannot open: {text.splitlines()[0]}") from None
+        raise PortError(f"{port}: cannot open: {first_line(text)}") from None
 
 
 class SerialSource:
@@ -236,7 +238,7 @@ class SerialSource:
         lost_at = time.time()
         offset = self.received
         self._close()
-        self._on_notice([PortLost(self.port, lost_at, offset, reason.splitlines()[0])])
+        self._on_notice([PortLost(self.port, lost_at, offset, first_line(reason) or reason)])
         if not self.reconnect:
             return False
         while not self._stop.wait(RETRY_INTERVAL):

@@ -1,0 +1,229 @@
+"""What a run amounted to: :class:`LogSummary`, built from the runner-log parser's events.
+
+``etu log --json``, the session's ``summary.json``, the Run tab and the History view all
+read this one object; :meth:`LogSummary.to_json` is the ``etu log --json`` contract (fields
+are added, never renamed). Pure: events in, a summary out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+from parsers.runner_events import (
+    AssertFailed,
+    BundleIOResult,
+    EtdumpBlock,
+    EtdumpError,
+    Event,
+    FvpStopped,
+    HardFault,
+    InferenceFinished,
+    LogLine,
+    MemoryReport,
+    MethodLoaded,
+    MethodSelected,
+    MissingKernel,
+    OutputTensor,
+    PmuReport,
+    ProgramLoaded,
+    PteLoaded,
+    RunError,
+    RunSucceeded,
+)
+from parsers.status_codes import status_name
+
+__all__ = ["VERDICTS", "LogSummary", "SummaryError", "summarize"]
+
+
+class SummaryError(TypedDict):
+    """One entry of ``errors``: what failed, its ``error.h`` status and the line it is on."""
+
+    status: int | None
+    status_name: str | None
+    text: str
+    kind: str  # run_error, assert, missing_kernel, hard_fault, exit
+    line: int
+
+
+VERDICTS = ("success", "error", "hard_fault", "timeout", "incomplete")
+
+
+@dataclass(slots=True)
+class LogSummary:
+    """What a run amounted to, built from events (``add`` as they arrive, or ``from_events``).
+
+    The verdict follows what the runner printed, never a wrapper script: a hard fault →
+    ``hard_fault``; an error line, failed assert, missing kernel, failed BundleIO test or a
+    non-zero ``Application exit code`` → ``error``; the runner's success line or a finished
+    inference → ``success`` (even if the FVP then hit its time limit); a time-limit stop
+    without that → ``timeout``; nothing conclusive → ``incomplete``.
+    """
+
+    lines: int = 0
+    pte_size: int | None = None
+    methods: int | None = None
+    method: str | None = None
+    pmu: list[PmuReport] = field(default_factory=list)
+    memory: MemoryReport | None = None
+    outputs: dict[int, int] = field(default_factory=dict)
+    errors: list[SummaryError] = field(default_factory=list)
+    bundleio: list[BundleIOResult] = field(default_factory=list)
+    etdump: list[EtdumpBlock] = field(default_factory=list)
+    etdump_errors: list[EtdumpError] = field(default_factory=list)
+    succeeded: bool = False
+    failed: bool = False
+    faulted: bool = False
+    timed_out: bool = False
+    stops: list[FvpStopped] = field(default_factory=list)
+    _missing_seen: set[str] = field(default_factory=set, repr=False)
+
+    @classmethod
+    def from_events(cls, events: Iterable[Event]) -> LogSummary:
+        summary = cls()
+        for event in events:
+            summary.add(event)
+        return summary
+
+    def add(self, event: Event) -> None:
+        kind = type(event)
+        if kind is LogLine:
+            if event.line_no > self.lines:
+                self.lines = event.line_no
+        elif kind is OutputTensor:
+            self.outputs[event.index] = event.numel
+        elif kind is PteLoaded:
+            if event.size is not None:
+                self.pte_size = event.size
+        elif kind is ProgramLoaded:
+            self.methods = event.methods
+        elif kind is MethodSelected:
+            self.method = event.name
+        elif kind is MethodLoaded:
+            if event.name and self.method is None:
+                self.method = event.name
+        elif kind is PmuReport:
+            self.pmu.append(event)
+        elif kind is MemoryReport:
+            self.memory = event
+            if self.pte_size is None and event.program_size is not None:
+                self.pte_size = event.program_size
+        elif kind is RunSucceeded:
+            self.succeeded = True
+        elif kind is InferenceFinished:
+            if event.success:
+                self.succeeded = True
+        elif kind is RunError:
+            self.failed = True
+            self._error(event, "run_error", event.status, event.text)
+        elif kind is AssertFailed:
+            self.failed = True
+            self._error(event, "assert", event.status, event.text)
+        elif kind is MissingKernel:
+            self.failed = True
+            if event.operator not in self._missing_seen:
+                self._missing_seen.add(event.operator)
+                self._error(event, "missing_kernel", 0x14, f"missing kernel {event.operator}")
+        elif kind is HardFault:
+            self.faulted = True
+            self._error(event, "hard_fault", None, event.text)
+        elif kind is BundleIOResult:
+            self.bundleio.append(event)
+            if not event.passed:
+                self.failed = True
+        elif kind is EtdumpBlock:
+            self.etdump.append(event)
+        elif kind is EtdumpError:
+            self.etdump_errors.append(event)
+        elif kind is FvpStopped:
+            self.stops.append(event)
+            if event.kind == "time_limit":
+                self.timed_out = True
+            elif event.kind == "exit" and event.exit_code not in (None, 0):
+                self.failed = True
+                self._error(event, "exit", None, event.reason)
+
+    def _error(self, event: Event, kind: str, status: int | None, text: str) -> None:
+        self.errors.append(
+            SummaryError(
+                status=status,
+                status_name=status_name(status),
+                text=text,
+                kind=kind,
+                line=event.line_no,
+            )
+        )
+
+    @property
+    def verdict(self) -> str:
+        if self.faulted:
+            return "hard_fault"
+        if self.failed:
+            return "error"
+        if self.succeeded:
+            return "success"
+        if self.timed_out:
+            return "timeout"
+        return "incomplete"
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``etu log FILE --json`` object."""
+        memory = self.memory
+        allocators: dict[str, Any] = {
+            "method_allocator": None,
+            "planned": None,
+            "loaded": None,
+            "input": None,
+            "executor": None,
+            "temp_allocator": None,
+        }
+        if memory is not None:
+            pool = memory.pools.get("method_allocator")
+            if pool is not None:
+                allocators["method_allocator"] = {"used": pool.used, "size": pool.size}
+            allocators["planned"] = memory.planned
+            allocators["loaded"] = memory.loaded
+            allocators["input"] = memory.input
+            allocators["executor"] = memory.executor
+            temp = memory.temp_allocator_size
+            if temp is None and "temp_allocator" in memory.pools:
+                temp = memory.pools["temp_allocator"].size
+            if temp is not None:
+                allocators["temp_allocator"] = {"size": temp}
+        return {
+            "lines": self.lines,
+            "verdict": self.verdict,
+            "model": {"pte_size": self.pte_size, "methods": self.methods, "method": self.method},
+            "pmu": [
+                {
+                    "npu_inferences": r.npu_inferences,
+                    "npu_cycles": r.npu_cycles,
+                    "cpu_cycles": r.cpu_cycles,
+                    "counters": dict(r.counters or {}),
+                }
+                for r in self.pmu
+            ],
+            "allocators": allocators,
+            "outputs": {str(k): v for k, v in sorted(self.outputs.items())},
+            "errors": [dict(e) for e in self.errors],
+            "bundleio": [
+                {
+                    "index": b.index,
+                    "passed": b.passed,
+                    "mean_absolute_error": b.mean_absolute_error,
+                    "max_absolute_error": b.max_absolute_error,
+                    "mean_relative_error": b.mean_relative_error,
+                    "max_relative_error": b.max_relative_error,
+                    "rtol": b.rtol,
+                    "atol": b.atol,
+                }
+                for b in self.bundleio
+            ],
+            "etdump_blocks": len(self.etdump),
+        }
+
+
+def summarize(events: Iterable[Event]) -> dict[str, Any]:
+    """The ``etu log FILE --json`` object for a list of events."""
+    return LogSummary.from_events(events).to_json()
