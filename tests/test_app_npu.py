@@ -342,3 +342,5 @@ async def test_two_delegates_show_the_total_and_each_share() -> None:
         assert f"delegate 0 {first.cycles:,} ({report.share(first):.1f}%)" in text
         assert f"delegate 1 {second.cycles:,} ({report.share(second):.1f}%)" in text
         assert "last call" in text
+        title = str(app.query_one("#layers-box").border_title)
+        assert "delegate 1 of 0-1: the last Vela call" in title, title

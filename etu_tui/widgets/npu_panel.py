@@ -237,5 +237,9 @@ class NpuPanel(Vertical):
             box.border_subtitle = ""
             return
         source = {"stdout": " (from Vela's stdout)"}.get(shown.report.per_layer_from or "", "")
+        calls = len(shown.report.calls)
+        if calls > 1 and shown.report.per_layer_from == "csv":
+            # Vela rewrites its per-layer CSV on each call: only the last delegate's remain.
+            source += f" (delegate {calls - 1} of 0-{calls - 1}: the last Vela call)"
         box.border_title = f"Per-layer · {layers.row_count} rows{source} · {order}"
         box.border_subtitle = "◆ NPU  ○ CPU · s sort"
