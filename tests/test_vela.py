@@ -937,6 +937,13 @@ def test_two_delegates_give_two_calls_and_a_total() -> None:
     assert record["headline"]["cycles"] == second.cycles  # existing fields kept
     assert len(record["summaries"]) == 1
 
+    out = io.StringIO()
+    assert vela_command.run(parser.parse_args([str(folder)]), out=out, err=io.StringIO()) == 0
+    text = out.getvalue()
+    assert "2 Vela calls (one per Ethos-U delegate)" in text
+    assert f"All calls: {total['cycles']:,} cycles" in text
+    assert f"delegate 0: {first.cycles:,} cycles ({report.share(first):.1f}%)" in text
+
 
 def test_one_call_report_has_one_call_equal_to_the_headline() -> None:
     report = load_vela_report(DEMO)
