@@ -25,7 +25,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from etu_tui.commands import EtuCommands, PaletteCommand
 from etu_tui.keys import KEYS, PANELS, bindings, panel_bindings, spec_by_id
-from etu_tui.safe_text import printable
+from etu_tui.safe_text import PrintableFilter, printable
 from etu_tui.screens.help import HelpScreen
 from etu_tui.screens.open_file import OpenFileScreen
 from etu_tui.widgets import CompilePanel, ErrorPanel, RunPanel
@@ -129,6 +129,8 @@ class EtuApp(App[int]):
         self._request = 0  # increases per open; stale worker results are dropped
         self.load_state: str = "loading"  # loading / ready / failed: for tests and scripts
         self._user_keymap = keymap
+        # The boundary to the terminal: no rendered line carries a raw control (issue 9).
+        self._filters.append(PrintableFilter())
 
     # -- layout ------------------------------------------------------------------------
 
@@ -240,7 +242,7 @@ class EtuApp(App[int]):
         await self._show_plan()
         npu = self.npu_panel
         if message.vela is not None:
-            npu.set_own(message.vela, facts.name, short_path(facts.path.parent))
+            npu.set_own(message.vela, printable(facts.name), short_path(facts.path.parent))
         own = npu.own_report
         self.memory_panel.set_program(facts, self.workspace, own)
         self.run_panel.set_program(

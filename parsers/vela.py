@@ -53,6 +53,7 @@ __all__ = [
     "LayerRow",
     "PerLayerCsv",
     "SummaryCsv",
+    "VelaCall",
     "VelaReport",
     "VelaStdout",
     "load_vela_report",
@@ -85,6 +86,54 @@ HEADLINE_UNITS: dict[str, str] = {
     "flash_used_kib": "KiB (on-chip + off-chip)",
     "sram_needed_kib": "KiB (SRAM + the read-only data Sram_Only maps onto SRAM)",
 }
+
+
+# The numbers a Vela call reports that add up over calls (units as HEADLINE_UNITS).
+CALL_NUMBERS = (
+    "cycles",
+    "nn_macs",
+    "sram_used_kib",
+    "dram_used_kib",
+    "on_chip_flash_used_kib",
+    "off_chip_flash_used_kib",
+)
+
+
+@dataclass(slots=True)
+class VelaCall:
+    """One Vela call: ExecuTorch's Ethos-U flow calls Vela once per delegate, in order.
+
+    Vela overwrites its CSVs on each call (only the last call's summary and per-layer CSV
+    remain), so with several calls these come from Vela's stdout (etu's ``vela_stdout.txt``):
+    memory rounded to 0.01 KiB, cycles the sum of the call's per-layer ``Op Cycles``.
+    """
+
+    index: int
+    network: str | None = None
+    cycles: Number | None = None
+    nn_macs: Number | None = None
+    sram_used_kib: Number | None = None
+    dram_used_kib: Number | None = None
+    on_chip_flash_used_kib: Number | None = None
+    off_chip_flash_used_kib: Number | None = None
+    npu_operators: int | None = None
+    cpu_operators: int | None = None
+    layers: list[LayerRow] = field(default_factory=list)
+    source: str = "summary"  # "stdout" | "summary" (the report's headline)
+
+    def numbers(self) -> dict[str, Number | None]:
+        return {name: getattr(self, name) for name in CALL_NUMBERS}
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "network": self.network,
+            **self.numbers(),
+            "npu_operators": self.npu_operators,
+            "cpu_operators": self.cpu_operators,
+            "layers": len(self.layers),
+            "from": self.source,
+        }
 
 
 @dataclass(slots=True)
@@ -123,6 +172,7 @@ class VelaReport:
     vela_version_from: str | None = None  # "stdout" | "etu_compile.json"
     compile_record: dict[str, Any] | None = None
     allocation_peak_bytes: list[int] = field(default_factory=list)  # --verbose-allocation
+    calls: list[VelaCall] = field(default_factory=list)  # one per Vela call (per delegate)
 
     # ------------------------------------------------------------------ lookups
 
@@ -273,6 +323,32 @@ class VelaReport:
     def failed(self) -> bool:
         """Vela reported an error and left no summary."""
         return bool(self.errors) and not self.summaries and not self.stdout_summaries
+
+    def total(self) -> dict[str, Any]:
+        """All of Vela's calls together (a program with several Ethos-U delegates runs each
+        per inference): cycles, MACs and memory summed; ``sram_peak_kib`` is the largest
+        single call's SRAM (what one delegate at a time needs). A number unknown for any
+        call is None (a partial sum would read as the whole)."""
+        total: dict[str, Any] = {"calls": len(self.calls)}
+        for name in CALL_NUMBERS:
+            values = [getattr(call, name) for call in self.calls]
+            known = bool(values) and all(is_finite_number(v) for v in values)
+            value = sum(v for v in values if v is not None) if known else None
+            # KiB from stdout have 2 decimals: keep float sums from reading 1.1400000000000001
+            total[name] = round(value, 6) if isinstance(value, float) else value
+        srams = [call.sram_used_kib for call in self.calls]
+        known = bool(srams) and all(is_finite_number(v) for v in srams)
+        total["sram_peak_kib"] = max(v for v in srams if v is not None) if known else None
+        cycles, clock = total["cycles"], self.core_clock_hz
+        total["inference_time_s"] = cycles / clock if cycles is not None and clock else None
+        return total
+
+    def share(self, call: VelaCall) -> float | None:
+        """The call's share of all calls' cycles, in % (None when unknown)."""
+        whole = self.total()["cycles"]
+        if call.cycles is None or not whole:
+            return None
+        return 100 * call.cycles / whole
 
     def headline(self) -> dict[str, Any]:
         """The values a console shows first (units in :data:`HEADLINE_UNITS`)."""
@@ -475,6 +551,7 @@ def _build(files: dict[str, list[Path]], strict: bool) -> VelaReport:
         or {"float": "legacy", "integer": "regor"}.get(summary_styles[0] if summary_styles else "")
     )
     _check_consistency(report)
+    report.calls = _calls(report, stdout)
     order = [
         str(p)
         for kind in ("summary", "per_layer", "debug", "stdout", "record")
@@ -529,9 +606,61 @@ def _take_stdout(report: VelaReport, stdout: VelaStdout) -> None:
     report.cpu_operator_names = summary.get("cpu_operator_names")
     if len(stdout.summaries) > 1:
         report.warnings.append(
-            f"Vela's stdout holds {len(stdout.summaries)} network summaries (one per Vela call);"
-            " the last one is used"
+            f"Vela's stdout holds {len(stdout.summaries)} network summaries (one per Vela call,"
+            " i.e. per Ethos-U delegate); the headline is the last call, the total sums them"
         )
+
+
+def _calls(report: VelaReport, stdout: VelaStdout | None) -> list[VelaCall]:
+    """One call per stdout summary when Vela was called several times, else the headline."""
+    if stdout is not None and len(stdout.summaries) > 1:
+        calls = []
+        for index, summary in enumerate(stdout.summaries):
+            layers = stdout.summary_layers[index] if index < len(stdout.summary_layers) else []
+            cycles = summary.get("cycles_total")
+            if not is_finite_number(cycles):
+                values = [row.cycles for row in layers]
+                known = bool(values) and all(is_finite_number(v) for v in values)
+                cycles = sum(v for v in values if v is not None) if known else None
+            calls.append(
+                VelaCall(
+                    index=index,
+                    network=summary.get("network"),
+                    cycles=cycles,
+                    nn_macs=_finite(summary.get("nn_macs")),
+                    sram_used_kib=_finite(summary.get("sram_memory_used")),
+                    dram_used_kib=_finite(summary.get("dram_memory_used")),
+                    on_chip_flash_used_kib=_finite(summary.get("on_chip_flash_memory_used")),
+                    off_chip_flash_used_kib=_finite(summary.get("off_chip_flash_memory_used")),
+                    npu_operators=summary.get("npu_operators"),
+                    cpu_operators=summary.get("cpu_operators"),
+                    layers=layers,
+                    source="stdout",
+                )
+            )
+        return calls
+    if not report.summaries and not report.stdout_summaries:
+        return []
+    return [
+        VelaCall(
+            index=0,
+            network=report.network,
+            cycles=report.cycles,
+            nn_macs=report.nn_macs,
+            sram_used_kib=report.sram_used_kib,
+            dram_used_kib=report.dram_used_kib,
+            on_chip_flash_used_kib=report.on_chip_flash_used_kib,
+            off_chip_flash_used_kib=report.off_chip_flash_used_kib,
+            npu_operators=report.npu_operators,
+            cpu_operators=report.cpu_operators,
+            layers=list(report.per_layer),
+            source="summary",
+        )
+    ]
+
+
+def _finite(value: Any) -> Number | None:
+    return value if is_finite_number(value) else None
 
 
 def _size(path: Path) -> int:
@@ -697,6 +826,10 @@ def vela_record(report: VelaReport) -> dict[str, Any]:
                 "tables": {name: len(rows) for name, rows in report.debug_db.items()},
             }
         ),
+        "calls": [
+            _json_safe(call.record(), f"calls[{call.index}]", non_finite) for call in report.calls
+        ],
+        "total": _json_safe(report.total(), "total", non_finite),
         "stdout_summary": (
             None if report.stdout is None else _json_safe(report.stdout, "stdout", non_finite)
         ),

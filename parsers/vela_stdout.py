@@ -94,6 +94,9 @@ class VelaStdout:
 
     summaries: list[dict[str, Any]] = field(default_factory=list)  # one per "Network summary"
     per_layer: list[LayerRow] = field(default_factory=list)
+    # The per-layer table printed before each summary (one list per summary, [] when none):
+    # ExecuTorch calls Vela once per Ethos-U delegate, each call prints table + summary.
+    summary_layers: list[list[LayerRow]] = field(default_factory=list)
     per_layer_layout: str | None = None  # "regor" or "legacy"
     per_layer_graph: str | None = None  # the path/subgraph after "Performance for NPU ..."
     errors: list[str] = field(default_factory=list)  # a failed run's error text
@@ -153,6 +156,13 @@ class _Reader:
         self.i = 0
         self.current: dict[str, Any] | None = None
         self.section: dict[str, str] | None = None
+        self.pending_layers: list[LayerRow] = []  # the table waiting for its summary
+
+    def _new_summary(self, summary: dict[str, Any]) -> None:
+        self.current = summary
+        self.result.summaries.append(summary)
+        self.result.summary_layers.append(self.pending_layers)
+        self.pending_layers = []
 
     def run(self) -> None:
         while self.i < len(self.lines):
@@ -172,8 +182,7 @@ class _Reader:
         if match := _PERF_START.match(stripped):
             self._per_layer_table(match[2])
         elif match := _SUMMARY_START.match(stripped):
-            self.current = {"network": match[1]}
-            result.summaries.append(self.current)
+            self._new_summary({"network": match[1]})
         elif stripped.startswith("Traceback (most recent call last)"):
             self._traceback()
         elif stripped.startswith("vela: error:"):
@@ -248,6 +257,7 @@ class _Reader:
         columns = rename_duplicate_columns(header)
         result.per_layer_layout = per_layer_layout(header)
         result.per_layer_graph = graph or None
+        self.pending_layers = []
         while self.i < len(self.lines):
             line = self.lines[self.i]
             if not line.strip():
@@ -259,6 +269,7 @@ class _Reader:
             )
             if row is not None:
                 result.per_layer.append(row)
+                self.pending_layers.append(row)
 
     # ------------------------------------------------------------------ network summary
 
@@ -268,8 +279,7 @@ class _Reader:
             return
         kind, match = matched
         if self.current is None or (kind == "accelerator_configuration" and kind in self.current):
-            self.current = {}
-            self.result.summaries.append(self.current)
+            self._new_summary({})
         _store(self.current, kind, match)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.binding import Binding
 from textual.widgets import Input, TabbedContent
 
 from etu_tui.app import EtuApp
@@ -249,3 +250,29 @@ def test_every_binding_of_the_console_has_an_id() -> None:
     for owner in owners:
         for binding in owner.BINDINGS:
             assert isinstance(binding, Binding) and binding.id, (owner.__name__, binding)
+
+
+async def test_etu_toml_keymap_rebinds_a_history_key(tmp_path: Path) -> None:
+    """History's binding ids are plain (no dots), so ``[keymap]`` in etu.toml can name them
+    as bare TOML keys and rebind them like any other panel's."""
+    from etu_tui.widgets.history import HistoryPanel
+
+    ids = [b.id for b in HistoryPanel.BINDINGS if isinstance(b, Binding)]
+    assert ids and all(i and i.isidentifier() for i in ids)
+    (tmp_path / DEMO.name).write_bytes(DEMO.read_bytes())
+    (tmp_path / "etu.toml").write_text('[keymap]\nsort_sessions = "o"\n')
+    app = EtuApp(tmp_path / DEMO.name)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.query_one(TabbedContent).active = "history"
+        await pilot.pause()
+        panel = app.query_one(HistoryPanel)
+        panel.query_one("#history-table").focus()
+        await pilot.pause()
+        column = panel.sort.column
+        await pilot.press("s")
+        await pilot.pause()
+        assert panel.sort.column == column, "s is no longer bound to sort"
+        await pilot.press("o")
+        await pilot.pause()
+        assert panel.sort.column != column, "o sorts"

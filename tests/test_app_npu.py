@@ -322,3 +322,25 @@ async def test_two_vela_folders_get_distinct_labels(tmp_path: Path) -> None:
         assert labels[1].startswith("job_u85/vela · ") and labels[2].startswith("job_u65/vela · ")
         u65 = load_vela_report(U65)
         assert labels[2] == f"job_u65/vela · {u65.accelerator} {u65.memory_mode}"
+
+
+async def test_two_delegates_show_the_total_and_each_share() -> None:
+    """A real program with two Ethos-U delegates: the NPU tab totals both Vela calls and
+    shows each delegate's cycles and share."""
+    from tests.two_delegates import build
+
+    job = build()
+    report = load_vela_report(job / "vela")
+    first, second = report.calls
+    total = report.total()
+    app = EtuApp(job / "TwoDelegates.pte")
+    async with app.run_test(size=SIZE) as pilot:
+        await _npu(pilot)
+        text = screen_text(app)
+        assert "all 2 delegates" in text
+        assert f"cycles {total['cycles']:,}" in text
+        assert f"delegate 0 {first.cycles:,} ({report.share(first):.1f}%)" in text
+        assert f"delegate 1 {second.cycles:,} ({report.share(second):.1f}%)" in text
+        assert "last call" in text
+        title = str(app.query_one("#layers-box").border_title)
+        assert "delegate 1 of 0-1: the last Vela call" in title, title

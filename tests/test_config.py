@@ -178,12 +178,12 @@ def test_runtime_source_and_board_profiles_read_the_settings(tmp_path: Path, mon
 
 def test_config_warns_about_keymap_ids_the_console_does_not_have(tmp_path: Path) -> None:
     (tmp_path / "etu.toml").write_text(
-        '[keymap]\nhistory = "f9"\n"history.sort" = "o"\nstrat_run = "f5"\n'
+        '[keymap]\nhistory = "f9"\nsort_sessions = "o"\nstrat_run = "f5"\n'
     )
     result = etu("config", "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     record = json.loads(result.stdout)
-    assert record["keymap"]["history.sort"]["key"] == "o"
+    assert record["keymap"]["sort_sessions"]["key"] == "o"
     assert [w.split(" ")[0] for w in record["warnings"]] == ["keymap.strat_run"]
     text = etu("config", cwd=tmp_path)
-    assert "etu: warning: keymap.strat_run" in text.stderr and "history.sort" not in text.stderr
+    assert "etu: warning: keymap.strat_run" in text.stderr and "sort_sessions" not in text.stderr

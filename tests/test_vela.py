@@ -4,6 +4,8 @@ ExecuTorch-produced folder, synthetic older/odd layouts, and hostile input."""
 
 from __future__ import annotations
 
+import argparse
+import io
 import json
 import math
 import shutil
@@ -895,3 +897,56 @@ def test_layer_row_is_a_plain_dict() -> None:
     row = LayerRow({"Op Cycles": 5, "Name": "n", "NNG Operator": "Conv2D"})
     assert json.loads(json.dumps(row)) == {"Op Cycles": 5, "Name": "n", "NNG Operator": "Conv2D"}
     assert (row.cycles, row.name, row.operator, row.target) == (5, "n", "Conv2D", None)
+
+
+# ------------------------------------------------------------------ several Ethos-U delegates
+
+
+def test_two_delegates_give_two_calls_and_a_total() -> None:
+    """The real flow on conv → sort (CPU) → conv: Vela is called once per delegate, rewrites
+    its CSVs each time (only the last call's summary row remains) and prints both calls on
+    stdout; the report exposes each call and their total."""
+    from tests.two_delegates import build
+
+    folder = build() / "vela"
+    summary_rows = load_vela_report(folder).summaries
+    assert len(summary_rows) == 1, "Vela keeps only the last call's summary CSV row"
+    report = load_vela_report(folder)
+    assert len(report.calls) == 2
+    first, second = report.calls
+    assert second.cycles == report.cycles, "the last call is the summary CSV's row"
+    assert all(call.cycles and call.layers for call in report.calls)
+    assert first.cycles == sum(row.cycles for row in first.layers)
+    total = report.total()
+    assert total["cycles"] == first.cycles + second.cycles
+    assert total["nn_macs"] == first.nn_macs + second.nn_macs
+    assert total["sram_used_kib"] == pytest.approx(first.sram_used_kib + second.sram_used_kib)
+    assert total["sram_peak_kib"] == max(first.sram_used_kib, second.sram_used_kib)
+    assert report.share(first) + report.share(second) == pytest.approx(100)
+
+    from etu_tui.cli import vela as vela_command
+
+    parser = argparse.ArgumentParser()
+    vela_command.configure(parser)
+    out = io.StringIO()
+    args = parser.parse_args([str(folder), "--json"])
+    assert vela_command.run(args, out=out, err=io.StringIO()) == 0
+    record = json.loads(out.getvalue())
+    assert [call["cycles"] for call in record["calls"]] == [first.cycles, second.cycles]
+    assert record["total"]["cycles"] == total["cycles"] and record["total"]["calls"] == 2
+    assert record["headline"]["cycles"] == second.cycles  # existing fields kept
+    assert len(record["summaries"]) == 1
+
+    out = io.StringIO()
+    assert vela_command.run(parser.parse_args([str(folder)]), out=out, err=io.StringIO()) == 0
+    text = out.getvalue()
+    assert "2 Vela calls (one per Ethos-U delegate)" in text
+    assert f"All calls: {total['cycles']:,} cycles" in text
+    assert f"delegate 0: {first.cycles:,} cycles ({report.share(first):.1f}%)" in text
+
+
+def test_one_call_report_has_one_call_equal_to_the_headline() -> None:
+    report = load_vela_report(DEMO)
+    assert len(report.calls) == 1
+    assert report.total()["cycles"] == report.cycles
+    assert report.share(report.calls[0]) == pytest.approx(100)

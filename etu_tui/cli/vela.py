@@ -68,6 +68,20 @@ def format_vela(report) -> str:
         lines.append("  memory: " + ", ".join(memory))
     if report.npu_operators is not None:
         lines.append(f"  operators: {report.npu_operators} NPU, {report.cpu_operators} CPU")
+    if len(report.calls) > 1:
+        total = report.total()
+        cycles = f"{total['cycles']:,}" if total["cycles"] is not None else "?"
+        lines.append(
+            f"  {len(report.calls)} Vela calls (one per Ethos-U delegate); the lines above are"
+            f" the last call's. All calls: {cycles} cycles"
+        )
+        for call in report.calls:
+            share = report.share(call)
+            lines.append(
+                f"    delegate {call.index}: "
+                + (f"{call.cycles:,} cycles" if call.cycles is not None else "? cycles")
+                + (f" ({share:.1f}%)" if share is not None else "")
+            )
     if report.per_layer:
         lines.append(f"  per layer ({len(report.per_layer)}), by cycles:")
         for row in sorted(report.per_layer, key=lambda r: r.cycles or 0, reverse=True)[:10]:

@@ -7,6 +7,7 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
+from etu_tui.safe_text import printable
 from etu_tui.widgets.formatting import plural
 from parsers.program_facts import CpuOperator
 
@@ -17,7 +18,7 @@ def operators_content(ops: list[CpuOperator]) -> Content:
     lines = []
     for op in ops:
         marker = ("prim ", "$text-secondary") if op.is_prim else ("○ ", "$text-warning")
-        lines.append(Content.assemble(marker, (op.name, "bold")))
+        lines.append(Content.assemble(marker, (printable(op.name), "bold")))
         dtypes = ", ".join(op.dtypes) or "no tensor args"
         note = "  (prim op: always registered, not in the list)" if op.is_prim else ""
         lines.append(Content.styled(f"    {dtypes} · {plural(op.calls, 'call')}{note}", "dim"))
@@ -45,7 +46,7 @@ class SelectOps(Static):
 
     def show(self, value: str) -> None:
         self.value = value
-        self.update(Content(value) if value else Content.styled("(empty)", "dim"))
+        self.update(Content(printable(value)) if value else Content.styled("(empty)", "dim"))
 
 
 class CpuOpsView(VerticalScroll):

@@ -7,6 +7,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
+from etu_tui.safe_text import printable
 from etu_tui.widgets.formatting import nbytes, shape
 from parsers.errors import ParseError
 from parsers.ethosu import EthosUPayload, VelaIO, is_ethosu_delegate
@@ -17,7 +18,7 @@ LABEL_WIDTH = 16
 
 
 def _row(label: str, value: str | Content, style: str = "") -> Content:
-    text = value if isinstance(value, Content) else Content.styled(value, style)
+    text = value if isinstance(value, Content) else Content.styled(printable(value), style)
     return Content.assemble((f"{label:<{LABEL_WIDTH}}", "dim"), text)
 
 
@@ -131,7 +132,7 @@ def one_line(program: Program, info: DelegateInfo) -> Content:
     """The delegate in one line, for the Program tab."""
     target = (info.payload.target if info.payload else None) or npu_target(info)
     size = nbytes(program.delegate_span(info.delegate).size)
-    parts = [(f"#{info.index} {info.delegate.id}", "bold"), f" · {size}"]
+    parts = [(f"#{info.index} {printable(info.delegate.id)}", "bold"), f" · {size}"]
     if target:
         parts.append(f" · {target}")
     if info.error:
@@ -157,7 +158,10 @@ class DelegateCard(Horizontal):
         super().__init__()
         self._program = program
         self._info = info
-        self.border_title = f"Delegate {info.index} · {info.delegate.id} · plan {info.plan.name}"
+        self.border_title = (
+            f"Delegate {info.index} · {printable(info.delegate.id)}"
+            f" · plan {printable(info.plan.name)}"
+        )
 
     def compose(self) -> ComposeResult:
         yield Static(payload_content(self._program, self._info), classes="payload")

@@ -11,6 +11,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
+from etu_tui.safe_text import printable
 from etu_tui.widgets.formatting import nbytes, plural
 from parsers.fit import FAIL, OK, WARN, Verdict, worst_status
 from runner.workspace import FirmwareResult
@@ -64,13 +65,14 @@ def headline(result: FirmwareResult | None, workspace: str) -> Content:
         )
     if result.verdicts is None:
         return Content.assemble(
-            ("– not checked: ", "bold"), (f"{result.label} could not be used (see above)", "dim")
+            ("– not checked: ", "bold"),
+            (f"{printable(result.label)} could not be used (see above)", "dim"),
         )
     verdicts = result.verdicts
     status = worst_status(verdicts)
     counts = {s: sum(v.status == s for v in verdicts) for s in (FAIL, WARN, OK)}
     tally = f"{counts[FAIL]} failing · {plural(counts[WARN], 'warning')} · {counts[OK]} ok"
-    against = f"{result.program or 'the program'} on {result.label}"
+    against = printable(f"{result.program or 'the program'} on {result.label}")
     if status == FAIL:
         head = ("✗ DOES NOT FIT ", f"{STYLES[FAIL]} bold")
     elif status == WARN:
@@ -109,7 +111,7 @@ class FitHeadline(Static):
 
 def details(verdict: Verdict) -> Content:
     """The message, need/have, and the fix (highlighted) of one verdict."""
-    lines = [Content(verdict.message)]
+    lines = [Content(printable(verdict.message))]
     if verdict.need is not None or verdict.have is not None:
         lines.append(
             Content.assemble(
@@ -122,7 +124,9 @@ def details(verdict: Verdict) -> Content:
     if verdict.fix and verdict.status != OK:
         lines.append(
             Content.assemble(
-                (" fix ", "bold $background on $accent"), " ", (verdict.fix, "bold $text-accent")
+                (" fix ", "bold $background on $accent"),
+                " ",
+                (printable(verdict.fix), "bold $text-accent"),
             )
         )
     return Content("\n").join(lines)

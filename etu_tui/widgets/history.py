@@ -109,19 +109,19 @@ class HistoryPanel(Vertical):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("s", "sort", "Sort", id="history.sort", tooltip="Sort by the next column"),
-        Binding("space", "mark", "Mark", id="history.mark", tooltip="Mark for compare"),
-        Binding("v", "compare", "Compare", id="history.compare", tooltip="The two marked"),
-        Binding("g", "next_figure", "Figure", id="history.figure", tooltip="Chart figure"),
-        Binding("r", "replay", "Replay", id="history.replay", tooltip="In the Run tab"),
+        Binding("s", "sort", "Sort", id="sort_sessions", tooltip="Sort by the next column"),
+        Binding("space", "mark", "Mark", id="mark_session", tooltip="Mark for compare"),
+        Binding("v", "compare", "Compare", id="compare_sessions", tooltip="The two marked"),
+        Binding("g", "next_figure", "Figure", id="next_figure", tooltip="Chart figure"),
+        Binding("r", "replay", "Replay", id="replay_session", tooltip="In the Run tab"),
         Binding(
             "y",
             "replay_timed",
             "Replay timed",
-            id="history.replay_timed",
+            id="replay_timed",
             tooltip="In the Run tab, at the recorded pace",
         ),
-        Binding("ctrl+r", "refresh", "Refresh", id="history.refresh", show=False),
+        Binding("ctrl+r", "refresh", "Refresh", id="refresh_sessions", show=False),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -218,11 +218,11 @@ class HistoryPanel(Vertical):
         line = row.ending["proof_line"]
         return [
             mark + (row.started_text or row.id),
-            row.kind + ("*" if row.simulated else ""),
-            row.target,
+            printable(row.kind) + ("*" if row.simulated else ""),
+            printable(row.target),
             printable(f"{row.program['name']} {row.program['short']}".strip()),
             printable(f"{row.firmware['name']} {row.firmware['short']}".strip()),
-            row.ending["reason"] + (f" @{line}" if line else ""),
+            printable(row.ending["reason"] + (f" @{line}" if line else "")),
             _n(row.npu_cycles),
             _n(row.cpu_cycles),
             _n(row.method_allocator_used),

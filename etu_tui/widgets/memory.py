@@ -13,6 +13,7 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
+from etu_tui.safe_text import printable
 from etu_tui.screens.open_file import OpenFileScreen
 from etu_tui.widgets.error_panel import ProblemBox
 from etu_tui.widgets.formatting import nbytes
@@ -168,12 +169,12 @@ class RegionBars(Static):
             return
         self.border_subtitle = "e pick another ELF"
         if memory_map is None:
-            self.border_title = f"Regions · {result.label}"
+            self.border_title = f"Regions · {printable(result.label)}"
             self.lines = []
             self.update(Content.styled("The firmware could not be read (see above).", "bold"))
             return
         preset = f" · {memory_map.preset} layout" if memory_map.preset else ""
-        self.border_title = f"Regions · {result.label} · {result.regions_text}{preset}"
+        self.border_title = f"Regions · {printable(result.label)} · {result.regions_text}{preset}"
         if not self.regions:
             self.lines = []
             self.update(Content.styled("No memory regions: usage cannot be told.", "bold"))
@@ -393,7 +394,8 @@ class MemoryWarnings(VerticalScroll):
             return
         text.update(
             Content("\n").join(
-                Content.assemble(("⚠ ", "$text-warning bold"), warning) for warning in warnings
+                Content.assemble(("⚠ ", "$text-warning bold"), printable(warning))
+                for warning in warnings
             )
         )
 

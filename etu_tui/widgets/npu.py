@@ -156,7 +156,44 @@ def summary_content(report: VelaReport) -> Content:
         _field("DRAM", kib(head["dram_used_kib"])),
     ]
     line3 = Content.assemble(("memory  ", "dim"), Content(gap).join(memory))
-    return Content("\n").join([tag, line1, line2, line3])
+    lines = [tag, line1, line2, line3]
+    if len(report.calls) > 1:
+        lines[2] = Content.assemble(("last call ", "dim"), line2)
+        lines[3] = Content.assemble(("last call ", "dim"), line3)
+        lines.extend(calls_content(report))
+    return Content("\n").join(lines)
+
+
+def calls_content(report: VelaReport) -> list[Content]:
+    """Several Ethos-U delegates (one Vela call each): the total, then each one's share."""
+    total = report.total()
+    n = len(report.calls)
+    whole = Content("   ").join(
+        [
+            _field("cycles", count(total["cycles"])),
+            _field("inference", seconds(total["inference_time_s"])),
+            _field("MACs", count(total["nn_macs"])),
+            _field(
+                "SRAM", f"{kib(total['sram_used_kib'])} (largest {kib(total['sram_peak_kib'])})"
+            ),
+            _field("off-chip flash", kib(total["off_chip_flash_used_kib"])),
+        ]
+    )
+    shares = []
+    for call in report.calls:
+        share = report.share(call)
+        shares.append(
+            Content.assemble(
+                (f"delegate {call.index}", "dim"),
+                " ",
+                (count(call.cycles), "bold"),
+                f" ({share:.1f}%)" if share is not None else "",
+            )
+        )
+    return [
+        Content.assemble((f"all {n} delegates ", "bold $accent"), whole),
+        Content.assemble(("share of cycles  ", "dim"), Content(" · ").join(shares)),
+    ]
 
 
 class VelaSummary(Static):

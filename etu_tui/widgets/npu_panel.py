@@ -17,6 +17,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 
 from etu_tui.keys import bindings
+from etu_tui.safe_text import printable
 from etu_tui.widgets.npu import (
     AddReportScreen,
     CompareTable,
@@ -42,13 +43,13 @@ def report_label(result: VelaResult) -> str:
     """A label that tells two reports apart: every compile job writes Vela's output into
     a ``vela/`` folder, so the folder above it (the job or workspace) names it, and the
     configuration (accelerator, memory mode) follows."""
-    label = (result.label or "Vela report").rstrip("/")
+    label = printable((result.label or "Vela report").rstrip("/"))
     path = result.path
     if path is not None:
         folder = path if path.is_dir() else path.parent
         if folder.name == "vela" and folder.parent.name:
             inside = "" if folder == path else f"/{path.name}"
-            label = f"{folder.parent.name}/vela{inside}"
+            label = printable(f"{folder.parent.name}/vela{inside}")
     config = ""
     if result.report is not None:
         head = result.report.headline()
@@ -236,5 +237,9 @@ class NpuPanel(Vertical):
             box.border_subtitle = ""
             return
         source = {"stdout": " (from Vela's stdout)"}.get(shown.report.per_layer_from or "", "")
+        calls = len(shown.report.calls)
+        if calls > 1 and shown.report.per_layer_from == "csv":
+            # Vela rewrites its per-layer CSV on each call: only the last delegate's remain.
+            source += f" (delegate {calls - 1} of 0-{calls - 1}: the last Vela call)"
         box.border_title = f"Per-layer · {layers.row_count} rows{source} · {order}"
         box.border_subtitle = "◆ NPU  ○ CPU · s sort"

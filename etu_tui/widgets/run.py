@@ -655,7 +655,6 @@ class RunPanel(Vertical):
         if self._frozen:
             gc.unfreeze()  # back into the oldest generation: collected as usual again
             self._frozen = False
-        self._hex_timer: Timer | None = None
 
     def _after_run(self) -> None:
         self._thaw_heap()

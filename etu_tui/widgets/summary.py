@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
+from etu_tui.safe_text import printable
 from etu_tui.widgets.formatting import nbytes, plural
 from runner.workspace import ProgramFacts
 
@@ -40,7 +41,7 @@ def summary_content(facts: ProgramFacts) -> Content:
             _field("constant data", nbytes(program.constant_data_size)),
             _field(
                 "delegates",
-                str(len(facts.delegates)) + (f" ({', '.join(ids)})" if ids else ""),
+                str(len(facts.delegates)) + (f" ({printable(', '.join(ids))})" if ids else ""),
             ),
         ]
     )
@@ -69,5 +70,5 @@ class ProgramSummary(Static):
     """
 
     def show(self, facts: ProgramFacts) -> None:
-        self.border_title = facts.name
+        self.border_title = printable(facts.name)
         self.update(summary_content(facts))

@@ -22,6 +22,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from etu_tui.safe_text import printable
+
 SEPARATOR = " "
 
 
@@ -161,8 +163,10 @@ class VirtualTable(ScrollView, can_focus=True):
     # -- rendering ---------------------------------------------------------------------
 
     def _line(self, cells: Sequence[str], style: Style) -> Strip:
+        # Cells hold outside text (operator, layer, symbol names): made printable here, the
+        # one place every table row is drawn.
         texts = [
-            fit(text, column.width, column.justify)
+            fit(printable(text), column.width, column.justify)
             for text, column in zip(cells, self._laid_out, strict=False)
         ]
         return Strip([Segment(SEPARATOR.join(texts), style)])
