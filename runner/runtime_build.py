@@ -287,9 +287,11 @@ def build_runner(
         "bundleio": bundleio,
         "etdump": etdump,
     }
+    # CMake ties a build tree to its source folder: another checkout or install of etu
+    # (another PROJECT path) gets its own tree rather than a configure error.
     key_text = json.dumps(
         {"commit": source.commit, "root": str(root), "gcc": gcc_version, "cpu": "cortex-m55",
-         "project": _project_hash(), **options},
+         "project": _project_hash(), "project_dir": str(PROJECT), **options},
         sort_keys=True,
     )  # fmt: skip
     key = hashlib.sha256(key_text.encode()).hexdigest()[:16]
