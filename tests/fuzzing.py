@@ -2,7 +2,7 @@
 
 Each harness takes bytes and may only return or raise :class:`ParseError`: anything else
 (a traceback, a hang, a blow-up) is a finding. Findings are kept as regression inputs
-under ``tests/data/fuzz/<format>/`` and replayed by ``tests/test_fuzz.py`` on every
+under ``tests/data/fuzz/<format>/`` and replayed by ``tests/unit/test_fuzz.py`` on every
 ``make test``; a bounded hypothesis run there mutates the seeds for a few seconds per
 format, and ``make fuzz`` runs ``python -m tests.fuzzing FORMAT SECONDS`` under atheris
 (libFuzzer, coverage guided) for a long run.
@@ -254,7 +254,7 @@ def hypothesis_run(name: str, seconds: int) -> int:
 
     from hypothesis import HealthCheck, given, settings
 
-    from tests.test_fuzz import mutated
+    from tests.unit.test_fuzz import mutated
 
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:

@@ -1,0 +1,205 @@
+"""The console at a laptop terminal or SSH window (80×24) and at 120×36: every tab shows
+its main content, nothing runs past the right edge, the footer keeps Quit; the log can be
+maximised. Real demo files and a real stand-in run."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import TabbedContent
+
+from etu_tui.app import EtuApp
+from etu_tui.screenshots import DEMO_PROGRAM, DEMO_WORKSPACE, settle
+from etu_tui.widgets import InstructionsTable, LayerTable, LogView
+from fvp.standin import install_standin
+from tests.console.test_app import screen_text
+
+pytestmark = pytest.mark.anyio
+
+SMALL = (80, 24)
+TAB_KEYS = ("i", "t", "d", "n", "m", "f", "u", "k")
+
+
+def _rows_shown(table) -> int:
+    """Data rows the table has on screen (its height less the header and scrollbar)."""
+    return min(table.row_count, table.scrollable_content_region.height - 1)
+
+
+@pytest.mark.parametrize("size", [SMALL, (120, 36)])
+async def test_every_tab_fits_the_terminal(size: tuple[int, int]) -> None:
+    app = EtuApp(DEMO_PROGRAM)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        for key in TAB_KEYS:
+            await pilot.press(key)
+            await settle(pilot)
+            lines = screen_text(app).splitlines()
+            assert len(lines) == size[1]
+            assert all(len(line) <= size[0] for line in lines), key
+            assert "q Quit" in lines[-1], key
+            # Box borders close on the right edge, not past it: the right column is a
+            # border, a scrollbar or blank on every line of the body.
+            assert app.query_one(TabbedContent).active
+
+
+async def test_program_tab_shows_5_instruction_rows_at_80x24() -> None:
+    app = EtuApp(DEMO_PROGRAM)
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot)
+        table = app.query_one(InstructionsTable)
+        assert table.scrollable_content_region.height - 1 >= 5
+        assert _rows_shown(table) == table.row_count == 3  # the demo has 3
+
+
+async def test_npu_tab_shows_5_layers_at_80x24() -> None:
+    app = EtuApp(DEMO_PROGRAM)
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot)
+        await pilot.press("n")
+        await settle(pilot)
+        layers = app.query_one(LayerTable)
+        assert layers.row_count >= 5
+        assert _rows_shown(layers) >= 5
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    shutil.copyfile(DEMO_PROGRAM, folder / DEMO_PROGRAM.name)
+    for sub in ("firmware", "vela"):
+        shutil.copytree(DEMO_WORKSPACE / sub, folder / sub)
+    return folder
+
+
+@pytest.fixture
+def standin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "fvp"
+    install_standin(folder)
+    monkeypatch.setenv("ETU_FVP_DIR", str(folder))
+    for name in ("ETU_STANDIN_FAULT", "ETU_STANDIN_INFERENCES", "ETU_STANDIN_LINE_DELAY"):
+        monkeypatch.delenv(name, raising=False)
+    return folder
+
+
+async def _finish_run(pilot: Pilot) -> None:
+    app = pilot.app
+    assert isinstance(app, EtuApp)
+    await pilot.press("u")
+    await settle(pilot)
+    await pilot.press("r")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    while app.run_panel.running or app.run_panel.live is None:
+        assert loop.time() < deadline, "the stand-in run did not end"
+        await pilot.pause(0.05)
+    await settle(pilot)
+
+
+async def test_run_tab_shows_8_log_lines_at_80x24_and_z_maximises(
+    workspace: Path, standin: Path
+) -> None:
+    app = EtuApp(workspace)
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot)
+        await _finish_run(pilot)
+        log = app.query_one(LogView)
+        assert log.size.height >= 8
+        assert log.row_count >= 8
+        lines = screen_text(app).splitlines()
+        assert all(len(line) <= SMALL[0] for line in lines)
+        before = log.size.height
+        await pilot.press("z")
+        await pilot.pause()
+        assert app.screen.maximized is log
+        assert log.size.height > before
+        await pilot.press("z")
+        await pilot.pause()
+        assert app.screen.maximized is None
+
+
+async def test_pmu_pane_names_utilisation_and_the_runners_ratio(
+    workspace: Path, standin: Path
+) -> None:
+    """NPU utilisation is (cycle counter − NPU_IDLE) / cycles; the runner's own ratio is
+    shown under its own name."""
+    app = EtuApp(workspace)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await settle(pilot)
+        await _finish_run(pilot)
+        from etu_tui.widgets.run_panes import PmuPane
+
+        report = app.run_panel.shown.pmu[-1]
+        idle = next(v for k, v in report.counters.items() if k.endswith("NPU_IDLE"))
+        expected = 100.0 * (report.npu_cycles - idle) / report.npu_cycles
+        lines = app.query_one(PmuPane).lines
+        assert any(
+            line.startswith("NPU utilisation") and f"{expected:.1f}%" in line for line in lines
+        ), lines
+        if report.npu_ratio is not None:
+            assert f"runner's NPU ratio {report.npu_ratio:.1f}%" in lines
+
+
+async def test_pmu_pane_says_why_there_is_no_report_after_a_fault(
+    workspace: Path, standin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ETU_STANDIN_FAULT", "hard-fault")
+    app = EtuApp(workspace)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await settle(pilot)
+        await _finish_run(pilot)
+        assert app.run_panel.shown.outcome.reason == "hard_fault"
+        assert "No PMU report: the core faulted" in screen_text(app)
+
+
+async def test_hard_fault_banner_symbolises_pc_and_lr_against_the_elf(
+    workspace: Path, standin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from etu_tui.widgets.run_panes import RunBanner
+    from etu_tui.widgets.triage import symbolise
+    from parsers.elf_map import read_elf
+
+    monkeypatch.setenv("ETU_STANDIN_FAULT", "hard-fault")
+    app = EtuApp(workspace)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await settle(pilot)
+        await _finish_run(pilot)
+        record = app.run_panel.shown
+        assert record.faults, "the parser saw the platform's fault report"
+        regs = record.faults[-1].registers
+        image = read_elf(workspace / "firmware" / "arm_executor_runner.elf")
+        text = app.query_one(RunBanner).text
+        assert "hard fault: PC " in text and "CFSR 0x" in text
+        assert f"PC {symbolise(regs['pc'], image)} ({regs['pc']:#010x})" in text
+        assert f"LR {symbolise(regs['lr'], image)}" in text
+
+
+async def test_missing_operator_banner_gives_the_fit_fix(
+    workspace: Path, standin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from etu_tui.widgets.run_panes import RunBanner
+
+    monkeypatch.setenv("ETU_STANDIN_FAULT", "missing-operator")
+    app = EtuApp(workspace)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await settle(pilot)
+        await _finish_run(pilot)
+        assert app.run_panel.shown.missing
+        text = app.query_one(RunBanner).text
+        assert "missing operator: " in text
+        assert f"EXECUTORCH_SELECT_OPS_LIST={app.facts.select_ops}" in text
+
+
+def test_symbolise_names_the_function_and_offset_in_the_demo_firmware() -> None:
+    from etu_tui.widgets.triage import symbolise
+    from parsers.elf_map import read_elf
+
+    image = read_elf(DEMO_WORKSPACE / "firmware" / "arm_executor_runner.elf")
+    main = next(s for s in image.symbols if s.name == "main" and s.type == "FUNC")
+    assert symbolise(main.address, image) == "main"
+    assert symbolise(main.address + 0x10 | 1, image) == "main+0x10"  # Thumb bit ignored
+    assert symbolise(0xFFFFFFF0, image) == "0xfffffff0"

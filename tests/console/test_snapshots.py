@@ -1,0 +1,101 @@
+"""SVG snapshots of the Program, NPU, Memory, Fit, Run and Compile views on the demo
+(pytest-textual-snapshot).
+
+Update after a reviewed UI change with ``pytest tests/console/test_snapshots.py --snapshot-update``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+
+from etu_tui.app import EtuApp
+from etu_tui.screenshots import (
+    COMPARE_REPORT,
+    compile_steps,
+    fit_steps,
+    memory_steps,
+    npu_steps,
+    settle,
+    small_scratch_firmware,
+)
+
+DEMO = Path(__file__).resolve().parent.parent.parent / "etu_tui" / "demo" / "demo_cnn.pte"
+
+
+def test_program_view(snap_compare) -> None:
+    """Summary, instructions (1 NPU, 2 CPU rows), plan facts, CPU operators, delegates."""
+
+    async def loaded(pilot: Pilot) -> None:
+        await settle(pilot)
+
+    assert snap_compare(EtuApp(DEMO), terminal_size=(140, 45), run_before=loaded)
+
+
+def test_npu_view(snap_compare) -> None:
+    """Vela summary with the estimate badge, layers by cycles, compare with a U85 run."""
+    assert COMPARE_REPORT.is_dir()
+    assert snap_compare(EtuApp(DEMO), terminal_size=(140, 45), run_before=npu_steps)
+
+
+def test_memory_view(snap_compare) -> None:
+    """Regions of the demo firmware from its ld map, runner pools, kernels, sections."""
+    assert snap_compare(EtuApp(DEMO), terminal_size=(140, 45), run_before=memory_steps)
+
+
+def test_fit_view(snap_compare, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A picked firmware whose temp pool is too small: ethosu_scratch fails first, with
+    the flag that fixes it; the tab says ✗."""
+    elf = small_scratch_firmware(tmp_path_factory.mktemp("fit_view"))
+
+    async def picked(pilot: Pilot) -> None:
+        await fit_steps(pilot, elf)
+
+    assert snap_compare(EtuApp(DEMO), terminal_size=(140, 45), run_before=picked)
+
+
+def test_compile_view(snap_compare) -> None:
+    """The Compile tab's form before compiling: the built-in cnn for the demo's target, the
+    defaults the target resolves to, every stage pending, an empty sweep table."""
+    assert snap_compare(EtuApp(DEMO), terminal_size=(140, 45), run_before=compile_steps)
+
+
+# --------------------------------------------------------- laptop and SSH sizes
+
+
+async def _tab(pilot: Pilot, key: str) -> None:
+    await settle(pilot)
+    await pilot.press(key)
+    await settle(pilot)
+
+
+SMALL_VIEWS = {
+    "program": "i",
+    "tensors": "t",
+    "delegates": "d",
+    "memory": "m",
+    "fit": "f",
+    "run": "u",
+    "compile": "k",
+    "history": "j",
+}
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)], ids=["80x24", "120x36"])
+@pytest.mark.parametrize("view", [*SMALL_VIEWS, "npu"])
+def test_view_at_small_sizes(snap_compare, view: str, size: tuple[int, int]) -> None:
+    """Each tab at a laptop terminal (80×24) and at 120×36: its main content in view,
+    nothing past the right edge, Quit in the footer. The Run tab before any run (the FVP
+    is not installed in the test environment, which the tab says)."""
+    if view == "npu":
+        steps = npu_steps
+    elif view == "compile":
+        steps = compile_steps
+    else:
+
+        async def steps(pilot: Pilot) -> None:
+            await _tab(pilot, SMALL_VIEWS[view])
+
+    assert snap_compare(EtuApp(DEMO), terminal_size=size, run_before=steps)

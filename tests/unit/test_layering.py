@@ -1,0 +1,58 @@
+"""The layering contracts (pyproject.toml [tool.importlinter]) hold, and can fail."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+LINT = Path(sys.executable).with_name("lint-imports")
+pytestmark = pytest.mark.skipif(not LINT.exists(), reason="import-linter is not installed")
+
+
+def lint(root: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run(
+        [str(LINT), "--config", str(root / "pyproject.toml")],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_the_tree_keeps_its_contracts() -> None:
+    result = lint(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "broken" in result.stdout and " 0 broken" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "contract"),
+    [
+        ("parsers/text.py", "from etu_tui import safe_text", "parsers import no runner"),
+        ("runner/session.py", "import etu_tui.app", "runner and fvp import no etu_tui"),
+        ("etu_tui/cli/inspect.py", "import torch", "torch and executorch only"),
+        ("parsers/pte.py", "from textual import app", "no Textual below the console"),
+    ],
+)
+def test_a_violation_breaks_a_contract(tmp_path: Path, module: str, line: str, contract: str):
+    for package in ("parsers", "runner", "fvp", "etu_tui"):
+        shutil.copytree(
+            ROOT / package,
+            tmp_path / package,
+            ignore=shutil.ignore_patterns("demo", "__pycache__", "*.c", "*.h"),
+        )
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    target = tmp_path / module
+    target.write_text(target.read_text() + f"\n\ndef _late():\n    {line}\n")
+    result = lint(tmp_path)
+    assert result.returncode != 0
+    assert f"{contract}" in result.stdout and "BROKEN" in result.stdout

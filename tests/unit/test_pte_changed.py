@@ -1,0 +1,139 @@
+"""A program file that changes or shrinks while etu reads it: a ParseError, never SIGBUS."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from parsers import pte
+from parsers.errors import ParseError
+from parsers.pte import open_program
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def _delegate(program):
+    return program.plans[0].delegates[0]
+
+
+def test_a_small_program_is_read_into_memory(tmp_path: Path, demo_pte: Path) -> None:
+    """Below the threshold nothing stays mapped: a file cut short afterwards cannot reach
+    the decoded program."""
+    copy = tmp_path / "p.pte"
+    shutil.copy(demo_pte, copy)
+    with open_program(copy) as program:
+        payload = bytes(program.delegate_payload(_delegate(program)))
+        os.truncate(copy, 100)
+        assert bytes(program.delegate_payload(_delegate(program))) == payload
+
+
+def test_a_mapped_program_that_shrank_is_a_parse_error(tmp_path: Path, demo_pte: Path) -> None:
+    """Mapped (the threshold lowered to 0), the file truncated under it: reading the
+    delegate's payload raises "file changed while read". Run in a child process, so a
+    SIGBUS fails this test instead of killing pytest."""
+    copy = tmp_path / "p.pte"
+    shutil.copy(demo_pte, copy)
+    script = textwrap.dedent(f"""
+        import os
+        from parsers import pte
+        from parsers.errors import ParseError
+        pte.MAP_THRESHOLD = 0
+        program = pte.open_program({str(copy)!r})
+        assert program._closer is not None  # mapped
+        delegate = program.plans[0].delegates[0]
+        os.truncate({str(copy)!r}, 100)
+        try:
+            bytes(program.delegate_payload(delegate))
+        except ParseError as error:
+            print("ParseError:", error)
+        program.close()
+    """)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, (result.returncode, result.stderr)
+    assert "ParseError:" in result.stdout and "file changed while read" in result.stdout
+    assert str(copy) in result.stdout
+
+
+def test_a_mapped_program_that_changed_before_decoding(tmp_path, demo_pte, monkeypatch) -> None:
+    """Cut short between mapping and decoding: refused before a page is read."""
+    copy = tmp_path / "p.pte"
+    shutil.copy(demo_pte, copy)
+    monkeypatch.setattr(pte, "MAP_THRESHOLD", 0)
+    real_mmap = pte.mmap.mmap
+
+    def mmap_then_truncate(*args, **kwargs):
+        mapped = real_mmap(*args, **kwargs)
+        os.truncate(copy, 100)  # another process cuts the file
+        return mapped
+
+    monkeypatch.setattr(pte.mmap, "mmap", mmap_then_truncate)
+    with pytest.raises(ParseError, match="file changed while read"):
+        open_program(copy)
+
+
+def test_a_file_that_grows_while_read(tmp_path, demo_pte, monkeypatch) -> None:
+    copy = tmp_path / "p.pte"
+    shutil.copy(demo_pte, copy)
+    real_read = os.read
+
+    def growing_read(fd, n):
+        chunk = real_read(fd, n)
+        with open(copy, "ab") as handle:
+            handle.write(b"\0" * 16)
+        return chunk
+
+    monkeypatch.setattr(pte.os, "read", growing_read)
+    with pytest.raises(ParseError, match="file changed while read"):
+        open_program(copy)
+
+
+def test_a_large_segmented_program_decodes_its_flatbuffer_from_memory(tmp_path) -> None:
+    """Mapped with an extended header: the FlatBuffer part is read into memory, so a file
+    cut short during decoding is a ParseError (the check after decoding), not a SIGBUS on
+    the map; the decoded program equals the in-memory one. In a child process, as above."""
+    from parsers.program_facts import inspect_record
+    from tests.real_programs import build
+
+    source = build("u55_segment")
+    copy = tmp_path / "seg.pte"
+    shutil.copy(source, copy)
+    with open_program(copy) as program:
+        assert program.extended_header is not None and program.segments
+        expected = inspect_record(program)
+    script = textwrap.dedent(f"""
+        import json, os
+        from parsers import pte
+        from parsers.errors import ParseError
+        from parsers.program_facts import inspect_record
+        pte.MAP_THRESHOLD = 0
+        with pte.open_program({str(copy)!r}) as program:
+            assert program._closer is not None  # mapped
+            print(json.dumps(inspect_record(program)))
+        real = pte._decode_plan
+        def cutting(table):
+            os.truncate({str(copy)!r}, 64)
+            return real(table)
+        pte._decode_plan = cutting
+        try:
+            pte.open_program({str(copy)!r})
+        except ParseError as error:
+            print("ParseError:", error)
+    """)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
+    mapped_record, error_line = result.stdout.splitlines()
+    assert json.loads(mapped_record) == json.loads(json.dumps(expected))
+    assert error_line.startswith("ParseError:") and "file changed while read" in error_line

@@ -1,0 +1,306 @@
+"""ExecuTorch's real arm_executor_runner: built from source, run on QEMU, checked against the
+host runtime.
+
+The builds are real (cmake + ninja + arm-none-eabi-gcc on the upstream tree). The library
+build tree is cached per (source commit, compiler, CPU, options) in the build cache
+(``ETU_BUILD_CACHE`` or the user cache), so only the first run pays for the cold build; every
+test after it relinks. The ExecuTorch source comes from ``ETU_EXECUTORCH_SRC`` (``.ci/run``
+points it at ../shared/vendor) or, failing that, from a ``shared/vendor`` folder above the
+checkout; without either the build tests are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from parsers.runner_log import parse_log_bytes
+from runner.compare import metrics
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+QEMU_LOGS = ROOT / "tests" / "data" / "transcripts" / "qemu"
+ETU = [sys.executable, "-m", "etu_tui.cli"]
+
+runtime_build = pytest.mark.runtime_build
+
+
+def _vendor_file(prefix: str) -> Path | None:
+    for folder in [ROOT, *ROOT.parents]:
+        vendor = folder / "shared" / "vendor"
+        if vendor.is_dir():
+            found = sorted(vendor.glob(f"{prefix}*.tar.gz"))
+            if found:
+                return found[-1]
+    return None
+
+
+@pytest.fixture(scope="session")
+def runtime_env() -> dict[str, str]:
+    """The environment of every etu build in these tests (source found once)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    for name, prefix in (
+        ("ETU_EXECUTORCH_SRC", "executorch-runtime-src-"),
+        ("ETU_ETHOSU_DRIVER_SRC", "ethos-u-core-driver-"),
+        ("ETU_CMSIS_SRC", "cmsis-core-"),
+    ):
+        if not env.get(name):
+            found = _vendor_file(prefix)
+            if found is not None:
+                env[name] = str(found)
+    if not env.get("ETU_EXECUTORCH_SRC"):
+        pytest.skip("no ExecuTorch runtime source (set ETU_EXECUTORCH_SRC; .ci/run does)")
+    return env
+
+
+def etu(args: list, env: dict, cwd: Path | None = None, timeout: float = 1500):
+    return subprocess.run(
+        [*ETU, *map(str, args)], env=env, cwd=cwd, capture_output=True, text=True,
+        timeout=timeout, check=False,
+    )  # fmt: skip
+
+
+def build(pte: Path, out: Path, env: dict, *extra) -> dict:
+    result = etu(["firmware", "build", pte, "--board", "qemu-an547", "--out", out, "--json",
+                  *extra], env)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout)
+
+
+def run_qemu(elf: Path, sessions: Path, env: dict, *extra) -> tuple[int, list[dict], Path]:
+    result = etu(["run", "--board", "qemu-an547", "--elf", elf, "--sessions", sessions,
+                  "--timelimit", "60", "--json", *extra], env, timeout=120)  # fmt: skip
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    assert lines, result.stderr
+    return result.returncode, lines, Path(lines[-1]["session"])
+
+
+@pytest.fixture(scope="session")
+def float_program(real_program) -> Path:
+    return real_program("float_cpu")
+
+
+@pytest.fixture(scope="session")
+def float_firmware(float_program, runtime_env, tmp_path_factory) -> dict:
+    """The float CPU program's runner for qemu-an547 (the shared library build)."""
+    return build(float_program, tmp_path_factory.mktemp("fw-float"), runtime_env)
+
+
+# ------------------------------------------------------------------ no build needed
+
+
+def test_source_missing_is_one_clear_message_and_status_2(float_program, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ETU_")}
+    env.update(PYTHONPATH=str(ROOT), ETU_NO_DOWNLOAD="1", ETU_BUILD_CACHE=str(tmp_path / "c"),
+               XDG_CONFIG_HOME=str(tmp_path / "cfg"))  # fmt: skip
+    result = etu(["firmware", "build", float_program, "--board", "qemu-an547", "--out",
+                  tmp_path / "out"], env, cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr
+    for way in ("ETU_EXECUTORCH_SRC", "etu.toml", "download"):
+        assert way in lines[0]
+
+
+def test_delegated_program_is_refused_for_qemu_before_building(real_program, tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), ETU_NO_DOWNLOAD="1")
+    env.pop("ETU_EXECUTORCH_SRC", None)
+    result = etu(["firmware", "build", real_program("u55"), "--board", "qemu-an547",
+                  "--out", tmp_path], env)  # fmt: skip
+    assert result.returncode == 1
+    assert "no NPU" in result.stderr and "--no-delegate" in result.stderr
+    assert not (tmp_path / "arm_executor_runner.elf").exists()
+
+
+def test_real_qemu_transcripts_parse():
+    success = parse_log_bytes((QEMU_LOGS / "qemu_float_cpu_success.log").read_bytes())
+    outputs = [e for e in success if type(e).__name__ == "OutputTensor"]
+    assert len(outputs) == 1 and outputs[0].numel == 10 and len(outputs[0].values) == 10
+    assert any(type(e).__name__ == "RunSucceeded" for e in success)
+
+    missing = parse_log_bytes((QEMU_LOGS / "qemu_float_cpu_missing_operator.log").read_bytes())
+    errors = [e for e in missing if type(e).__name__ == "RunError"]
+    assert {e.operator for e in missing if type(e).__name__ == "MissingKernel"} == {
+        "aten::relu.out"
+    }
+    assert errors and all(e.status == 0x14 for e in errors)  # no nameless "[zd]" error
+
+    alloc = parse_log_bytes((QEMU_LOGS / "qemu_float_cpu_alloc_failure.log").read_bytes())
+    errors = [e.text for e in alloc if type(e).__name__ == "RunError"]
+    assert any("Memory allocation failed" in text for text in errors)
+    assert not any(type(e).__name__ == "HardFault" for e in alloc)  # the abort is no fault
+
+    bundle = parse_log_bytes((QEMU_LOGS / "qemu_float_cpu_bundleio_fail.log").read_bytes())
+    (verdict,) = [e for e in bundle if type(e).__name__ == "BundleIOResult"]
+    assert verdict.passed is False and verdict.max_absolute_error == 0.5
+
+    fault = parse_log_bytes((QEMU_LOGS / "qemu_fault_on_start.log").read_bytes())
+    (hard,) = [e for e in fault if type(e).__name__ == "HardFault"]
+    assert hard.registers["cfsr"] == 0x8200 and hard.registers["bfar"] == 0xF0000000
+    assert hard.registers["pc"] and hard.registers["lr"]
+
+
+def test_metrics_and_tolerances():
+    same = metrics(0, [1.0, 2.0], [1.0, 2.0], rtol=0, atol=0)
+    assert same.passed and same.max_abs_error == 0 and same.snr_db is None
+    off = metrics(1, [1.0, 2.5], [1.0, 2.0], rtol=1e-3, atol=1e-3)
+    assert not off.passed and off.worst_index == 1 and off.max_abs_error == 0.5
+    assert 0.99 < off.cosine_similarity < 1 and 10 < off.snr_db < 30
+
+
+# ------------------------------------------------------------------ real builds
+
+
+@runtime_build
+def test_float_program_runs_on_qemu_and_matches_the_host(
+    float_firmware, float_program, runtime_env, tmp_path
+):
+    elf = Path(float_firmware["elf"])
+    assert elf.is_file() and float_firmware["select_ops"]
+    assert "cmake" in float_firmware["rebuild"] and (elf.parent / "rebuild.sh").is_file()
+    status, events, session = run_qemu(elf, tmp_path / "s", runtime_env)
+    assert status == 0, events[-1]
+    assert events[-1]["reason"] == "success"
+    meta = json.loads((session / "meta.json").read_text())
+    assert meta["label"].startswith("emulated board (QEMU, no NPU)")
+
+    # The runner's allocator figures against etu inspect's planned memory.
+    inspect = etu(["inspect", "--json", float_program], runtime_env)
+    planned = sum(json.loads(inspect.stdout)["plans"][0]["planned_memory"].values())
+    (report,) = [e for e in events if e.get("type") == "MemoryReport"]
+    assert report["planned"] == planned
+    assert report["pools"]["method_allocator"]["size"] == float_firmware["pools"]["method"]
+    assert planned <= report["pools"]["method_allocator"]["used"]
+
+    compared = etu(["compare", session, "--pte", float_program, "--json"], runtime_env)
+    assert compared.returncode == 0, compared.stderr[-1500:]
+    record = json.loads(compared.stdout)
+    (output,) = record["outputs"]
+    assert output["passed"] and output["count"] == 10
+    assert output["max_abs_error"] <= record["print_resolution"] + 1e-9
+
+
+@runtime_build
+def test_missing_operator_error_then_the_fit_fix_works(
+    float_firmware, float_program, runtime_env, tmp_path
+):
+    ops = float_firmware["select_ops"]
+    left_out = "aten::relu.out"
+    partial = build(float_program, tmp_path / "fw", runtime_env, "--select-ops",
+                    ",".join(op for op in ops if op != left_out))  # fmt: skip
+    status, events, _ = run_qemu(Path(partial["elf"]), tmp_path / "s", runtime_env)
+    assert status == 1 and events[-1]["reason"] == "runner_error"
+    assert {e["operator"] for e in events if e.get("type") == "MissingKernel"} == {left_out}
+
+    fit = etu(["fit", "--pte", float_program, "--elf", partial["elf"], "--json"], runtime_env)
+    assert fit.returncode == 1
+    (kernels,) = [v for v in json.loads(fit.stdout)["verdicts"] if v["check"] == "cpu_kernels"]
+    assert kernels["status"] == "fail" and left_out in kernels["message"]
+    fixed_ops = shlex.split(kernels["fix"])[-1].split("=", 1)[1]  # -D...SELECT_OPS_LIST=...
+    fixed = build(float_program, tmp_path / "fw", runtime_env, "--select-ops", fixed_ops)
+    status, events, _ = run_qemu(Path(fixed["elf"]), tmp_path / "s", runtime_env)
+    assert status == 0 and events[-1]["reason"] == "success"
+
+
+@runtime_build
+def test_memory_allocation_failure_then_the_fit_fix_works(
+    float_firmware, float_program, runtime_env, tmp_path
+):
+    small = build(float_program, tmp_path / "fw", runtime_env, "--pools", "16K,64K")
+    status, events, _ = run_qemu(Path(small["elf"]), tmp_path / "s", runtime_env)
+    assert status == 1 and events[-1]["reason"] == "runner_error"
+    assert any("Memory allocation failed" in (e.get("text") or "") for e in events
+               if e.get("type") == "RunError")  # fmt: skip
+
+    fit = etu(["fit", "--pte", float_program, "--elf", small["elf"], "--json"], runtime_env)
+    (pool,) = [v for v in json.loads(fit.stdout)["verdicts"] if v["check"] == "method_allocator"]
+    assert pool["status"] == "fail" and pool["have"] == 16 * 1024
+    size = int(pool["fix"].split("=")[1].split()[0], 0)
+    fixed = build(float_program, tmp_path / "fw", runtime_env, "--pools", f"{size},64K")
+    status, events, _ = run_qemu(Path(fixed["elf"]), tmp_path / "s", runtime_env)
+    assert status == 0 and events[-1]["reason"] == "success"
+
+
+@runtime_build
+def test_hard_fault_registers_come_over_the_uart(
+    float_firmware, float_program, runtime_env, tmp_path
+):
+    faulty = build(float_program, tmp_path / "fw", runtime_env, "--fault-on-start")
+    status, events, _ = run_qemu(Path(faulty["elf"]), tmp_path / "s", runtime_env)
+    assert status == 3 and events[-1]["reason"] == "hard_fault"
+    (fault,) = [e for e in events if e.get("type") == "HardFault"]
+    registers = fault["registers"]
+    assert registers["cfsr"] & 0x8200 == 0x8200  # BusFault, precise, BFAR valid
+    assert registers["bfar"] == 0xF0000000  # the address the platform layer stores to
+    from runner.runtime_run import symbolize
+
+    assert symbolize(Path(faulty["elf"]), registers["pc"]) == "etu_fault_on_start"
+
+
+@runtime_build
+def test_corstone300_ethosu_build_of_the_demo_links_and_fits(demo_pte, runtime_env, tmp_path):
+    if not runtime_env.get("ETU_ETHOSU_DRIVER_SRC") or not runtime_env.get("ETU_CMSIS_SRC"):
+        pytest.skip("no Ethos-U core driver / CMSIS source (ETU_ETHOSU_DRIVER_SRC, ETU_CMSIS_SRC)")
+    result = etu(["firmware", "build", demo_pte, "--board", "corstone-300", "--out", tmp_path,
+                  "--json"], runtime_env)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    elf = tmp_path / "arm_executor_runner.elf"
+    record = json.loads(etu(["elf", "--json", elf], runtime_env).stdout)
+    assert {"model_pte", "method_allocator", "temp_allocator"} <= set(record["pools"])
+    assert record["pools"]["temp_allocator"]["region"] == "SRAM"  # Shared_Sram
+    fit = etu(["fit", "--pte", demo_pte, "--elf", elf, "--json"], runtime_env)
+    assert fit.returncode == 0, fit.stdout
+    verdicts = {v["check"]: v for v in json.loads(fit.stdout)["verdicts"]}
+    assert verdicts["cpu_kernels"]["status"] == "ok"  # the kernel registry was found
+
+
+@runtime_build
+def test_bundleio_passes_on_target_and_a_wrong_reference_fails_and_etdump_is_read(
+    float_program, runtime_env, tmp_path
+):
+    """One build tree (BundleIO + ETDump) for both features: one cold library build."""
+    flags = ("--bundleio", "--etdump", "--seed", "3")
+    good = build(float_program, tmp_path / "good", runtime_env, *flags)
+    assert Path(good["options"]["baked"]).name == "program.bpte"
+    status, events, _ = run_qemu(Path(good["elf"]), tmp_path / "s", runtime_env)
+    assert status == 0, events[-1]
+    (verdict,) = [e for e in events if e.get("type") == "BundleIOResult"]
+    assert verdict["passed"] is True
+    logged = etu(["log", "--json", _session_of(events)], runtime_env)
+    rows = json.loads(logged.stdout)["etdump_operators"]
+    executed = [
+        r["operator"] for r in rows if r["block"] == "Execute" and "::" not in r["operator"]
+    ]
+    assert sorted(set(executed)) == sorted(op.split("::")[1] for op in good["select_ops"])
+    assert all(r["where"] == "CPU" for r in rows)
+
+    # A deliberately wrong reference: the host's outputs plus 0.5 on element 7.
+    import numpy
+
+    from runner.compare import session_outputs
+
+    host = numpy.array(session_outputs(_session_of(events))[0][0]["values"], dtype="float32")
+    wrong = host.copy()
+    wrong[7] += 0.5
+    numpy.save(tmp_path / "wrong.npy", wrong.reshape(1, -1))
+    bad = build(float_program, tmp_path / "bad", runtime_env, *flags,
+                "--bundle-expected", tmp_path / "wrong.npy")  # fmt: skip
+    status, events, session = run_qemu(Path(bad["elf"]), tmp_path / "s", runtime_env)
+    assert status == 1 and events[-1]["reason"] == "runner_error"
+    (verdict,) = [e for e in events if e.get("type") == "BundleIOResult"]
+    assert verdict["passed"] is False
+    compared = etu(["compare", session, "--reference", tmp_path / "wrong.npy", "--json"],
+                   runtime_env)  # fmt: skip
+    assert compared.returncode == 1
+    (output,) = json.loads(compared.stdout)["outputs"]
+    assert not output["passed"] and output["worst_index"] == 7
+    assert abs(output["max_abs_error"] - 0.5) < 1e-5
+
+
+def _session_of(events: list[dict]) -> Path:
+    return Path(events[-1]["session"])
