@@ -61,7 +61,7 @@ FUZZ_SECONDS ?= 300
 FUZZ_FORMATS ?= program payload vela_summary vela_per_layer vela_debug vela_stdout elf ld_map \
 	linker_script runner_log session
 fuzz: setup
-	-$(BIN)/python -m pip install --quiet '.[fuzz]' 2>/dev/null || \
+	-$(BIN)/python -m pip install --quiet -e '.[fuzz]' 2>/dev/null || \
 	  echo "make: atheris did not install; fuzzing with hypothesis"
 	@for f in $(FUZZ_FORMATS); do \
 	  echo "== fuzz $$f ($(FUZZ_SECONDS) s)"; \
