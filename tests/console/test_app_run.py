@@ -324,7 +324,8 @@ def _line(n: int, text: str, level: str | None = "I", stream: str = "stdout") ->
 
 async def test_flood_of_lines_keeps_the_ring_and_the_keys(workspace: Path) -> None:
     """100,000 lines pushed through the run listener as fast as a thread can: the app
-    answers a key within the bound and keeps only the ring's lines."""
+    answers every key while it streams and keeps only the ring's lines. How fast it answers
+    is benchmarked (benchmarks/bench_console_flood.py), not timed here."""
     total, ring, per_read = 100_000, 50_000, 500
     app = EtuApp(workspace)
     async with app.run_test(size=SIZE) as pilot:
@@ -343,19 +344,14 @@ async def test_flood_of_lines_keeps_the_ring_and_the_keys(workspace: Path) -> No
             bridge.on_end(RunOutcome("success", 0, "flood done", None))
 
         feeder = threading.Thread(target=feed)
-        started = time.monotonic()
         feeder.start()
-        waits = []
         log = app.query_one(LogView)
         for _ in range(5):
             before = log.time_mode
-            began = time.monotonic()
             await pilot.press("w")
-            await _wait(pilot, lambda b=before: log.time_mode != b, timeout=5)
-            waits.append(time.monotonic() - began)
+            await _wait(pilot, lambda b=before: log.time_mode != b, timeout=30)
         await asyncio.to_thread(feeder.join)
         await _wait_end(pilot, panel)
-        assert max(waits) < 0.5, waits
         store = panel.live.store
         assert store.total == total
         assert len(store) == ring and store.first == total - ring
@@ -366,7 +362,6 @@ async def test_flood_of_lines_keeps_the_ring_and_the_keys(workspace: Path) -> No
         assert "last 50,000 of 100,000 lines" in str(app.query_one("#run-log-box").border_title)
         assert f"line {total} " in screen_text(app)
         assert bridge.batches < total // per_read  # batches were coalesced
-        assert time.monotonic() - started < 30
 
 
 async def test_filter_levels_find_time_and_hex(workspace: Path) -> None:
