@@ -18,6 +18,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Header, Static, TabbedContent, TabPane
@@ -305,8 +306,12 @@ class EtuApp(App[int]):
 
     @on(FirmwareShown)
     async def _firmware_shown(self, message: FirmwareShown) -> None:
+        try:
+            fit = self.query_one(FitPanel)
+        except NoMatches:  # the console is closing: the panels are already gone
+            return
         rebuild = rebuild_command(self.facts, message.result)
-        await self.query_one(FitPanel).show(message, rebuild)
+        await fit.show(message, rebuild)
         self.query_one(TabbedContent).get_tab(FIT_TAB).label = tab_label(message.result)
         self.run_panel.set_firmware(message.result)
         self.refresh_bindings()
