@@ -145,6 +145,7 @@ _FOREIGN = re.compile(
     r"(?:(?:\[[^\]]{0,48}\]|\(\d[\d:.,]*\)|\d+(?:[:.,]\d+)+)[ \t]*)*"
     r"(?:<(?P<lvl>[a-z]{3}|\d{1,3})>[ \t]*(?:[\w.-]{1,32}: ?)?)?"
 )
+_FOREIGN_FIRST = frozenset("[<(0123456789")
 _FOREIGN_LEVELS = {"inf": "I", "err": "E", "wrn": "W", "dbg": "D", "crt": "F"}
 _ET_MARK = "executorch:"
 _SIM_TIME = re.compile(r"\[(\d+(?:\.\d+)? ?[munp]?s)\]")
@@ -1233,7 +1234,7 @@ class RunnerLogParser:
                     if handler is None or not handler(n, level, message, out):
                         self._runtime_rest(n, level, message, key, handler is not None, out)
                     return True
-        m = _FOREIGN.match(text)
+        m = _FOREIGN.match(text) if text[:1] in _FOREIGN_FIRST else None
         stripped = m.end() if m is not None else 0
         level = None
         if stripped and m is not None and m["lvl"]:
