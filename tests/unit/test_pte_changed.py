@@ -183,3 +183,27 @@ def test_a_large_segmented_program_decodes_its_flatbuffer_from_memory(tmp_path) 
     mapped_record, error_line = result.stdout.splitlines()
     assert json.loads(mapped_record) == json.loads(json.dumps(expected))
     assert error_line.startswith("ParseError:") and "file changed while read" in error_line
+
+
+def test_a_firmware_relinked_while_open_is_a_parse_error(tmp_path: Path) -> None:
+    """The console keeps a firmware ELF open for section reads; a relink truncates it.
+    Read on demand (never mapped), the next read is "file changed while read", not a
+    SIGBUS. In a child process, as above."""
+    elf = tmp_path / "fw.elf"
+    shutil.copy(ROOT / "etu_tui" / "demo" / "firmware" / "arm_executor_runner.elf", elf)
+    result = _in_child(f"""
+        import os
+        from parsers.elf_map import read_elf
+        from parsers.errors import ParseError
+        image = read_elf({str(elf)!r})
+        text = next(s for s in image.sections if s.name == ".text")
+        assert image.section_bytes(text)
+        os.truncate({str(elf)!r}, 64)
+        try:
+            image.section_bytes(text)
+        except ParseError as error:
+            print("ParseError:", error)
+        image.close()
+    """)
+    assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
+    assert "ParseError:" in result.stdout and "file changed while read" in result.stdout
