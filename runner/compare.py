@@ -92,6 +92,47 @@ def session_outputs(folder: Path) -> tuple[dict[int, dict], dict]:
     return outputs, session.meta
 
 
+def session_program(meta: dict) -> Path | None:
+    """The program a session ran: its meta's ``program``, else the one the firmware was
+    built for (``etu_firmware.json`` beside the ELF, written by ``etu firmware build``)."""
+    if isinstance(meta.get("program"), str):
+        return Path(meta["program"])
+    elf = meta.get("elf")
+    if not isinstance(elf, str):
+        return None
+    from runner.runtime_build import load_record
+
+    record = load_record(Path(elf).parent)
+    program = ((record or {}).get("options") or {}).get("program")
+    return Path(program) if isinstance(program, str) else None
+
+
+def compare_in_child(folder: Path, *, timeout: float = 600.0) -> dict:
+    """``compare_session(folder)`` in an isolated child process: the console compares
+    without importing torch and ExecuTorch itself. Raises CompareError with one line."""
+    import json
+    import subprocess
+
+    from runner.isolated import isolated_python
+
+    try:
+        done = subprocess.run(
+            isolated_python("runner.compare", str(folder)), capture_output=True, text=True,
+            timeout=timeout, check=False,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise CompareError(f"the host reference took longer than {timeout:.0f} s") from None
+    try:
+        record = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        status = done.returncode
+        raise CompareError(f"the host reference failed (status {status}): {tail}") from None
+    if "error" in record:
+        raise CompareError(str(record["error"]))
+    return record
+
+
 def input_specs(pte: Path) -> list[tuple[tuple[int, ...], str]]:
     """(shape, dtype) of the forward method's tensor inputs, from etu's decoder."""
     from parsers.pte import Tensor, open_program
@@ -141,7 +182,7 @@ def compare_session(
     """The ``etu compare --json`` record."""
     outputs, meta = session_outputs(folder)
     if reference == "host":
-        program = pte or (Path(meta["program"]) if meta.get("program") else None)
+        program = pte or session_program(meta)
         if program is None or not Path(program).is_file():
             raise CompareError(
                 f"{folder}: the session names no program file; pass --pte PROGRAM.pte"
@@ -188,3 +229,24 @@ def _flat(value) -> list[float]:
         return [float(v) for v in value.reshape(-1).tolist()]
     except AttributeError:
         return [float(value)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m runner.compare SESSION``: the compare record (or ``{"error": ...}``) as
+    one JSON line (see :func:`compare_in_child`)."""
+    import json
+    import sys
+
+    from parsers.errors import describe_error
+
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        record = compare_session(Path(args[0]))
+    except Exception as error:  # the child's one line, whatever went wrong
+        record = {"error": describe_error(error)}
+    print(json.dumps(record), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

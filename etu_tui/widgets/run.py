@@ -37,6 +37,7 @@ from etu_tui.widgets.formatting import plural, short_path
 from etu_tui.widgets.run_log import TIME_MODES, HexView, LogView
 from etu_tui.widgets.run_messages import (
     LaunchPreviewed,
+    OutputsCompared,
     PastRunRead,
     PastRunsListed,
     RunBatch,
@@ -658,6 +659,8 @@ class RunPanel(Vertical):
 
     def _after_run(self) -> None:
         self._thaw_heap()
+        if self.live is not None:
+            self._compare_outputs(self.live)
         if self.shown is self.live:
             self.query_one(ProcessPane).show(self.live, self._stable)
             self._show_pmu(self.live)  # a missing report now says why
@@ -691,7 +694,7 @@ class RunPanel(Vertical):
         if "memory" in changed:
             self.query_one(AllocatorPane).show(record.memory)
         if "outputs" in changed:
-            self.query_one(OutputsPane).show(record.outputs, self.shapes)
+            self._show_outputs(record)
 
     # -- past runs ---------------------------------------------------------------------
 
@@ -760,9 +763,54 @@ class RunPanel(Vertical):
     def on_past_run_read(self, message: PastRunRead) -> None:
         self.pending = max(self.pending - 1, 0)
         if message.request == self._requests["read"]:
+            self._compare_outputs(message.record)
             self._show(message.record)
             for warning in message.record.warnings:
                 self.notify(warning, title=message.record.label, severity="warning", markup=False)
+
+    # -- outputs against the host ------------------------------------------------------
+
+    def _compare_outputs(self, record: RunRecord) -> None:
+        """Start the host comparison of a finished run's outputs (once per record)."""
+        if record.running or record.folder is None or not record.outputs:
+            return
+        if record.comparison is not None or record.comparison_note is not None:
+            return
+        if record.launch is not None and record.launch.simulated:
+            record.comparison_note = "simulated outputs (etu stand-in FVP): not compared"
+            return
+        record.comparison_note = "comparing with the host runtime…"
+        self.run_worker(
+            partial(self._compare_in_thread, record.folder),
+            thread=True,
+            group="run-compare",
+            exit_on_error=False,
+        )
+
+    def _compare_in_thread(self, folder: Path) -> None:
+        from runner.compare import CompareError, compare_in_child
+
+        try:
+            self.post_message(OutputsCompared(folder, compare_in_child(folder), None))
+        except CompareError as error:
+            self.post_message(OutputsCompared(folder, None, f"not compared: {error}"))
+        except Exception as error:  # a broken reference must never take the console down
+            self.post_message(OutputsCompared(folder, None, describe_error(error)))
+
+    def on_outputs_compared(self, message: OutputsCompared) -> None:
+        for record in {id(r): r for r in (self.live, self.shown) if r is not None}.values():
+            if record.folder == message.folder:
+                record.comparison = message.record
+                record.comparison_note = message.note
+        if self.shown is not None and self.shown.folder == message.folder:
+            self._show_outputs(self.shown)
+
+    def _show_outputs(self, record: RunRecord | None) -> None:
+        pane = self.query_one(OutputsPane)
+        if record is None:
+            pane.show({}, self.shapes)
+            return
+        pane.show(record.outputs, self.shapes, record.comparison, record.comparison_note)
 
     # -- showing -----------------------------------------------------------------------
 
@@ -777,7 +825,7 @@ class RunPanel(Vertical):
     def _show_panes(self, record: RunRecord | None) -> None:
         self._show_pmu(record)
         self.query_one(AllocatorPane).show(record.memory if record else None)
-        self.query_one(OutputsPane).show(record.outputs if record else {}, self.shapes)
+        self._show_outputs(record)
         self.query_one(ProcessPane).show(record, self._stable)
 
     def _show_pmu(self, record: RunRecord | None) -> None:

@@ -74,3 +74,13 @@ class PastRunsListed(RunMessage, bubble=False):
 class PastRunRead(RunMessage, bubble=False):
     request: int
     record: Any  # etu_tui.widgets.run_model.RunRecord
+
+
+@dataclass
+class OutputsCompared(RunMessage, bubble=False):
+    """The outputs of the session in ``folder`` against the host runtime: the `etu compare
+    --json` record, or why there is none (one line)."""
+
+    folder: Any  # pathlib.Path
+    record: dict | None
+    note: str | None

@@ -183,6 +183,9 @@ class RunRecord:
         self.warnings: list[str] = []
         self.faults: list[HardFault] = []  # hard faults the platform reported
         self.missing: list[str] = []  # operators the runner build has no kernel for
+        # The outputs against the host runtime (the `etu compare --json` record), or why not.
+        self.comparison: dict | None = None
+        self.comparison_note: str | None = None
 
     @property
     def running(self) -> bool:
