@@ -92,45 +92,37 @@ def session_outputs(folder: Path) -> tuple[dict[int, dict], dict]:
     return outputs, session.meta
 
 
-def session_program(meta: dict) -> Path | None:
-    """The program a session ran: its meta's ``program``, else the one the firmware was
-    built for (``etu_firmware.json`` beside the ELF, written by ``etu firmware build``)."""
-    if isinstance(meta.get("program"), str):
-        return Path(meta["program"])
+def firmware_options(meta: dict) -> dict:
+    """The build options of the firmware a session ran (``etu_firmware.json`` beside the
+    ELF, written by ``etu firmware build``); {} when it was not built by etu."""
     elf = meta.get("elf")
     if not isinstance(elf, str):
-        return None
+        return {}
     from runner.runtime_build import load_record
 
-    record = load_record(Path(elf).parent)
-    program = ((record or {}).get("options") or {}).get("program")
+    options = (load_record(Path(elf).parent) or {}).get("options")
+    return options if isinstance(options, dict) else {}
+
+
+def session_program(meta: dict) -> Path | None:
+    """The program a session ran: its meta's ``program``, else the one the firmware was
+    built for."""
+    if isinstance(meta.get("program"), str):
+        return Path(meta["program"])
+    program = firmware_options(meta).get("program")
     return Path(program) if isinstance(program, str) else None
 
 
 def compare_in_child(folder: Path, *, timeout: float = 600.0) -> dict:
     """``compare_session(folder)`` in an isolated child process: the console compares
     without importing torch and ExecuTorch itself. Raises CompareError with one line."""
-    import json
-    import subprocess
-
-    from runner.isolated import isolated_python
+    from runner.isolated import ChildError, json_child
 
     try:
-        done = subprocess.run(
-            isolated_python("runner.compare", str(folder)), capture_output=True, text=True,
-            timeout=timeout, check=False,
-        )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        raise CompareError(f"the host reference took longer than {timeout:.0f} s") from None
-    try:
-        record = json.loads(done.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        status = done.returncode
-        raise CompareError(f"the host reference failed (status {status}): {tail}") from None
-    if "error" in record:
-        raise CompareError(str(record["error"]))
-    return record
+        return json_child("runner.compare", str(folder), what="the host reference",
+                          timeout=timeout)  # fmt: skip
+    except ChildError as error:
+        raise CompareError(str(error)) from None
 
 
 def input_specs(pte: Path) -> list[tuple[tuple[int, ...], str]]:
@@ -182,6 +174,11 @@ def compare_session(
     """The ``etu compare --json`` record."""
     outputs, meta = session_outputs(folder)
     if reference == "host":
+        if firmware_options(meta).get("bundleio"):
+            raise CompareError(
+                f"{folder}: a BundleIO run (its inputs are the bundle's, not all ones): the "
+                "runner checked its outputs on the target; see its verdict, or pass --reference"
+            )
         program = pte or session_program(meta)
         if program is None or not Path(program).is_file():
             raise CompareError(
@@ -231,22 +228,9 @@ def _flat(value) -> list[float]:
         return [float(value)]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m runner.compare SESSION``: the compare record (or ``{"error": ...}``) as
-    one JSON line (see :func:`compare_in_child`)."""
-    import json
+if __name__ == "__main__":
     import sys
 
-    from parsers.errors import describe_error
+    from runner.isolated import print_json_record
 
-    args = sys.argv[1:] if argv is None else argv
-    try:
-        record = compare_session(Path(args[0]))
-    except Exception as error:  # the child's one line, whatever went wrong
-        record = {"error": describe_error(error)}
-    print(json.dumps(record), flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(print_json_record(compare_session, Path(sys.argv[1])))

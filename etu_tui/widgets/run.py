@@ -37,6 +37,7 @@ from etu_tui.widgets.formatting import plural, short_path
 from etu_tui.widgets.run_log import TIME_MODES, HexView, LogView
 from etu_tui.widgets.run_messages import (
     LaunchPreviewed,
+    OperatorsRead,
     OutputsCompared,
     PastRunRead,
     PastRunsListed,
@@ -59,6 +60,7 @@ from etu_tui.widgets.run_model import (
 from etu_tui.widgets.run_panes import (
     LIVE_OPTION,
     AllocatorPane,
+    OperatorsPane,
     OutputsPane,
     PastRunsList,
     PmuPane,
@@ -264,6 +266,7 @@ class RunPanel(Vertical):
             yield AllocatorPane(id="run-allocator")
             with Vertical(id="run-side"):
                 yield OutputsPane(id="run-outputs")
+                yield OperatorsPane(id="run-operators")
                 yield ProcessPane(id="run-process")
                 yield PastRunsList(id="run-past")
         with Vertical(id="run-log-box"):
@@ -660,7 +663,7 @@ class RunPanel(Vertical):
     def _after_run(self) -> None:
         self._thaw_heap()
         if self.live is not None:
-            self._compare_outputs(self.live)
+            self._after_session(self.live)
         if self.shown is self.live:
             self.query_one(ProcessPane).show(self.live, self._stable)
             self._show_pmu(self.live)  # a missing report now says why
@@ -763,16 +766,47 @@ class RunPanel(Vertical):
     def on_past_run_read(self, message: PastRunRead) -> None:
         self.pending = max(self.pending - 1, 0)
         if message.request == self._requests["read"]:
-            self._compare_outputs(message.record)
+            self._after_session(message.record)
             self._show(message.record)
             for warning in message.record.warnings:
                 self.notify(warning, title=message.record.label, severity="warning", markup=False)
 
     # -- outputs against the host ------------------------------------------------------
 
+    def _after_session(self, record: RunRecord) -> None:
+        """A finished run: compare its outputs with the host, read its ETDump (once each)."""
+        if record.running or record.folder is None:
+            return
+        self._compare_outputs(record)
+        unread = record.operators is None and record.operators_note is None
+        if unread and any(record.folder.glob("etdump-*.bin")):
+            record.operators_note = "reading the ETDump with ExecuTorch's Inspector…"
+            self.run_worker(
+                partial(self._operators_in_thread, record.folder),
+                thread=True,
+                group="run-etdump",
+                exit_on_error=False,
+            )
+
+    def _operators_in_thread(self, folder: Path) -> None:
+        from runner.etdump import operators_in_child
+
+        try:
+            self.post_message(OperatorsRead(folder, operators_in_child(folder), None))
+        except Exception as error:  # a device-sent ETDump must never take the console down
+            self.post_message(OperatorsRead(folder, None, f"ETDump not read: {error}"))
+
+    def on_operators_read(self, message: OperatorsRead) -> None:
+        for record in {id(r): r for r in (self.live, self.shown) if r is not None}.values():
+            if record.folder == message.folder:
+                record.operators = message.table
+                record.operators_note = message.note
+        if self.shown is not None and self.shown.folder == message.folder:
+            self.query_one(OperatorsPane).show(self.shown.operators, self.shown.operators_note)
+
     def _compare_outputs(self, record: RunRecord) -> None:
         """Start the host comparison of a finished run's outputs (once per record)."""
-        if record.running or record.folder is None or not record.outputs:
+        if not record.outputs:
             return
         if record.comparison is not None or record.comparison_note is not None:
             return
@@ -826,6 +860,11 @@ class RunPanel(Vertical):
         self._show_pmu(record)
         self.query_one(AllocatorPane).show(record.memory if record else None)
         self._show_outputs(record)
+        operators = self.query_one(OperatorsPane)
+        if record is None:
+            operators.show(None, None)
+        else:
+            operators.show(record.operators, record.operators_note)
         self.query_one(ProcessPane).show(record, self._stable)
 
     def _show_pmu(self, record: RunRecord | None) -> None:

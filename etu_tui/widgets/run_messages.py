@@ -84,3 +84,13 @@ class OutputsCompared(RunMessage, bubble=False):
     folder: Any  # pathlib.Path
     record: dict | None
     note: str | None
+
+
+@dataclass
+class OperatorsRead(RunMessage, bubble=False):
+    """The per-operator table of the ETDump in ``folder`` (``{"rows", "time_note"}``), or
+    why it could not be read (one line)."""
+
+    folder: Any  # pathlib.Path
+    table: dict | None
+    note: str | None

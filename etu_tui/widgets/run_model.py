@@ -186,6 +186,9 @@ class RunRecord:
         # The outputs against the host runtime (the `etu compare --json` record), or why not.
         self.comparison: dict | None = None
         self.comparison_note: str | None = None
+        # The ETDump's per-operator table ({"rows", "time_note"}), or why there is none.
+        self.operators: dict | None = None
+        self.operators_note: str | None = None
 
     @property
     def running(self) -> bool:

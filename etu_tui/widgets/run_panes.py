@@ -338,6 +338,48 @@ def comparison_line(row: dict) -> Content:
     return Content.assemble(head, (figures + extra, "dim" if row["passed"] else ""))
 
 
+class OperatorsPane(Static):
+    """The run's ETDump, read by ExecuTorch's Inspector: each operator call, where it ran
+    (CPU or a delegate) and its time in the runner's ticks. Hidden without an ETDump."""
+
+    DEFAULT_CSS = """
+    OperatorsPane {
+        display: none;
+        height: auto;
+        max-height: 10;
+        border: round $primary;
+        border-title-style: bold;
+        border-subtitle-color: $text-muted;
+        padding: 0 1;
+    }
+    OperatorsPane.-shown { display: block; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.lines: list[str] = []
+
+    def show(self, table: dict | None, note: str | None) -> None:
+        self.set_class(table is not None or note is not None, "-shown")
+        rows = (table or {}).get("rows") or []
+        self.border_title = f"Operators (ETDump, {len(rows):,} calls)" if rows else "Operators"
+        self.border_subtitle = (table or {}).get("time_note") or ""
+        if not rows:
+            self.lines = [note or "the ETDump holds no operator calls"]
+            self.update(Content.styled(printable(self.lines[0]), "dim"))
+            return
+        width = max(len(printable(str(row["operator"]))) for row in rows)
+        lines = []
+        for row in rows:
+            time = "—" if row.get("time") is None else f"{row['time']:,}"
+            lines.append(
+                f"{printable(str(row['operator'])):<{width}}  {printable(str(row['where'])):<8}"
+                f"  {time:>12}  {printable(str(row['block']))}"
+            )
+        self.lines = lines
+        self.update(Content("\n".join(lines)))
+
+
 # ------------------------------------------------------------------------- process
 
 

@@ -17,10 +17,10 @@ from textual.widgets import TabbedContent
 
 from etu_tui.app import RUN_TAB, EtuApp
 from etu_tui.screenshots import settle
-from etu_tui.widgets import OutputsPane, PastRunsList
+from etu_tui.widgets import OperatorsPane, OutputsPane, PastRunsList
 from etu_tui.widgets.run_panes import comparison_line
 from runner.session import list_sessions, sessions_root
-from tests.real_runner import run_qemu
+from tests.real_runner import build, run_qemu
 
 pytestmark = pytest.mark.anyio
 SIZE = (160, 48)
@@ -73,3 +73,52 @@ async def test_a_real_run_on_the_emulated_board_is_compared_with_the_host(
         assert output["count"] == 10 and output["max_abs_error"] <= 5e-7 + 1e-9
         assert any(line.startswith("  ✓ host") for line in pane.lines)
         assert "match the host" in str(pane.border_title)
+
+
+@pytest.mark.runtime_build
+async def test_an_etdump_run_shows_its_operators_and_why_times_are_missing(
+    float_program, runtime_env, tmp_path: Path
+) -> None:
+    """The runner built with BundleIO and the event tracer (the same tree as the unit
+    test's): the Operators pane lists what ran, on the CPU, with no time on QEMU and the
+    reason; the outputs pane says a BundleIO run was checked on the target instead."""
+    firmware = build(float_program, tmp_path / "fw", runtime_env, "--bundleio", "--etdump",
+                     "--seed", "3")  # fmt: skip
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    shutil.copyfile(float_program, workspace / float_program.name)
+    status, events, session = run_qemu(Path(firmware["elf"]), sessions_root(workspace), runtime_env)
+    assert status == 0, events[-1]
+
+    app = EtuApp(workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("u")
+        await settle(pilot)
+        past = app.query_one(PastRunsList)
+        past.focus()
+        past.highlighted = 0
+        await pilot.press("enter")
+        pane = app.query_one(OperatorsPane)
+        panel = app.run_panel
+        deadline = time.monotonic() + 300
+        while panel.shown is None or panel.shown.operators is None:
+            assert time.monotonic() < deadline, (
+                pane.lines,
+                panel.shown and panel.shown.operators_note,
+            )
+            await pilot.pause(0.2)
+        await settle(pilot)
+        assert panel.shown.folder == session
+        rows = panel.shown.operators["rows"]
+        assert rows and all(row["time"] is None for row in rows)
+        assert pane.display and "emulated board" in str(pane.border_subtitle)
+        executed = {op.split("::")[1] for op in firmware["select_ops"]}
+        assert any(line.split()[0] in executed for line in pane.lines)
+        assert all(" — " in line for line in pane.lines)
+        deadline = time.monotonic() + 300
+        while panel.shown.comparison_note and panel.shown.comparison_note.startswith("comparing"):
+            assert time.monotonic() < deadline
+            await pilot.pause(0.2)
+        assert panel.shown.comparison is None
+        assert "BundleIO" in panel.shown.comparison_note

@@ -215,6 +215,14 @@ def test_bundleio_passes_on_target_and_a_wrong_reference_fails_and_etdump_is_rea
     ]
     assert sorted(set(executed)) == sorted(op.split("::")[1] for op in good["select_ops"])
     assert all(r["where"] == "CPU" for r in rows)
+    # QEMU has no cycle counter: times are unknown, and the summary says why (not 0).
+    assert all(r["time"] is None for r in rows)
+    assert "emulated board" in json.loads(logged.stdout)["etdump_time_note"]
+    # The console's reader (a child process: the Inspector imports torch) agrees.
+    from runner.etdump import operators_in_child
+
+    table = operators_in_child(_session_of(events))
+    assert table["rows"] == rows and table["time_note"]
 
     # A deliberately wrong reference: the host's outputs plus 0.5 on element 7.
     import numpy
