@@ -249,3 +249,45 @@ def test_bundleio_passes_on_target_and_a_wrong_reference_fails_and_etdump_is_rea
 
 def _session_of(events: list[dict]) -> Path:
     return Path(events[-1]["session"])
+
+
+@runtime_build
+def test_per_channel_quantized_cpu_program_matches_the_host(real_program, runtime_env, tmp_path):
+    """The CPU twin's shape (int8, per-channel weights, int32 biases): on QEMU its outputs
+    equal the host runtime's. They did not while the bias dequantization's zero points were
+    int32, which the runtime's kernel reads as int64 (runner/aot.py widens them)."""
+    program = real_program("int8_cpu")
+    firmware = build(program, tmp_path / "fw", runtime_env)
+    status, events, session = run_qemu(Path(firmware["elf"]), tmp_path / "s", runtime_env)
+    assert status == 0, events[-1]
+    compared = etu(["compare", session, "--pte", program, "--json"], runtime_env)
+    assert compared.returncode == 0, compared.stdout + compared.stderr[-1500:]
+    (output,) = json.loads(compared.stdout)["outputs"]
+    assert output["passed"] and output["cosine_similarity"] > 0.9999
+
+
+def test_int32_per_channel_zero_points_are_widened():
+    """The pass itself, on a converted graph: int32 zero points become int64, others stay."""
+    import torch
+
+    from runner.aot import widen_per_channel_zero_points
+
+    class Dequant(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("scale", torch.ones(4))
+            self.register_buffer("zp32", torch.zeros(4, dtype=torch.int32))
+            self.register_buffer("zp64", torch.zeros(4, dtype=torch.int64))
+
+        def forward(self, x):
+            op = torch.ops.quantized_decomposed.dequantize_per_channel.default
+            a = op(x, self.scale, self.zp32, 0, -128, 127, torch.int8)
+            return a + op(x, self.scale, self.zp64, 0, -128, 127, torch.int8)
+
+    import executorch.exir  # noqa: F401  (registers quantized_decomposed ops)
+
+    graph = torch.fx.symbolic_trace(Dequant())
+    assert widen_per_channel_zero_points(graph) == 1
+    assert graph.zp32.dtype == torch.int64 and graph.zp64.dtype == torch.int64
+    x = torch.zeros(4, 3, dtype=torch.int8)
+    assert torch.equal(graph(x), torch.zeros(4, 3))
