@@ -79,6 +79,7 @@ from parsers.fit import FAIL, OK, check_fit
 from parsers.runner_events import Event
 from runner.process import ProcessStats
 from runner.run import RunController, RunListener, RunOutcome
+from runner.runtime_run import QEMU_BOARD
 from runner.session import sessions_root
 from runner.workspace import file_label, find_firmware
 
@@ -159,6 +160,17 @@ class RunElfScreen(OpenFileScreen):
 PREFLIGHT_CHECKS = ("target", "program_placement")
 
 
+def _qemu_launch(elf: Path) -> LaunchInfo:
+    """The emulated board's command for ``elf`` (QEMU mps3-an547, UART0 on stdout)."""
+    from runner.runtime_run import QemuMissing, qemu_argv
+
+    try:
+        argv = qemu_argv(elf)
+    except QemuMissing as error:
+        raise LaunchError(str(error)) from None
+    return LaunchInfo(argv, simulator=argv[0], found_via="PATH", target=QEMU_BOARD, emulated=True)
+
+
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return a.resolve() == b.resolve()
@@ -237,7 +249,8 @@ class RunPanel(Vertical):
             with Horizontal(id="run-controls"):
                 yield Label("Target ", classes="run-label")
                 yield Select(
-                    [(name, name) for name in targets()],
+                    [(name, name) for name in targets()]
+                    + [(f"{QEMU_BOARD} (emulated board)", QEMU_BOARD)],
                     value=DEFAULT_TARGET,
                     allow_blank=False,
                     compact=True,
@@ -406,7 +419,10 @@ class RunPanel(Vertical):
         try:
             if elf is None:
                 raise LaunchError(self._no_elf())
-            launch = prepare_fvp_launch(target, elf, FvpOptions(timelimit=limit))
+            if target == QEMU_BOARD:
+                launch = _qemu_launch(elf)
+            else:
+                launch = prepare_fvp_launch(target, elf, FvpOptions(timelimit=limit))
         except LaunchError as failure:
             error = str(failure)
         except Exception as failure:  # a preview must never take the console down
@@ -420,15 +436,15 @@ class RunPanel(Vertical):
         launch = message.launch
         self.preview_error = message.error
         self.preview = (
-            LaunchInfo(
+            launch
+            if launch is None or isinstance(launch, LaunchInfo)
+            else LaunchInfo(
                 list(launch.argv),
                 simulator=str(launch.executable),
                 found_via=launch.found_via,
                 simulated=launch.simulated,
                 target=launch.target.target,
             )
-            if launch is not None
-            else None
         )
         self._show_top()
 
@@ -454,6 +470,11 @@ class RunPanel(Vertical):
         def prepare() -> tuple[list[str], dict, LaunchInfo, str | None, str]:
             if elf is None:
                 raise LaunchError(self._no_elf())
+            if target == QEMU_BOARD:
+                from runner.runtime_run import qemu_meta
+
+                info = _qemu_launch(elf)
+                return info.command, qemu_meta(elf), info, None, "qemu"
             launch = prepare_fvp_launch(target, elf, FvpOptions(timelimit=limit))
             info = LaunchInfo(
                 list(launch.argv),
@@ -956,6 +977,9 @@ class RunPanel(Vertical):
             return
         if info.simulated:
             tag = (" STAND-IN FVP — numbers are simulated ", "bold $background on $warning")
+        elif info.emulated:
+            tag = (" EMULATED BOARD (QEMU, no NPU) — timings are not cycles ",
+                   "bold $background on $warning")  # fmt: skip
         else:
             tag = (" Arm FVP ", "bold $background on $success")
         via = f" (found via {info.found_via})" if info.found_via else ""
@@ -1146,6 +1170,13 @@ class RunPanel(Vertical):
         NPU target against the run's, and the fit checks of the program against the
         firmware to be run (its baked-in program, its NPU platform)."""
         problems: list[str] = []
+        if self.target == QEMU_BOARD:
+            if self.program_target:  # an Ethos-U command stream: nothing there runs it
+                problems.append(
+                    f"the program is compiled for the Ethos-U ({self.program_target}); the "
+                    "emulated board has no NPU: run its CPU twin (etu compile --no-delegate)"
+                )
+            return problems
         fw, elf = self.firmware, self.elf
         same = (
             fw is not None

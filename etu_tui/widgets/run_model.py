@@ -160,6 +160,7 @@ class LaunchInfo:
     found_via: str = ""
     simulated: bool = False
     target: str = ""
+    emulated: bool = False  # the emulated board (QEMU): a real runner, no NPU, no cycles
 
 
 class RunRecord:
@@ -292,6 +293,7 @@ def read_past_run(folder: Path, capacity: int = RING_LINES) -> RunRecord:
         found_via=str(meta.get("simulator_found_via") or ""),
         simulated=bool(meta.get("simulated")),
         target=target,
+        emulated=bool(meta.get("emulated")),
     )
     record.warnings = [w.replace(str(folder), folder.name) for w in session.warnings]
     return record
