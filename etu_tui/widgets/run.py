@@ -548,14 +548,28 @@ class RunPanel(Vertical):
         self._list_runs()
         self._show_controls()
 
-    def _begin(self, prepare: Prepare, root: Path, env: dict[str, str] | None = None) -> int:
+    def monitor(self, source, meta: dict, launch: LaunchInfo) -> int:
+        """A board's port (``source``: a runner.boards byte source, already open) through
+        the path a run takes (parser → session → panes); the Boards tab hands it over
+        after flashing. Stopped with the Run tab's stop key like any run."""
+        if self.workspace is None:
+            raise RuntimeError("no workspace to record the session in")
+
+        def prepare() -> tuple[list[str], dict, LaunchInfo, str | None, str]:
+            return [], dict(meta), launch, None, "board"
+
+        return self._begin(prepare, sessions_root(self.workspace), source=source)
+
+    def _begin(
+        self, prepare: Prepare, root: Path, env: dict[str, str] | None = None, source=None
+    ) -> int:
         self._new_live()
         self._starting = True
         self._show_controls()
         self._show_banner()
         self.app.refresh_bindings()
         self.run_worker(
-            partial(self._start_in_thread, self.run_id, prepare, root, env),
+            partial(self._start_in_thread, self.run_id, prepare, root, env, source),
             thread=True,
             group="run-start",
             exit_on_error=False,
@@ -563,15 +577,16 @@ class RunPanel(Vertical):
         return self.run_id
 
     def _start_in_thread(
-        self, run_id: int, prepare: Prepare, root: Path, env: dict[str, str] | None
+        self, run_id: int, prepare: Prepare, root: Path, env: dict[str, str] | None, source=None
     ) -> None:
         try:
             argv, meta, info, npu, kind = prepare()
             bridge = RunBridge(self, run_id)
             try:
                 controller = RunController(
-                    argv, sessions=root, kind=kind, meta=meta, listener=bridge, env=env, npu=npu
-                )
+                    argv or None, sessions=root, kind=kind, meta=meta, listener=bridge, env=env,
+                    npu=npu, source=source,
+                )  # fmt: skip
             except BaseException:
                 bridge.close()
                 raise
