@@ -24,6 +24,11 @@ system-deps:
 	  $$SUDO apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q \
 	    cmake ninja-build qemu-system-arm; }
+	@# The board tests' peers: lrzsz's rx (XMODEM), ser2net (RFC 2217), socat.
+	@command -v rx >/dev/null && command -v ser2net >/dev/null && command -v socat >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q lrzsz ser2net socat; }
 	# Debian's headless Chromium and its driver: the report and `etu serve` browser tests.
 	@{ command -v chromium >/dev/null && command -v chromedriver >/dev/null; } || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \

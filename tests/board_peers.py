@@ -129,3 +129,36 @@ def wait_for(predicate, timeout: float = 10.0, interval: float = 0.02) -> bool:
             return True
         time.sleep(interval)
     return predicate()
+
+
+def runner_log(lines: int = 20, *, verdict: bool = True) -> bytes:
+    """A runner log like arm_executor_runner's, ``lines`` lines of it."""
+    head = [
+        "I [executorch:arm_executor_runner.cpp:912 runner_init()] PTE @ 0x70000000 [----ET12]",
+        "I [executorch:arm_executor_runner.cpp:917 runner_init()] PTE Model data loaded. "
+        "Size: 21392 bytes.",
+        "I [executorch:arm_executor_runner.cpp:1140 run_model()] Starting running 1 inferences...",
+    ]
+    body = [f"I [executorch:arm_executor_runner.cpp:1270 print_outputs()] line {n} of the log"
+            for n in range(max(lines - len(head) - 1, 0))]  # fmt: skip
+    tail = ["I [executorch:arm_executor_runner.cpp:1381 main()] Program complete, exiting."]
+    text = head + body + (tail if verdict else [])
+    return "".join(line + "\n" for line in text).encode()
+
+
+def etu_argv(*args: str) -> list[str]:
+    import sys
+
+    return [sys.executable, "-m", "etu_tui.cli", *args]
+
+
+def etu_env() -> dict[str, str]:
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def only_session(root: Path) -> Path | None:
+    folders = sorted((root / ".etu" / "sessions").glob("*")) if root.exists() else []
+    return folders[-1] if folders else None

@@ -96,11 +96,22 @@ def port_holders(device: str) -> list[tuple[int, str]]:
         return []
 
 
+def rfc2217_url(port: str) -> str:
+    """``port``, with pyserial's ``ign_set_control`` added to an ``rfc2217://`` URL: ser2net
+    (4.x, Debian's) does not answer SET_CONTROL the way pyserial waits for, and the open
+    would time out ("timeout while waiting for option 'control'")."""
+    if not port.startswith("rfc2217://") or "ign_set_control" in port:
+        return port
+    return port + ("&" if "?" in port else "?") + "ign_set_control"
+
+
 def open_port(port: str, settings: dict | None = None, *, exclusive: bool = True):
     """Open a device path or any pyserial URL; errors are PortError naming the port."""
     settings = dict(settings or {})
     try:
-        handle = serial.serial_for_url(port, do_not_open=True, timeout=READ_TIMEOUT, **settings)
+        handle = serial.serial_for_url(
+            rfc2217_url(port), do_not_open=True, timeout=READ_TIMEOUT, **settings
+        )
         if exclusive and hasattr(handle, "exclusive") and not is_url(port):
             handle.exclusive = True
         handle.open()
