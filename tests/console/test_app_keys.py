@@ -95,7 +95,7 @@ async def test_footer_shows_the_tab_keys_quit_and_help_at_80_columns() -> None:
             await pilot.press(key)
             await pilot.pause()
             footer = _footer(app)
-            assert "q Quit" in footer and "? Help" in footer and "itdnmfukj Tabs" in footer
+            assert "q Quit" in footer and "? Help" in footer and "itdnmfukjB Tabs" in footer
 
 
 async def test_help_screen_lists_every_key_by_panel() -> None:

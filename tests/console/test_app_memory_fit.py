@@ -330,7 +330,7 @@ async def test_pick_key_is_in_the_footer_of_memory_and_fit_only() -> None:
             await pilot.press(key)
             await pilot.pause()
             footer = screen_text(app).splitlines()[-1]
-            assert "e Pick ELF" in footer and "itdnmfukj Tabs" in footer
+            assert "e Pick ELF" in footer and "itdnmfukjB Tabs" in footer
 
 
 async def test_npu_footer_still_holds_every_key_at_140_columns() -> None:
@@ -340,7 +340,7 @@ async def test_npu_footer_still_holds_every_key_at_140_columns() -> None:
         app.npu_panel.add_report(COMPARE_REPORT)  # two reports: r is enabled
         await settle(pilot)
         footer = screen_text(app).splitlines()[-1]
-        for shown in ("? Help", "itdnmfukj Tabs", "s Sort", "r Next", "x Drop", "q Quit"):
+        for shown in ("? Help", "itdnmfukjB Tabs", "s Sort", "r Next", "x Drop", "q Quit"):
             assert shown in footer
         assert app.query_one(TabbedContent).active == NPU_TAB
 
