@@ -58,7 +58,39 @@ out.flush()
 """
 
 
-async def _flood(workspace: Path, sessions: Path, rate: int, seconds: float) -> dict:
+def _start_process(panel, rate: int, seconds: float, sessions: Path):
+    """The generator as the run's own process (the FVP path)."""
+    argv = [sys.executable, "-c", GENERATOR, str(rate), str(seconds)]
+    panel.run_command(argv, sessions=sessions, kind="bench")
+    return None
+
+
+def _start_pty(panel, rate: int, seconds: float, sessions: Path):
+    """The generator writing into a pseudo-terminal that etu opens with pyserial, as it opens
+    a board's USB serial port (the Boards tab's monitor path: SerialSource → Run panes)."""
+    import os
+    import subprocess
+    import tty
+
+    from etu_tui.widgets.run_model import LaunchInfo
+    from runner.boards.source import SerialSource
+
+    master, slave = os.openpty()
+    tty.setraw(master)
+    tty.setraw(slave)
+    path = os.ttyname(slave)
+    source = SerialSource(path, {"baudrate": 921600}, settle=0.3)
+    source.open()
+    panel.monitor(source, {"port": path, "board": "bench", "label": "pty flood"},
+                  LaunchInfo(["monitor", path], simulator="pty flood"))  # fmt: skip
+    generator = subprocess.Popen([sys.executable, "-c", GENERATOR, str(rate), str(seconds)],
+                                 stdout=master)  # fmt: skip
+    return generator, master, slave
+
+
+async def _flood(
+    workspace: Path, sessions: Path, rate: int, seconds: float, start=_start_process
+) -> dict:
     from etu_tui.app import EtuApp
     from etu_tui.screenshots import settle
 
@@ -78,9 +110,8 @@ async def _flood(workspace: Path, sessions: Path, rate: int, seconds: float) -> 
             lateness.append(max(now - last - TICK, 0.0))
             last = now
 
-        argv = [sys.executable, "-c", GENERATOR, str(rate), str(seconds)]
         began = time.perf_counter()
-        panel.run_command(argv, sessions=sessions, kind="bench")
+        started = start(panel, rate, seconds, sessions)
         last = loop.time()
         timer = app.set_interval(TICK, tick)
         deadline = began + seconds * 4 + 30
@@ -90,6 +121,13 @@ async def _flood(workspace: Path, sessions: Path, rate: int, seconds: float) -> 
             await asyncio.sleep(0.05)
         elapsed = time.perf_counter() - began
         timer.stop()
+        if started is not None:  # the pty: the writer, then both ends
+            import os
+
+            generator, *fds = started
+            generator.wait(10)
+            for fd in fds:
+                os.close(fd)
         await settle(pilot)
         live = panel.live
         assert live is not None
@@ -113,13 +151,16 @@ async def _flood(workspace: Path, sessions: Path, rate: int, seconds: float) -> 
     }
 
 
-def main(rate: int = RATE, seconds: float = SECONDS) -> dict:
+def main(rate: int = RATE, seconds: float = SECONDS, via: str = "process") -> dict:
+    """``via``: ``process`` (the run's own process, as an FVP) or ``pty`` (a serial port,
+    as a board monitored from the Boards tab)."""
     tmp = Path(tempfile.mkdtemp(prefix="etu-flood-"))
+    start = _start_pty if via == "pty" else _start_process
     try:
         workspace = tmp / "demo"
         workspace.mkdir()
         shutil.copyfile(ROOT / "etu_tui" / "demo" / "demo_cnn.pte", workspace / "demo_cnn.pte")
-        run = asyncio.run(_flood(workspace, tmp / "sessions", rate, seconds))
+        run = asyncio.run(_flood(workspace, tmp / "sessions", rate, seconds, start))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     lateness = sorted(run["lateness"]) or [0.0]
@@ -143,8 +184,10 @@ def main(rate: int = RATE, seconds: float = SECONDS) -> dict:
         "goal_worst_lag_ms": GOAL_MS,
         "meets_goal": worst < GOAL_MS and run["lines_written"] == expected,
     }
+    result["via"] = via
+    source = "a serial port (pty)" if via == "pty" else "a process"
     print(
-        f"console flood: {rate:,} lines/s for {seconds:g} s → {run['lines_written']:,} lines "
+        f"console flood ({source}): {rate:,} lines/s for {seconds:g} s → {run['lines_written']:,} lines "
         f"in the session's raw.log, {run['lines_shown']:,} shown ({run['outcome']}); "
         f"event-loop lag worst {worst:.1f} ms, p99 {p99:.1f} ms "
         f"(goal < {GOAL_MS:.0f} ms) over {len(run['lateness']):,} ticks"

@@ -16,6 +16,8 @@ BENCHMARKS = [
     "benchmarks.bench_hostile",
     "benchmarks.bench_compile",
     "benchmarks.bench_console_flood",
+    "benchmarks.bench_monitor_flood",
+    "benchmarks.bench_xmodem",
     "benchmarks.bench_sessions",
     "benchmarks.bench_diff",
     "benchmarks.bench_runtime_build",
