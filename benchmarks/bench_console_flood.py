@@ -187,7 +187,8 @@ def main(rate: int = RATE, seconds: float = SECONDS, via: str = "process") -> di
     result["via"] = via
     source = "a serial port (pty)" if via == "pty" else "a process"
     print(
-        f"console flood ({source}): {rate:,} lines/s for {seconds:g} s → {run['lines_written']:,} lines "
+        f"console flood ({source}): {rate:,} lines/s for {seconds:g} s "
+        f"→ {run['lines_written']:,} lines "
         f"in the session's raw.log, {run['lines_shown']:,} shown ({run['outcome']}); "
         f"event-loop lag worst {worst:.1f} ms, p99 {p99:.1f} ms "
         f"(goal < {GOAL_MS:.0f} ms) over {len(run['lateness']):,} ticks"
