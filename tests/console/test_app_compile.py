@@ -18,7 +18,7 @@ from etu_tui.screenshots import settle
 from etu_tui.widgets import CompilePanel
 from runner.compile_worker import STAGES
 from runner.workspace import program_target
-from tests.console.test_app import SIZE, screen_text
+from tests.console_helpers import SIZE, screen_text
 
 pytestmark = [pytest.mark.anyio, pytest.mark.aot]
 

@@ -16,7 +16,7 @@ from etu_tui.app import EtuApp
 from etu_tui.screenshots import DEMO_PROGRAM, DEMO_WORKSPACE, settle
 from etu_tui.widgets import InstructionsTable, LayerTable, LogView
 from fvp.standin import install_standin
-from tests.console.test_app import screen_text
+from tests.console_helpers import screen_text
 
 pytestmark = pytest.mark.anyio
 
