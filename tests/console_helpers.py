@@ -6,7 +6,9 @@ A plain module (not a test module), so no test module imports another.
 from __future__ import annotations
 
 import io
+import time
 
+import pytest
 from rich.console import Console
 
 from etu_tui.app import EtuApp
@@ -29,3 +31,13 @@ def screen_text(app: EtuApp) -> str:
         app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
     )
     return console.export_text()
+
+
+async def wait_until(pilot, condition, *, timeout: float = 30.0, what: str = "") -> None:
+    """Wait, letting the app run, until ``condition()`` holds; fail with ``what`` after
+    ``timeout`` seconds. The one bounded wait of the console tests: no fixed sleeps."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"not within {timeout:g} s: {what or 'condition'}")
+        await pilot.pause(0.02)
