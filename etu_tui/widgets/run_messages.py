@@ -74,3 +74,23 @@ class PastRunsListed(RunMessage, bubble=False):
 class PastRunRead(RunMessage, bubble=False):
     request: int
     record: Any  # etu_tui.widgets.run_model.RunRecord
+
+
+@dataclass
+class OutputsCompared(RunMessage, bubble=False):
+    """The outputs of the session in ``folder`` against the host runtime: the `etu compare
+    --json` record, or why there is none (one line)."""
+
+    folder: Any  # pathlib.Path
+    record: dict | None
+    note: str | None
+
+
+@dataclass
+class OperatorsRead(RunMessage, bubble=False):
+    """The per-operator table of the ETDump in ``folder`` (``{"rows", "time_note"}``), or
+    why it could not be read (one line)."""
+
+    folder: Any  # pathlib.Path
+    table: dict | None
+    note: str | None
