@@ -254,7 +254,7 @@ def hypothesis_run(name: str, seconds: int) -> int:
 
     from hypothesis import HealthCheck, given, settings
 
-    from tests.unit.test_fuzz import mutated
+    from tests.fuzz_mutator import mutated
 
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:

@@ -17,6 +17,14 @@ HOSTILE = (
     "\x1b]0;pwned\x07\x1b]52;c;aGk=\x07\x1b[2J\x9b31m\x1bP1$q\x1b\\\x1b_x\x1b\\"
     "\u202e\u2066\u200b\U000e0041\u00ad"
 )
+# Every character that must never reach a terminal raw.
+FORBIDDEN = (
+    [chr(c) for c in range(0x20) if c not in (0x09, 0x0A)]
+    + [chr(c) for c in range(0x7F, 0xA0)]
+    + list("\u00ad\u061c\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e")
+    + list("\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\ufeff")
+    + [chr(0xE0000), chr(0xE0041), chr(0xE007F)]
+)
 ASCII_HOSTILE = "\x1b]0;pwned\x07\x1b]52;c;aGk=\x07\x1b[2J\x1b[31m\x1bP1$q\x1b\\\x1b_x\x1b\\"
 
 

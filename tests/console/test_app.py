@@ -7,13 +7,11 @@ values come from the parsers on the same files.
 from __future__ import annotations
 
 import dataclasses
-import io
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 from textual.message import Message
 from textual.notifications import Notify
 
@@ -31,29 +29,12 @@ from etu_tui.widgets import (
 from parsers.program_facts import select_ops_list
 from parsers.pte import ExecutionPlan, Tensor, Value, open_program
 from runner.workspace import decode_facts
+from tests.console_helpers import SIZE, screen_text
 
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEMO = ROOT / "etu_tui" / "demo" / "demo_cnn.pte"
-SIZE = (140, 45)
-
-
-def screen_text(app: EtuApp) -> str:
-    """What the terminal shows, as plain text."""
-    console = Console(
-        width=app.size.width,
-        height=app.size.height,
-        file=io.StringIO(),
-        force_terminal=True,
-        color_system="truecolor",
-        record=True,
-        legacy_windows=False,
-    )
-    console.print(
-        app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
-    )
-    return console.export_text()
 
 
 def line_text(table: InstructionsTable | ValuesTable, y: int) -> str:

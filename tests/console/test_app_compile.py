@@ -6,7 +6,6 @@ seconds). The workspace is a temporary copy of the demo program, so output lands
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from etu_tui.screenshots import settle
 from etu_tui.widgets import CompilePanel
 from runner.compile_worker import STAGES
 from runner.workspace import program_target
-from tests.console.test_app import SIZE, screen_text
+from tests.console_helpers import SIZE, screen_text, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.aot]
 
@@ -49,11 +48,7 @@ async def _compile_tab(pilot: Pilot, source: str = "add", target: str = "ethos-u
 
 
 async def _wait(pilot: Pilot, condition, what: str, timeout: float = COMPILE_TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(what)
-        await pilot.pause(0.05)
+    await wait_until(pilot, condition, timeout=timeout, what=what)
 
 
 def _plain(panel: CompilePanel, selector: str) -> str:

@@ -4,7 +4,6 @@ once and at the recorded pace; a session from before this change replays too."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from textual.widgets import DataTable, TabbedContent
 from etu_tui.app import RUN_TAB, EtuApp
 from etu_tui.screenshots import history_steps, settle
 from etu_tui.widgets.history import HistoryPanel
+from tests.console_helpers import wait_until
 from tests.history_workspace import add_v1_sessions, make_workspace, record_run
 
 pytestmark = pytest.mark.anyio
@@ -29,10 +29,7 @@ def workspace(tmp_path_factory) -> Path:
 
 
 async def wait(pilot, condition, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await pilot.pause(0.05)
+    await wait_until(pilot, condition, timeout=timeout)
 
 
 async def test_history_tab_compares_and_replays(workspace: Path) -> None:

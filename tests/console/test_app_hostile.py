@@ -17,8 +17,14 @@ from etu_tui.app import EtuApp
 from etu_tui.safe_text import PrintableFilter
 from etu_tui.screenshots import settle
 from etu_tui.widgets.history import HistoryPanel
-from tests.hostile import HOSTILE, hostile_elf, hostile_log, hostile_program, hostile_vela
-from tests.unit.test_hostile_text import FORBIDDEN
+from tests.hostile import (
+    FORBIDDEN,
+    HOSTILE,
+    hostile_elf,
+    hostile_log,
+    hostile_program,
+    hostile_vela,
+)
 
 pytestmark = pytest.mark.anyio
 

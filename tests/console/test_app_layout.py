@@ -4,7 +4,6 @@ maximised. Real demo files and a real stand-in run."""
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from etu_tui.app import EtuApp
 from etu_tui.screenshots import DEMO_PROGRAM, DEMO_WORKSPACE, settle
 from etu_tui.widgets import InstructionsTable, LayerTable, LogView
 from fvp.standin import install_standin
-from tests.console.test_app import screen_text
+from tests.console_helpers import screen_text, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -92,11 +91,12 @@ async def _finish_run(pilot: Pilot) -> None:
     await pilot.press("u")
     await settle(pilot)
     await pilot.press("r")
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 60
-    while app.run_panel.running or app.run_panel.live is None:
-        assert loop.time() < deadline, "the stand-in run did not end"
-        await pilot.pause(0.05)
+    await wait_until(
+        pilot,
+        lambda: not app.run_panel.running and app.run_panel.live is not None,
+        timeout=60,
+        what="the stand-in run did not end",
+    )
     await settle(pilot)
 
 

@@ -39,7 +39,7 @@ from parsers.fit import FAIL, OK, TEMP_POOL_FLAG, check_fit
 from parsers.memory_map import load_memory_map
 from parsers.pte import open_program
 from parsers.vela import load_vela_report
-from tests.console.test_app import SIZE, screen_text
+from tests.console_helpers import SIZE, screen_text
 
 pytestmark = pytest.mark.anyio
 

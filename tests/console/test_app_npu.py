@@ -28,7 +28,7 @@ from etu_tui.widgets import (
 )
 from parsers.errors import ParseError
 from parsers.vela import load_vela_report
-from tests.console.test_app import SIZE, screen_text
+from tests.console_helpers import SIZE, screen_text
 
 pytestmark = pytest.mark.anyio
 

@@ -44,7 +44,7 @@ from parsers.vela import load_vela_report
 from runner.run import RunOutcome
 from runner.session import SessionWriter, list_sessions, read_session, sessions_root
 from runner.workspace import program_target
-from tests.console.test_app import SIZE, screen_text
+from tests.console_helpers import SIZE, screen_text
 
 pytestmark = pytest.mark.anyio
 

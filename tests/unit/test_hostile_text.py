@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from parsers.text import is_printable, printable, printable_lines
 from tests.hostile import (
     DEMO,
+    FORBIDDEN,
     HOSTILE,
     hostile_elf,
     hostile_log,
@@ -31,13 +32,6 @@ from tests.hostile import (
 ETU = [sys.executable, "-m", "etu_tui.cli"]
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEMO_ELF = DEMO / "firmware" / "arm_executor_runner.elf"
-FORBIDDEN = (
-    [chr(c) for c in range(0x20) if c not in (0x09, 0x0A)]
-    + [chr(c) for c in range(0x7F, 0xA0)]
-    + list("\u00ad\u061c\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e")
-    + list("\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\ufeff")
-    + [chr(0xE0000), chr(0xE0041), chr(0xE007F)]
-)
 
 
 def etu(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:

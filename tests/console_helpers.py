@@ -1,0 +1,43 @@
+"""Helpers shared by the console tests: the default Pilot size and the screen as text.
+
+A plain module (not a test module), so no test module imports another.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+
+import pytest
+from rich.console import Console
+
+from etu_tui.app import EtuApp
+
+SIZE = (140, 45)
+
+
+def screen_text(app: EtuApp) -> str:
+    """What the terminal shows, as plain text."""
+    console = Console(
+        width=app.size.width,
+        height=app.size.height,
+        file=io.StringIO(),
+        force_terminal=True,
+        color_system="truecolor",
+        record=True,
+        legacy_windows=False,
+    )
+    console.print(
+        app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+    )
+    return console.export_text()
+
+
+async def wait_until(pilot, condition, *, timeout: float = 30.0, what: str = "") -> None:
+    """Wait, letting the app run, until ``condition()`` holds; fail with ``what`` after
+    ``timeout`` seconds. The one bounded wait of the console tests: no fixed sleeps."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"not within {timeout:g} s: {what or 'condition'}")
+        await pilot.pause(0.02)
