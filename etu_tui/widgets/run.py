@@ -892,7 +892,11 @@ class RunPanel(Vertical):
                 count = f"last {kept:,} of {store.total:,} lines (all in the session)"
             shown = f" · {log.row_count:,} shown" if log.filtering else ""
             if log.filtering and not log.row_count and kept:
-                shown = " · no line matches the filter"
+                shown = (
+                    f" · no lines match {printable(log.filter_text)!r}"
+                    if log.filter_text
+                    else " · no lines at the chosen levels"
+                )
             mode = "following" if log.follow else "paused · end follows"
             where = "" if self.shown is None or self.shown.live else f" · {self.shown.label}"
             if where and self._stable:
