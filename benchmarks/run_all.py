@@ -16,6 +16,7 @@ BENCHMARKS = [
     "benchmarks.bench_hostile",
     "benchmarks.bench_compile",
     "benchmarks.bench_console_flood",
+    "benchmarks.bench_console_big_session",
     "benchmarks.bench_sessions",
     "benchmarks.bench_diff",
     "benchmarks.bench_runtime_build",

@@ -74,3 +74,13 @@ class PastRunsListed(RunMessage, bubble=False):
 class PastRunRead(RunMessage, bubble=False):
     request: int
     record: Any  # etu_tui.widgets.run_model.RunRecord
+
+
+@dataclass
+class PastRunEvents(RunMessage, bubble=False):
+    """A shown past run's reports, parsed from its log after its lines were shown."""
+
+    request: int
+    record: Any  # the RunRecord they belong to
+    others: list  # its events other than lines
+    errors: int  # its E and F lines

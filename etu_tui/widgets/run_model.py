@@ -239,9 +239,9 @@ def _outcome_from(meta: dict, events: list[Event]) -> RunOutcome:
 _PARSE_BLOCK = 1 << 22  # bytes of raw.log parsed at once when a session is read back
 
 
-def _events_of_file(path: Path, npu: str | None, record: RunRecord) -> list[Event]:
-    """The events of a recorded log other than its lines, parsed in blocks so a run of
-    any length is read without holding its lines; counts error lines into ``record``."""
+def events_of_file(path: Path, npu: str | None) -> tuple[list[Event], int]:
+    """The events of a recorded log other than its lines, and how many E/F lines it has,
+    parsed in blocks so a run of any length is read without holding its lines."""
     parser = RunnerLogParser(npu=npu)
     others: list[Event] = []
     errors = 0
@@ -259,15 +259,16 @@ def _events_of_file(path: Path, npu: str | None, record: RunRecord) -> list[Even
         for block in iter(lambda: handle.read(_PARSE_BLOCK), b""):
             keep(parser.feed(block))
     keep(parser.close())
-    record.errors += errors
-    return others
+    return others, errors
 
 
-def read_past_run(folder: Path, capacity: int = RING_LINES) -> RunRecord:
+def read_past_run(folder: Path, capacity: int = RING_LINES, *, events: bool = True) -> RunRecord:
     """A recorded session re-read into a record. Blocking; never raises: an unreadable
     session becomes a record with a failure line. The log stays on disk: the record's
     store maps ``raw.log`` (run_store.FileLogStore), so a session of any length is
-    scrollable and searchable whole while the console holds only the lines on screen."""
+    scrollable and searchable whole while the console holds only the lines on screen.
+    ``events=False`` skips parsing a file-backed log (the console shows the lines first and
+    adds the reports from :func:`events_of_file` after)."""
     record = RunRecord(folder.name, live=False, capacity=capacity)
     record.folder = folder
     try:
@@ -283,7 +284,8 @@ def read_past_run(folder: Path, capacity: int = RING_LINES) -> RunRecord:
     if (folder / RAW_LOG).is_file():
         from etu_tui.widgets.run_store import FileLogStore  # run_store imports this module
 
-        others = _events_of_file(folder / RAW_LOG, npu, record)
+        others, errors = events_of_file(folder / RAW_LOG, npu) if events else ([], 0)
+        record.errors += errors
         record.store = FileLogStore(folder, record.started)
         record.outcome = _outcome_from(meta, others)
         record.add([], others)
