@@ -40,8 +40,15 @@ $(STAMP):
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
+# With no Arm FVP on this machine, the demo's Run tab uses the etu stand-in FVP (its numbers
+# are simulated, and the console says so); ETU_FVP_DIR or an FVP on PATH takes precedence.
+STANDIN_DIR := $(abspath $(VENV))/standin-fvp
 run: setup
-	$(BIN)/etu
+	@if [ -z "$${ETU_FVP_DIR:-}" ] && ! command -v FVP_Corstone_SSE-300_Ethos-U55 >/dev/null; then \
+	  $(BIN)/python -c 'import sys; from pathlib import Path; from fvp.standin import install_standin; install_standin(Path(sys.argv[1]))' $(STANDIN_DIR) && \
+	  echo "make run: no Arm FVP found: the Run tab uses the etu stand-in FVP (simulated numbers)" && \
+	  ETU_FVP_DIR=$(STANDIN_DIR) $(BIN)/etu; \
+	else $(BIN)/etu; fi
 
 test: setup
 	$(BIN)/lint-imports

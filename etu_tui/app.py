@@ -30,6 +30,7 @@ from etu_tui.safe_text import PrintableFilter, printable
 from etu_tui.screens.help import HelpScreen
 from etu_tui.screens.open_file import OpenFileScreen
 from etu_tui.widgets import CompilePanel, ErrorPanel, RunPanel
+from etu_tui.widgets.boards import BoardMonitorRequested, BoardsPanel
 from etu_tui.widgets.compile import OpenCompiled, workspace_of
 from etu_tui.widgets.firmware_panels import FirmwareShown, FitPanel, MemoryPanel, PickElfAsked
 from etu_tui.widgets.fit import tab_label
@@ -52,6 +53,7 @@ from runner.workspace import (
     VelaResult,
     decode_facts,
     error_line,
+    find_firmware,
     output_shapes,
     program_target,
     resolve_target,
@@ -64,9 +66,9 @@ DEMO_WORKSPACE = Path(__file__).resolve().parent / "demo"
 # Tab ids (also the panels' owner names in etu_tui.keys).
 PROGRAM_TAB, TENSORS_TAB, DELEGATES_TAB, NPU_TAB = "program", "tensors", "delegates", "npu"
 MEMORY_TAB, FIT_TAB, RUN_TAB = "memory", "fit", "run"
-COMPILE_TAB, HISTORY_TAB = "compile", "history"
+COMPILE_TAB, HISTORY_TAB, BOARDS_TAB = "compile", "history", "boards"
 # Tabs that need no program: usable when the file failed to decode.
-NO_PROGRAM_TABS = (RUN_TAB, COMPILE_TAB, HISTORY_TAB)
+NO_PROGRAM_TABS = (RUN_TAB, COMPILE_TAB, HISTORY_TAB, BOARDS_TAB)
 
 
 @dataclass
@@ -118,6 +120,7 @@ class EtuApp(App[int]):
         (RUN_TAB, "Run", RunPanel, "run-panel"),
         (COMPILE_TAB, "Compile", CompilePanel, "compile-panel"),
         (HISTORY_TAB, "History", HistoryPanel, "history-panel"),
+        (BOARDS_TAB, "Boards", BoardsPanel, "boards-panel"),
     ]
 
     def __init__(self, target: Path | None = None, keymap: dict[str, str] | None = None) -> None:
@@ -256,6 +259,7 @@ class EtuApp(App[int]):
         )
         self.compile_panel.set_program(facts.path, program_target(facts))
         self.query_one(HistoryPanel).set_workspace(self.workspace)
+        self.query_one(BoardsPanel).set_workspace(self.workspace, find_firmware(self.workspace))
         self._enable_program_tabs(True)
         self.action_show_tab(self.query_one(TabbedContent).active or PROGRAM_TAB)
         self.refresh_bindings()
@@ -278,6 +282,7 @@ class EtuApp(App[int]):
                 self.run_panel.set_program(folder, target=None, vela_cycles=None)
                 self.compile_panel.set_program(folder / message.path.name, None)
                 self.query_one(HistoryPanel).set_workspace(folder)
+                self.query_one(BoardsPanel).set_workspace(folder, find_firmware(folder))
             self._enable_program_tabs(False)
             if self.query_one(TabbedContent).active not in NO_PROGRAM_TABS:
                 self.action_show_tab(RUN_TAB)
@@ -319,6 +324,20 @@ class EtuApp(App[int]):
     @on(PickElfAsked)
     def _pick_elf_asked(self) -> None:
         self.memory_panel.action_pick_elf()
+
+    @on(BoardMonitorRequested)
+    def _board_monitor_requested(self, message: BoardMonitorRequested) -> None:
+        from etu_tui.widgets.run_model import LaunchInfo
+
+        port = str(message.meta.get("port") or "")
+        launch = LaunchInfo(["monitor", port], simulator=message.label,
+                            emulated=message.meta.get("board") == "qemu-an547")  # fmt: skip
+        self.action_show_tab(RUN_TAB)
+        try:
+            self.run_panel.monitor(message.source, message.meta, launch)
+        except RuntimeError as error:
+            message.source.stop()
+            self.notify(str(error), title="Not monitored", severity="error", markup=False)
 
     @on(ReplayRequested)
     def _replay_requested(self, message: ReplayRequested) -> None:

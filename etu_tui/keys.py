@@ -25,6 +25,7 @@ PANELS: dict[str, str] = {
     "run": "Run",
     "compile": "Compile",
     "history": "History",
+    "boards": "Boards",
 }
 
 TABS = Binding.Group("Tabs", compact=True)
@@ -116,6 +117,13 @@ KEYS: tuple[KeySpec, ...] = (
         "History",
         "View: history of sessions",
         "Every recorded session of the workspace, compared, charted, replayed",
+    ),
+    _tab(
+        "B",
+        "boards",
+        "Boards",
+        "View: boards (ports, flash, monitor)",
+        "Serial ports on hot-plug, a board profile, flash with progress, then watch it run",
     ),
     KeySpec(
         "dismiss_error",

@@ -79,6 +79,7 @@ DEMO_VIEWS: list[tuple[str, tuple[str, ...]]] = [
     ("palette.svg", ("i", "ctrl+p", *"select")),
     ("open.svg", ("escape", "o")),
     ("help.svg", ("escape", "question_mark")),
+    ("boards.svg", ("escape", "B")),
 ]
 
 

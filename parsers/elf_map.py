@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import mmap
 import os
 import struct
 from collections.abc import Iterator
@@ -25,7 +24,54 @@ from parsers.errors import FormatError, ParseError, TruncatedError, WrongKindErr
 from parsers.files import GiB, check_regular
 
 ELF_MAGIC = b"\x7fELF"
-MAX_ELF_BYTES = 2 * GiB  # mapped, not read: the cap only refuses absurd files
+MAX_ELF_BYTES = 2 * GiB  # read on demand, not whole: the cap only refuses absurd files
+CHANGED = "file changed while read"
+
+
+class ElfFile:
+    """An ELF file read on demand with ``pread``, never mapped: a firmware relinked while etu
+    shows it (the linker truncates it first) gives "file changed while read", where a
+    mapping would die of SIGBUS on the missing pages. Slicing returns bytes."""
+
+    def __init__(self, fd: int, source: str) -> None:
+        self.fd = fd
+        self.source = source
+        self.info = os.fstat(fd)
+
+    def __len__(self) -> int:
+        return self.info.st_size
+
+    def __getitem__(self, where: slice) -> bytes:
+        start, stop, _ = where.indices(len(self))
+        return self.pread(start, max(stop - start, 0))
+
+    def pread(self, offset: int, size: int) -> bytes:
+        chunks, done = [], 0
+        while done < size:
+            try:
+                chunk = os.pread(self.fd, size - done, offset + done)
+            except OSError as error:
+                raise ParseError(error.strerror or str(error), source=self.source) from None
+            if not chunk:
+                raise ParseError(
+                    f"{CHANGED} (now shorter than {offset + done:,} bytes)", source=self.source
+                )
+            chunks.append(chunk)
+            done += len(chunk)
+        now = os.fstat(self.fd)
+        if (now.st_size, now.st_mtime_ns) != (self.info.st_size, self.info.st_mtime_ns):
+            raise ParseError(f"{CHANGED} (was {len(self):,} bytes)", source=self.source)
+        return b"".join(chunks)
+
+    def stream(self) -> io.BufferedReader:
+        """A file object of its own (pyelftools seeks): reads past a shrunk end come back
+        short, which pyelftools reports as an error."""
+        return os.fdopen(os.dup(self.fd), "rb")
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
 
 SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR = 0x1, 0x2, 0x4
 SHF_MERGE, SHF_STRINGS, SHF_INFO_LINK, SHF_LINK_ORDER = 0x10, 0x20, 0x40, 0x80
@@ -139,7 +185,8 @@ class Symbol:
 
 @dataclass(slots=True)
 class ElfImage:
-    """A decoded ELF. ``data`` (usually an mmap) stays open for section reads until closed."""
+    """A decoded ELF. ``data`` (usually the open file) stays open for section reads until
+    closed."""
 
     source: str
     file_size: int
@@ -153,9 +200,9 @@ class ElfImage:
     segments: list[Segment]
     symbols: list[Symbol]
     has_symbol_table: bool
-    data: bytes | mmap.mmap = field(repr=False)
+    data: bytes | ElfFile = field(repr=False)
     warnings: list[str] = field(default_factory=list)
-    _closer: mmap.mmap | None = field(default=None, repr=False)
+    _closer: ElfFile | None = field(default=None, repr=False)
 
     @property
     def is_arm(self) -> bool:
@@ -194,10 +241,19 @@ class ElfImage:
         return None if view is None else bytes(view)
 
     def section_view(self, section: Section) -> memoryview | None:
-        """Like ``section_bytes`` without a copy (valid until ``close()``)."""
+        """Like ``section_bytes`` without a copy when the ELF is in memory."""
+        return self.section_part(section, 0, section.size)
+
+    def section_part(self, section: Section, start: int, size: int) -> memoryview | None:
+        """``size`` bytes of the section's contents from ``start`` (both within it)."""
         if not section.has_contents or section.truncated:
             return None
-        return memoryview(self.data)[section.offset : section.offset + section.size]
+        if start < 0 or size < 0 or start + size > section.size:
+            return None
+        offset = section.offset + start
+        if isinstance(self.data, ElfFile):
+            return memoryview(self.data.pread(offset, size))
+        return memoryview(self.data)[offset : offset + size]
 
     def read_bytes(self, address: int, size: int) -> bytes | None:
         """``size`` bytes of the load image at run address ``address`` (initial values)."""
@@ -220,8 +276,7 @@ class ElfImage:
         closer, self._closer = self._closer, None
         self.data = b""
         if closer is not None:
-            with contextlib.suppress(BufferError):
-                closer.close()
+            closer.close()
 
     def __enter__(self) -> ElfImage:
         return self
@@ -234,28 +289,25 @@ class ElfImage:
 
 
 def read_elf(path: str | os.PathLike[str]) -> ElfImage:
-    """Map ``path`` and decode it. Raises ParseError naming the file."""
+    """Open ``path`` and decode it (sections are read when asked for). Raises ParseError
+    naming the file."""
     source = str(path)
     check_regular(path, "an ELF file", MAX_ELF_BYTES)
     try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size == 0:
-                raise WrongKindError("empty file (0 bytes), not an ELF file", source=source)
-            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-    except ParseError:
-        raise
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except IsADirectoryError:
         raise WrongKindError("is a directory, not an ELF file", source=source) from None
     except OSError as error:
         raise ParseError(error.strerror or str(error), source=source) from None
+    data = ElfFile(fd, source)
     try:
-        image = decode_elf(mapped, source)
+        if len(data) == 0:
+            raise WrongKindError("empty file (0 bytes), not an ELF file", source=source)
+        image = decode_elf(data, source)
     except BaseException:
-        with contextlib.suppress(BufferError):
-            mapped.close()
+        data.close()
         raise
-    image._closer = mapped
+    image._closer = data
     return image
 
 
@@ -272,7 +324,7 @@ def identify(head: bytes) -> str:
     return f"not an ELF file (starts with {head[:4]!r}, expected {ELF_MAGIC!r})"
 
 
-def decode_elf(data: bytes | mmap.mmap, source: str = "<bytes>") -> ElfImage:
+def decode_elf(data: bytes | ElfFile, source: str = "<bytes>") -> ElfImage:
     """Decode an ELF held in memory. Raises ParseError naming ``source``."""
     try:
         return _decode(data, source)
@@ -296,7 +348,7 @@ def _elftools_errors(what: str, offset: int | None = None) -> Iterator[None]:
         raise
 
 
-def _decode(data: bytes | mmap.mmap, source: str) -> ElfImage:
+def _decode(data: bytes | ElfFile, source: str) -> ElfImage:
     size = len(data)
     if size == 0:
         raise WrongKindError("empty file (0 bytes), not an ELF file")
@@ -319,10 +371,16 @@ def _decode(data: bytes | mmap.mmap, source: str) -> ElfImage:
             field="ELF header",
             offset=0,
         )
+    stream = data.stream() if isinstance(data, ElfFile) else io.BytesIO(data)
+    try:
+        return _decode_stream(data, stream, size, head, elf_class, source)
+    finally:
+        stream.close()
+
+
+def _decode_stream(data, stream, size: int, head: bytes, elf_class: int, source: str) -> ElfImage:
     from elftools.elf.elffile import ELFFile
 
-    stream = data if isinstance(data, mmap.mmap) else io.BytesIO(data)
-    stream.seek(0)
     with _elftools_errors("ELF header", 0):
         elf = ELFFile(stream)
         header = elf.header

@@ -89,8 +89,8 @@ class LogSummary:
     def add(self, event: Event) -> None:
         kind = type(event)
         if kind is LogLine:
-            if event.line_no > self.lines:
-                self.lines = event.line_no
+            if event.line_no + event.lines - 1 > self.lines:
+                self.lines = event.line_no + event.lines - 1
         elif kind is OutputTensor:
             self.outputs[event.index] = event.numel
         elif kind is PteLoaded:

@@ -565,10 +565,7 @@ def _loaded_views(elf: ElfImage, skip: list[tuple[int, int]], minimum: int):
     for section in elf.sections:
         if not section.alloc or not section.has_contents or section.size < minimum:
             continue
-        data = elf.section_view(section)
-        if data is None:
-            continue
-        pieces = [(section.address, section.address + len(data))]
+        pieces = [(section.address, section.address + section.size)]
         for skip_start, skip_end in skip:
             pieces = [
                 part
@@ -576,8 +573,10 @@ def _loaded_views(elf: ElfImage, skip: list[tuple[int, int]], minimum: int):
                 for part in ((start, min(end, skip_start)), (max(start, skip_end), end))
                 if part[1] - part[0] >= minimum
             ]
-        for start, end in pieces:
-            yield start, data[start - section.address : end - section.address]
+        for start, end in pieces:  # only these are read: the skipped model stays on disk
+            data = elf.section_part(section, start - section.address, end - start)
+            if data is not None:
+                yield start, data
 
 
 def _pointed_at(elf: ElfImage, wanted: set[int], skip: list[tuple[int, int]]) -> set[int]:

@@ -503,7 +503,8 @@ class NamedData:
 
 @dataclass(slots=True)
 class Program:
-    """A decoded program. Bulk data stays in ``data`` (usually an mmap) until asked for."""
+    """A decoded program. Bulk data stays in ``data`` (or, for a large file, on disk) until
+    asked for."""
 
     source: str
     file_size: int
@@ -560,8 +561,8 @@ class Program:
         """Bytes of ``span`` (already bounds-checked when the program was opened)."""
         if self._closed:
             raise ParseError("the program was closed; reopen it to read data", source=self.source)
-        if isinstance(self._closer, _MappedFile):
-            self._closer.check(self.source)
+        if isinstance(self._closer, _OpenFile):  # a large program: its segments, read now
+            return memoryview(self._closer.pread(span.offset, span.size, self.source))
         return memoryview(self.data)[span.offset : span.offset + span.size]
 
     def delegate_span(self, delegate: BackendDelegate) -> Span:
@@ -633,7 +634,7 @@ class Program:
         self._closed = True
         if isinstance(data, memoryview):
             data.release()
-        if isinstance(closer, _MappedFile):
+        if isinstance(closer, _OpenFile):
             closer.close()
         elif closer is not None:
             _close_mapping(closer)
@@ -649,78 +650,67 @@ class Program:
 
 
 # Programs below this size are read into memory: nothing another process does to the file
-# afterwards can reach them. Larger ones are mapped (opening a 500 MB file must not read its
-# constant data) and guarded: every read checks the file still has its size and mtime, so a
-# file that shrank gives a ParseError instead of a SIGBUS on the missing pages.
+# afterwards can reach them. Larger ones are not mapped (a file cut short under a mapping is
+# a SIGBUS on the missing pages, which no check can close): an ``ET12`` file with an extended
+# header has its FlatBuffer part read and its segments read on demand with ``pread``, which
+# simply comes back short when the file shrank ("file changed while read"); anything else
+# has no smaller part to decode and is read whole.
 MAP_THRESHOLD = 64 * MiB
 CHANGED = "file changed while read"
-HEAD_LIMIT = 256 * MiB  # a mapped program's FlatBuffer part up to this size is read
+HEAD_LIMIT = 256 * MiB  # a large program's FlatBuffer part up to this size is read
 
 
 def open_program(path: str | os.PathLike[str]) -> Program:
-    """Read (or map) ``path`` and decode its program. Raises ParseError naming the file."""
+    """Read ``path`` (or its FlatBuffer part) and decode its program. Raises ParseError
+    naming the file."""
     source = str(path)
     fd, size = open_regular(path, "an ExecuTorch program", 4 * GiB)  # a FIFO would block
-    guard: _MappedFile | None = None
+    opened: _OpenFile | None = None
     try:
         if size == 0:
             raise WrongKindError("empty file (0 bytes), not an ExecuTorch program", source=source)
         before = os.fstat(fd)
-        if size < MAP_THRESHOLD:
+        head = None
+        if size >= MAP_THRESHOLD:
+            opened = _OpenFile(fd, before)
+            head = _flatbuffer_head(opened, size, source)
+        if head is None:
+            opened = None
             data: BufferLike = _read_exactly(fd, size, source)
             if _changed(before, os.fstat(fd)):
                 raise ParseError(CHANGED, source=source)
-        else:
-            guard = _MappedFile(fd, mmap.mmap(fd, 0, access=mmap.ACCESS_READ), before)
-            data = guard.mapped
     except OSError as error:
         os.close(fd)
         raise ParseError(error.strerror or str(error), source=source) from None
     except BaseException:
         os.close(fd)
         raise
-    if guard is None:
+    if opened is None:
         os.close(fd)
+        return decode_program(data, source)
     try:
-        if guard is not None:
-            guard.check(source)
-            head = _flatbuffer_head(guard, size, source)
-            if head is not None:
-                # The FlatBuffer part read into memory: a file cut short while it is decoded
-                # cannot reach the decoder; segments stay mapped, read through the guard.
-                with as_parse_errors(source):
-                    program = _decode_program(memoryview(head), source, file_size=size)
-                program.data = guard.mapped
-            else:
-                program = decode_program(data, source)
-            guard.check(source)
-        else:
-            program = decode_program(data, source)
-    except ParseError:
-        if guard is not None:
-            try:
-                guard.check(source)  # a file cut short reads as zeros: say what happened
-            finally:
-                guard.close()
-        raise
+        # The FlatBuffer part is in memory: a file cut short while it is decoded cannot
+        # reach the decoder; segments are read with pread when asked for (Program.read).
+        with as_parse_errors(source):
+            program = _decode_program(memoryview(head), source, file_size=size)
+        opened.check(source)
     except BaseException:
-        if guard is not None:
-            guard.close()
+        opened.close()
         raise
-    program._closer = guard
+    program._closer = opened
     return program
 
 
-def _flatbuffer_head(guard: _MappedFile, size: int, source: str) -> bytes | None:
+def _flatbuffer_head(opened: _OpenFile, size: int, source: str) -> bytes | None:
     """The first ``program_size`` bytes of an ``ET12`` file whose extended header says where
-    its FlatBuffer ends, read (not mapped); None for anything else (decoded from the map)."""
-    first = os.pread(guard.fd, 64, 0)
+    its FlatBuffer ends; None for anything else (read whole)."""
+    first = os.pread(opened.fd, 64, 0)
     if len(first) < 40 or first[4:8] != PROGRAM_IDENTIFIER.encode() or first[8:12] != b"eh00":
         return None
     program_size = int.from_bytes(first[16:24], "little")
     if not 40 <= program_size <= size or program_size > HEAD_LIMIT:
         return None
-    head = os.pread(guard.fd, program_size, 0)
+    head = os.pread(opened.fd, program_size, 0)
     if len(head) != program_size:
         raise ParseError(f"{CHANGED} (shrank below {program_size:,} bytes)", source=source)
     return head
@@ -745,17 +735,15 @@ def _read_exactly(fd: int, size: int, source: str) -> bytes:
     return b"".join(chunks)
 
 
-class _MappedFile:
-    """A mapped program file and the size/mtime it had when mapped."""
+class _OpenFile:
+    """A large program file kept open for its segments, with the size/mtime it had."""
 
-    def __init__(self, fd: int, mapped: mmap.mmap, info: os.stat_result) -> None:
+    def __init__(self, fd: int, info: os.stat_result) -> None:
         self.fd = fd
-        self.mapped = mapped
         self.info = info
 
     def check(self, source: str) -> None:
-        """Raise ParseError if the file no longer has the size and mtime it was mapped with
-        (reading a page past a shrunk file's end would be a SIGBUS)."""
+        """Raise ParseError if the file no longer has the size and mtime it was read with."""
         try:
             now = os.fstat(self.fd)
         except OSError:
@@ -765,8 +753,25 @@ class _MappedFile:
                 f"{CHANGED} (was {self.info.st_size:,} bytes, now {now.st_size:,})", source=source
             )
 
+    def pread(self, offset: int, size: int, source: str) -> bytes:
+        """``size`` bytes at ``offset``, or ParseError when the file changed or came back
+        short (a read past a shrunk file's end returns less; it never faults)."""
+        self.check(source)
+        chunks: list[bytes] = []
+        done = 0
+        while done < size:
+            try:
+                chunk = os.pread(self.fd, min(size - done, 64 * MiB), offset + done)
+            except OSError as error:
+                raise ParseError(error.strerror or str(error), source=source) from None
+            if not chunk:
+                raise ParseError(f"{CHANGED} (shrank below {offset + done:,} bytes)", source=source)
+            chunks.append(chunk)
+            done += len(chunk)
+        self.check(source)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
     def close(self) -> None:
-        _close_mapping(self.mapped)
         with contextlib.suppress(OSError):
             os.close(self.fd)
 

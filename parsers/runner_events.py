@@ -98,6 +98,9 @@ class LogLine(Event):
     dump), ``driver``, ``platform``, ``fvp``, ``etdump``, ``script`` or None. ``partial`` marks
     the pieces of a line longer than the parser's limit (never parsed further).
     ``stream`` is what the caller said the bytes came from (e.g. ``"uart0"``, ``"stderr"``).
+    ``lines`` is 1, except for a long run of empty lines (a CR/LF flood), which is one event
+    for all of them: ``raw`` empty, ``end`` every terminator, numbers ``line_no`` to
+    ``line_no + lines - 1``. So a flood costs one object, not one per byte.
     """
 
     raw: bytes
@@ -111,6 +114,12 @@ class LogLine(Event):
     origin: str | None = None
     partial: bool = False
     stream: str | None = None
+    lines: int = 1
+
+    @property
+    def last_line_no(self) -> int:
+        """The number of the last physical line this event stands for."""
+        return self.line_no + self.lines - 1
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -127,6 +136,8 @@ class LogLine(Event):
             "partial": self.partial,
             "stream": self.stream,
         }
+        if self.lines != 1:
+            out["lines"] = self.lines
         # Lossless without bloating every line: the bytes only when the text is not them.
         if self.raw != self.text.encode("utf-8", "surrogatepass"):
             out["raw_hex"] = self.raw.hex()
@@ -135,7 +146,7 @@ class LogLine(Event):
 
 new_log_line = _fill_slots_source(LogLine, "new_log_line", with_self=False)
 """``new_log_line(line_no, raw, end, text, level, file, line, function, message, origin,
-partial, stream)``: a LogLine without the type call (all arguments in field order)."""
+partial, stream[, lines])``: a LogLine without the type call (arguments in field order)."""
 
 
 # --------------------------------------------------------------------------- model loading

@@ -97,6 +97,12 @@ U85_EVENTS_5 = (
 U85_EVENTS_7 = (*U85_EVENTS_5, "ETHOSU_PMU_MAC_ACTIVE", "ETHOSU_PMU_WD_ACTIVE")
 
 _SPLIT = re.compile(rb"(\r\n|\r|\n)")
+# A line's terminator and the empty lines right after it (their terminators, maybe none).
+_SPLIT_RUNS = re.compile(rb"(\r\n|\r|\n)([\r\n]*)")
+# Runs of this many empty lines or more become one LogLine (``lines``): a CR/LF flood costs
+# one event, not one per byte; shorter runs stay a line each, as logs usually have them.
+BLANK_RUN = 16
+_BLANK_FLOODS = (b"\n" * BLANK_RUN, b"\r" * BLANK_RUN, b"\r\n" * BLANK_RUN)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 # All runtime prefixes: "I [executorch:f.cpp:12 fn()] m" (≥0.7), "I [executorch:f.cpp:12] m"
 # (0.4-0.6), "I executorch:f.cpp:12] m" (≤0.3), "I [executorch:main.cpp] m" (Zephyr sample),
@@ -145,6 +151,7 @@ _FOREIGN = re.compile(
     r"(?:(?:\[[^\]]{0,48}\]|\(\d[\d:.,]*\)|\d+(?:[:.,]\d+)+)[ \t]*)*"
     r"(?:<(?P<lvl>[a-z]{3}|\d{1,3})>[ \t]*(?:[\w.-]{1,32}: ?)?)?"
 )
+_FOREIGN_FIRST = frozenset("[<(0123456789")
 _FOREIGN_LEVELS = {"inf": "I", "err": "E", "wrn": "W", "dbg": "D", "crt": "F"}
 _ET_MARK = "executorch:"
 _SIM_TIME = re.compile(r"\[(\d+(?:\.\d+)? ?[munp]?s)\]")
@@ -398,6 +405,9 @@ class RunnerLogParser:
         # Fast paths for the usual LF-only and CRLF-only chunks: one C-level split, then the
         # per-line work only (the length limit is checked once for the whole chunk).
         ncr = data.count(b"\r")
+        if any(flood in data for flood in _BLANK_FLOODS):
+            self._split_runs(data, out)
+            return
         if not ncr or (ncr == data.count(b"\r\n") and data[-1] != 13):
             parts = data.split(b"\n")
             rest = parts.pop()
@@ -428,6 +438,48 @@ class RunnerLogParser:
             self._buf += rest
             if len(rest) > self._max:
                 self._cut_pieces(out)
+
+    def _split_runs(self, data: bytes, out: list[Event]) -> None:
+        """The general split, with runs of empty lines kept together (see BLANK_RUN)."""
+        parts = _SPLIT_RUNS.split(data)
+        rest = parts.pop()
+        if not rest and parts and (parts[-1] or parts[-2]).endswith(b"\r"):
+            # A CR ending the data may be the first half of CRLF: wait for the next byte.
+            if parts[-1]:
+                parts[-1] = parts[-1][:-1]
+                rest = b"\r"
+            else:
+                parts.pop()
+                parts.pop()
+                rest = parts.pop() + b"\r"
+        line = self._line
+        for i in range(0, len(parts), 3):
+            raw, end, run = parts[i : i + 3]
+            if run and not raw:  # an empty line, then more: one run
+                self._blank_run(end + run, out)
+                continue
+            line(raw, end, out)
+            if run:
+                self._blank_run(run, out)
+        if rest:
+            self._buf += rest
+            if len(rest) > self._max:
+                self._cut_pieces(out)
+
+    def _blank_run(self, run: bytes, out: list[Event]) -> None:
+        """Empty lines, ``run`` holding their terminators: one event for a long run."""
+        count = run.count(b"\n") + run.count(b"\r") - run.count(b"\r\n")
+        if count < BLANK_RUN or self._etdump is not None or self._long:
+            ends = _SPLIT.split(run)
+            for end in ends[1::2]:
+                self._line(b"", end, out)
+            return
+        n = self._next
+        self._next = n + count
+        out.append(new_log_line(n, b"", run, "", None, None, None, None, None, None, False,
+                                self._stream, count))  # fmt: skip
+        if self._group is not None:
+            self._settle(None, out)
 
     def _cut_pieces(self, out: list[Event]) -> None:
         """Emit the held bytes in ``max_line`` pieces until what is left fits."""
@@ -1233,7 +1285,7 @@ class RunnerLogParser:
                     if handler is None or not handler(n, level, message, out):
                         self._runtime_rest(n, level, message, key, handler is not None, out)
                     return True
-        m = _FOREIGN.match(text)
+        m = _FOREIGN.match(text) if text[:1] in _FOREIGN_FIRST else None
         stripped = m.end() if m is not None else 0
         level = None
         if stripped and m is not None and m["lvl"]:

@@ -118,7 +118,10 @@ def lower_to_pte(
             for sample in calibration or [example_inputs]:
                 prepared(*sample)
             done("calibrate")
-            exported = torch.export.export(convert_pt2e(prepared), example_inputs)
+            converted = convert_pt2e(prepared)
+            if not spec.delegate:
+                widen_per_channel_zero_points(converted)
+            exported = torch.export.export(converted, example_inputs)
         partitioners = [EthosUPartitioner(compile_spec)] if spec.delegate else []
         vela_stdout = io.StringIO()
         with contextlib.redirect_stdout(vela_stdout):  # Vela prints its report in-process
@@ -144,6 +147,34 @@ def lower_to_pte(
         )
     done("write")
     return LoweringResult(Path(out_pte), kept_vela, stages)
+
+
+def widen_per_channel_zero_points(graph_module) -> int:
+    """Store ``dequantize_per_channel``'s int32 zero points as int64; returns how many.
+
+    The quantizer gives a bias's dequantization int32 zero points, which ExecuTorch's
+    portable kernel accepts (its check allows Int or Long) but reads as int64
+    (``const_data_ptr<int64_t>()``): twice the bytes, the second half past the tensor. On the
+    host that memory happened to be zero; on the target it was not, and the CPU twin's
+    outputs differed from the host's (cosine 0.17). As int64 both read the same values.
+    """
+    import torch
+
+    target = torch.ops.quantized_decomposed.dequantize_per_channel.default
+    widened = 0
+    for node in graph_module.graph.nodes:
+        if node.op != "call_function" or node.target != target or len(node.args) < 3:
+            continue
+        zero_points = node.args[2]
+        if getattr(zero_points, "op", None) != "get_attr":
+            continue
+        *path, name = zero_points.target.split(".")
+        owner = graph_module.get_submodule(".".join(path)) if path else graph_module
+        value = getattr(owner, name)
+        if isinstance(value, torch.Tensor) and value.dtype == torch.int32:
+            setattr(owner, name, value.to(torch.int64))
+            widened += 1
+    return widened
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

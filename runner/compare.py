@@ -92,6 +92,39 @@ def session_outputs(folder: Path) -> tuple[dict[int, dict], dict]:
     return outputs, session.meta
 
 
+def firmware_options(meta: dict) -> dict:
+    """The build options of the firmware a session ran (``etu_firmware.json`` beside the
+    ELF, written by ``etu firmware build``); {} when it was not built by etu."""
+    elf = meta.get("elf")
+    if not isinstance(elf, str):
+        return {}
+    from runner.runtime_build import load_record
+
+    options = (load_record(Path(elf).parent) or {}).get("options")
+    return options if isinstance(options, dict) else {}
+
+
+def session_program(meta: dict) -> Path | None:
+    """The program a session ran: its meta's ``program``, else the one the firmware was
+    built for."""
+    if isinstance(meta.get("program"), str):
+        return Path(meta["program"])
+    program = firmware_options(meta).get("program")
+    return Path(program) if isinstance(program, str) else None
+
+
+def compare_in_child(folder: Path, *, timeout: float = 600.0) -> dict:
+    """``compare_session(folder)`` in an isolated child process: the console compares
+    without importing torch and ExecuTorch itself. Raises CompareError with one line."""
+    from runner.isolated import ChildError, json_child
+
+    try:
+        return json_child("runner.compare", str(folder), what="the host reference",
+                          timeout=timeout)  # fmt: skip
+    except ChildError as error:
+        raise CompareError(str(error)) from None
+
+
 def input_specs(pte: Path) -> list[tuple[tuple[int, ...], str]]:
     """(shape, dtype) of the forward method's tensor inputs, from etu's decoder."""
     from parsers.pte import Tensor, open_program
@@ -141,7 +174,12 @@ def compare_session(
     """The ``etu compare --json`` record."""
     outputs, meta = session_outputs(folder)
     if reference == "host":
-        program = pte or (Path(meta["program"]) if meta.get("program") else None)
+        if firmware_options(meta).get("bundleio"):
+            raise CompareError(
+                f"{folder}: a BundleIO run (its inputs are the bundle's, not all ones): the "
+                "runner checked its outputs on the target; see its verdict, or pass --reference"
+            )
+        program = pte or session_program(meta)
         if program is None or not Path(program).is_file():
             raise CompareError(
                 f"{folder}: the session names no program file; pass --pte PROGRAM.pte"
@@ -188,3 +226,11 @@ def _flat(value) -> list[float]:
         return [float(v) for v in value.reshape(-1).tolist()]
     except AttributeError:
         return [float(value)]
+
+
+if __name__ == "__main__":
+    import sys
+
+    from runner.isolated import print_json_record
+
+    raise SystemExit(print_json_record(compare_session, Path(sys.argv[1])))

@@ -46,3 +46,51 @@ def etdump_operators(data: bytes) -> list[dict]:
                 }
             )
     return rows
+
+
+EMULATED_TIME_NOTE = "no cycle counter on the emulated board (QEMU): times not measured"
+
+
+def session_etdump(folder: Path) -> Path | None:
+    """The newest ETDump a session saved (``etdump-NNN.bin``; debug buffers are not)."""
+    found = sorted(Path(folder).glob("etdump-*.bin"))
+    return found[-1] if found else None
+
+
+def session_operators(folder: Path) -> dict:
+    """``{"rows": [...], "time_note": ...}`` for a session's ETDump. On the emulated board the
+    runner's tick source reads 0: times are None there, with the note saying why."""
+    import json
+
+    from runner.session import META
+
+    path = session_etdump(folder)
+    if path is None:
+        return {"rows": [], "time_note": None}
+    rows = etdump_operators(path.read_bytes())
+    try:
+        meta = json.loads((Path(folder) / META).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        meta = {}
+    note = None
+    if isinstance(meta, dict) and meta.get("emulated"):
+        note = EMULATED_TIME_NOTE
+        for row in rows:
+            row["time"] = None
+    return {"rows": rows, "time_note": note}
+
+
+def operators_in_child(folder: Path, *, timeout: float = 600.0) -> dict:
+    """:func:`session_operators` in an isolated child (the Inspector imports torch), so the
+    console never imports it. Raises runner.isolated.ChildError with one line."""
+    from runner.isolated import json_child
+
+    return json_child("runner.etdump", str(folder), what="reading the ETDump", timeout=timeout)
+
+
+if __name__ == "__main__":
+    import sys
+
+    from runner.isolated import print_json_record
+
+    raise SystemExit(print_json_record(session_operators, Path(sys.argv[1])))

@@ -25,3 +25,48 @@ def isolated_python_code(module: str, root: Path = PROJECT_ROOT) -> str:
 def isolated_python(module: str, *args: str, python: str | None = None) -> list[str]:
     """argv running ``python -m module args`` isolated from the working folder and env."""
     return [python or sys.executable, "-I", "-c", isolated_python_code(module), *map(str, args)]
+
+
+class ChildError(RuntimeError):
+    """One line: why an isolated child gave no record."""
+
+
+def json_child(module: str, *args: str, what: str, timeout: float = 600.0) -> dict:
+    """Run ``module`` isolated; its last stdout line is one JSON object, or
+    ``{"error": line}``. For work that imports torch or ExecuTorch on behalf of the console
+    (which never imports them itself). Raises ChildError naming ``what`` went wrong."""
+    import json
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            isolated_python(module, *args), capture_output=True, text=True, timeout=timeout,
+            check=False,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise ChildError(f"{what} took longer than {timeout:.0f} s") from None
+    try:
+        record = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ChildError(f"{what} failed (status {done.returncode}): {tail}") from None
+    if not isinstance(record, dict):
+        raise ChildError(f"{what} printed no record")
+    if "error" in record:
+        raise ChildError(str(record["error"]))
+    return record
+
+
+def print_json_record(work, *args) -> int:
+    """The child's side of :func:`json_child`: ``work(*args)``'s dict (or its error) as one
+    JSON line."""
+    import json
+
+    from parsers.errors import describe_error
+
+    try:
+        record = work(*args)
+    except Exception as error:  # the child's one line, whatever went wrong
+        record = {"error": describe_error(error)}
+    print(json.dumps(record), flush=True)
+    return 0

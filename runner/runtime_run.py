@@ -14,6 +14,7 @@ from pathlib import Path
 from runner.run import RunController, RunListener
 
 QEMU = "qemu-system-arm"
+QEMU_BOARD = "qemu-an547"  # also the Run tab's target for the emulated board
 QEMU_LABEL = "emulated board (QEMU, no NPU): timings are not cycles"
 DEFAULT_TIME_LIMIT = 60.0
 
@@ -40,19 +41,23 @@ def run_on_qemu(
 ) -> RunController:
     """Start the runner ELF on QEMU; the caller waits on the returned controller."""
     elf = Path(elf).resolve()
-    info = {
-        "board": "qemu-an547",
+    return RunController(
+        qemu_argv(elf), sessions=sessions, kind="qemu", meta={**qemu_meta(elf), **(meta or {})},
+        listener=listener, time_limit=time_limit,
+    ).start()  # fmt: skip
+
+
+def qemu_meta(elf: Path) -> dict:
+    """What a session on the emulated board records about it (label, ELF and its hash)."""
+    elf = Path(elf).resolve()
+    return {
+        "board": QEMU_BOARD,
         "label": QEMU_LABEL,
         "elf": str(elf),
         "elf_sha256": hashlib.sha256(elf.read_bytes()).hexdigest(),
         "simulated": False,
         "emulated": True,
-        **(meta or {}),
     }
-    return RunController(
-        qemu_argv(elf), sessions=sessions, kind="qemu", meta=info, listener=listener,
-        time_limit=time_limit,
-    ).start()  # fmt: skip
 
 
 def symbolize(elf: Path, address: int) -> str | None:

@@ -17,22 +17,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from parsers.elf_map import Symbol
 from parsers.errors import ParseError, WrongKindError, describe_error, find_parse_error
-from parsers.firmware_program import is_elf, open_embedded_program
-from parsers.fit import Verdict, check_fit
 from parsers.memory_map import MemoryMap, load_memory_map
-from parsers.program_facts import (
-    CpuOperator,
-    DelegateInfo,
-    cpu_operators,
-    delegates,
-    select_ops_list,
-)
-from parsers.pte import DelegateCall, KernelCall, Program, open_program
-from parsers.vela import VelaReport, load_vela_report
 from runner.session import sessions_root
+
+if TYPE_CHECKING:  # the decoders load on first use: `etu elf` needs only the memory map
+    from parsers.fit import Verdict
+    from parsers.program_facts import CpuOperator, DelegateInfo
+    from parsers.pte import Program
+    from parsers.vela import VelaReport
 
 VELA_FOLDER = "vela"  # where `etu compile` leaves Vela's output, beside the .pte
 FIRMWARE_FOLDER = "firmware"  # where the runner's ELF (and its .map, .ld) sit in a workspace
@@ -72,6 +68,10 @@ def resolve_target(target: Path) -> Path:
 def decode_facts(path: Path) -> ProgramFacts:
     """Decode ``path`` and everything derived from it: a ``.pte``, or a firmware ELF's
     baked-in program. Raises ParseError; blocking."""
+    from parsers.firmware_program import is_elf, open_embedded_program
+    from parsers.program_facts import cpu_operators, delegates, select_ops_list
+    from parsers.pte import DelegateCall, KernelCall, open_program
+
     program = open_embedded_program(path) if is_elf(path) else open_program(path)
     try:
         kernel = delegate = other = 0
@@ -177,6 +177,8 @@ def vela_error_line(error: BaseException, path: Path, label: str) -> str:
 
 def load_vela(path: Path, label: str) -> VelaResult:
     """Read one Vela output folder or file; any failure becomes a one-line error. Blocking."""
+    from parsers.vela import load_vela_report
+
     try:
         return VelaResult(label, path, report=load_vela_report(path))
     except Exception as error:  # a bad report must become a message, never a crash
@@ -343,6 +345,8 @@ def load_firmware(
     if program is None:
         result.fit_error = "no program open to check"
         return result
+    from parsers.fit import check_fit
+
     try:
         result.verdicts = check_fit(program, memory_map, vela)
     except Exception as error:

@@ -5,6 +5,8 @@ from pathlib import Path
 import pytest
 
 from tests.real_programs import PROGRAMS, build
+from tests.real_runner import build as build_runner
+from tests.real_runner import runtime_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_PTE = ROOT / "etu_tui" / "demo" / "demo_cnn.pte"
@@ -40,3 +42,20 @@ def _no_user_settings(tmp_path_factory, monkeypatch) -> None:
     for name in ("ETU_TARGET", "ETU_SYSTEM_CONFIG", "ETU_MEMORY_MODE", "ETU_BOARDS_DIR",
                  "ETU_EXECUTORCH_SRC", "ETU_THEME"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="session")
+def runtime_env() -> dict[str, str]:
+    """The environment of every real-runner build (source found once; skips without one)."""
+    return runtime_environment()
+
+
+@pytest.fixture(scope="session")
+def float_program(real_program) -> Path:
+    return real_program("float_cpu")
+
+
+@pytest.fixture(scope="session")
+def float_firmware(float_program, runtime_env, tmp_path_factory) -> dict:
+    """The float CPU program's runner for qemu-an547 (the shared library build)."""
+    return build_runner(float_program, tmp_path_factory.mktemp("fw-float"), runtime_env)

@@ -23,6 +23,8 @@ PROGRAMS: dict[str, tuple[str, LoweringSpec]] = {
     "u85": ("cnn", LoweringSpec(target="ethos-u85-256")),
     "u55_segment": ("cnn", LoweringSpec(target="ethos-u55-128", extract_delegate_segments=True)),
     "float_cpu": ("cnn", LoweringSpec(quantize=False, delegate=False)),
+    # quantized per channel, every operator on the CPU (the demo's CPU twin's shape)
+    "int8_cpu": ("cnn", LoweringSpec(target="ethos-u55-128", delegate=False)),
     "two_inputs": ("add2", LoweringSpec(target="ethos-u55-64")),
 }
 # Programs that are also written as bundled programs (.bpte, identifier BP08).

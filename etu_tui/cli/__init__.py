@@ -14,7 +14,6 @@ import importlib
 import json
 import sys
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 # Command name -> module in this package. The order is the order of `etu --help`.
@@ -42,6 +41,8 @@ COMMAND_MODULES: dict[str, str] = {
 
 
 def etu_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # 30 ms: only when asked
+
     try:
         return version("etu")
     except PackageNotFoundError:  # a source tree that was never installed

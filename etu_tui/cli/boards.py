@@ -6,20 +6,19 @@ import argparse
 import json
 from typing import TextIO
 
+from etu_tui.cli.common import add_json_lines_option, board_profiles_or_error
+
 HELP = "list board profiles (built in, and ETU_BOARDS_DIR's *.toml)"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="one JSON object per profile per line")
+    add_json_lines_option(parser, "profile")
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    from runner.boards.profiles import ProfileError, load_profiles
 
-    try:
-        profiles = load_profiles()
-    except ProfileError as error:
-        err.write(f"etu: {error}\n")
+    profiles = board_profiles_or_error(err)
+    if profiles is None:
         return 2
     for profile in profiles.values():
         if args.json:

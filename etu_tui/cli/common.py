@@ -65,3 +65,20 @@ def add_vela_config_options(parser: argparse.ArgumentParser) -> None:
         "--memory-mode", choices=MEMORY_MODES, metavar="MODE",
         help=f"Vela's memory mode (default per target); one of: {', '.join(MEMORY_MODES)}",
     )  # fmt: skip
+
+
+def add_json_lines_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--json`` for commands that print one JSON object per listed item."""
+    parser.add_argument("--json", action="store_true", help=f"one JSON object per {what} per line")
+
+
+def board_profiles_or_error(err) -> dict | None:
+    """Every board profile (built in and the user's); None after writing the one-line error
+    (a malformed profile file names its file, line and key)."""
+    from runner.boards.profiles import ProfileError, load_profiles
+
+    try:
+        return load_profiles()
+    except ProfileError as error:
+        err.write(f"etu: {error}\n")
+        return None

@@ -124,26 +124,19 @@ def _pick_port(profile, wanted: str | None, index: int = 0) -> str:
 
 
 def _flash(profile, files, args, printer):
-    from runner.boards import flash
+    from runner.boards.flash import flash_board
 
-    method = profile.method
-    if method == "qemu":
-        printer.status("qemu-an547: loading the ELF into QEMU (emulated board, no NPU)")
-        return flash.flash_qemu(profile, files, timelimit=args.timelimit)
-    if method == "pyocd":
-        return flash.flash_pyocd(profile, files, status=printer.status, progress=printer.progress)
-    if method == "mps3-drive":
+    port = mcc = None
+    if profile.method == "mps3-drive":
         transfer = profile.transfer
         mcc = _pick_port(profile, args.mcc_port, int(transfer.get("mcc_port", 0)))
-        app = args.port or (_pick_port(profile, None, int(transfer.get("app_port", 1)))
-                            if args.monitor else None)  # fmt: skip
-        return flash.flash_mps3(profile, files, drive=args.drive, mcc_port=mcc, app_port=app,
-                                status=printer.status, progress=printer.progress)  # fmt: skip
-    port = _pick_port(profile, args.port)
-    if method == "xmodem-wiseeye2":
-        return flash.flash_wiseeye2(profile, files, port, status=printer.status,
-                                    progress=printer.progress)  # fmt: skip
-    raise flash.FlashError(f"{profile.source}: transfer.method {method!r} cannot flash by itself")
+        port = args.port or (_pick_port(profile, None, int(transfer.get("app_port", 1)))
+                             if args.monitor else None)  # fmt: skip
+    elif profile.method == "xmodem-wiseeye2":
+        port = _pick_port(profile, args.port)
+    return flash_board(profile, files, port=port, mcc_port=mcc, drive=args.drive,
+                       timelimit=args.timelimit, status=printer.status,
+                       progress=printer.progress)  # fmt: skip
 
 
 def _monitor(profile, result, args, out: TextIO, err: TextIO) -> int:

@@ -81,7 +81,14 @@ def log_command(
         return 0
     summary = collected.to_json()
     if etdump:
-        summary["etdump_operators"] = _etdump_rows(etdump[-1].data, err)
+        rows = _etdump_rows(etdump[-1].data, err)
+        if rows and _session_meta(path).get("emulated"):
+            from runner.etdump import EMULATED_TIME_NOTE
+
+            for row in rows:
+                row["time"] = None  # the runner's tick source reads 0 there
+            summary["etdump_time_note"] = EMULATED_TIME_NOTE
+        summary["etdump_operators"] = rows
     fault = None
     if faults:
         from parsers.fault import decode_fault
@@ -105,10 +112,13 @@ def log_command(
     if pool.get("size"):  # a runner printing %zu leaves figures unknown (None)
         out.write(f"  method allocator: {_n(pool.get('used'))} / {_n(pool['size'])} B\n")
     for row in summary.get("etdump_operators") or []:
+        time = "n/a" if row["time"] is None else f"{row['time']:,}"
         out.write(
             f"  etdump {row['block']}: {printable(row['operator'])} on {printable(row['where'])}"
-            f", time {row['time']}\n"
+            f", time {time}\n"
         )
+    if summary.get("etdump_time_note"):
+        out.write(f"  etdump times: {summary['etdump_time_note']}\n")
     for error in summary["errors"]:
         name = printable(error.get("status_name") or "")
         out.write(f"  error {name}: {printable(error['text'])}\n")
@@ -119,17 +129,22 @@ def log_command(
     return 0
 
 
-def _session_elf(path: Path) -> Path | None:
-    """The firmware a session folder recorded (meta.json's ``elf``), if it is still there."""
+def _session_meta(path: Path) -> dict:
+    """A session folder's meta.json ({} for a plain log or an unreadable meta)."""
     from runner.session import META
 
     if not path.is_dir():
-        return None
+        return {}
     try:
         meta = json.loads((path / META).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
-    elf = meta.get("elf") if isinstance(meta, dict) else None
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _session_elf(path: Path) -> Path | None:
+    """The firmware a session folder recorded (meta.json's ``elf``), if it is still there."""
+    elf = _session_meta(path).get("elf")
     return Path(elf) if isinstance(elf, str) and Path(elf).is_file() else None
 
 

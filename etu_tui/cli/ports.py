@@ -6,22 +6,21 @@ import argparse
 import json
 from typing import TextIO
 
+from etu_tui.cli.common import add_json_lines_option, board_profiles_or_error
+
 HELP = "list serial ports (device, VID:PID, serial number, matching board profile)"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="one JSON object per port per line")
+    add_json_lines_option(parser, "port")
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     from etu_tui.safe_text import printable
     from runner.boards.ports import list_serial_ports
-    from runner.boards.profiles import ProfileError, load_profiles
 
-    try:
-        profiles = load_profiles()
-    except ProfileError as error:
-        err.write(f"etu: {error}\n")
+    profiles = board_profiles_or_error(err)
+    if profiles is None:
         return 2
     ports = list_serial_ports(profiles)
     if args.json:

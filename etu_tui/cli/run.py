@@ -117,18 +117,7 @@ def _stream_run(launch, args: argparse.Namespace, *, out: TextIO, err: TextIO) -
         return 2
     install_stop_signals()  # SIGTERM/SIGHUP: stopped and recorded like Ctrl+C
     controller.start()
-    try:
-        outcome = controller.wait()
-    except KeyboardInterrupt:
-        controller.stop("stopped by SIGINT (Ctrl+C)")
-        outcome = controller.wait()
-    if args.json:
-        out.write(json.dumps({**outcome.to_json(), "session": str(controller.folder)}) + "\n")
-    else:
-        line = f" (line {outcome.proof_line})" if outcome.proof_line else ""
-        err.write(f"etu: run ended: {outcome.reason}{line}: {printable(outcome.proof)}\n")
-        err.write(f"etu: session recorded in {printable(str(controller.folder))}\n")
-    return outcome.exit_status
+    return _finish(controller, args, out=out, err=err)
 
 
 def _board_run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
@@ -233,12 +222,12 @@ def _finish(controller, args: argparse.Namespace, *, out: TextIO, err: TextIO) -
     try:
         outcome = controller.wait()
     except KeyboardInterrupt:
-        controller.stop()
+        controller.stop("stopped by SIGINT (Ctrl+C)")
         outcome = controller.wait()
     if args.json:
         out.write(json.dumps({**outcome.to_json(), "session": str(controller.folder)}) + "\n")
     else:
         line = f" (line {outcome.proof_line})" if outcome.proof_line else ""
         err.write(f"etu: run ended: {outcome.reason}{line}: {printable(outcome.proof)}\n")
-        err.write(f"etu: session recorded in {controller.folder}\n")
+        err.write(f"etu: session recorded in {printable(str(controller.folder))}\n")
     return outcome.exit_status

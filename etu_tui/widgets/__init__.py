@@ -30,6 +30,7 @@ from etu_tui.widgets.run_log import HexView, LogView
 from etu_tui.widgets.run_model import LogStore, RunRecord
 from etu_tui.widgets.run_panes import (
     AllocatorPane,
+    OperatorsPane,
     OutputsPane,
     PastRunsList,
     PmuPane,
@@ -61,6 +62,7 @@ __all__ = [
     "LogStore",
     "LogView",
     "MemoryWarnings",
+    "OperatorsPane",
     "OutputsPane",
     "PastRunsList",
     "PickElfScreen",

@@ -37,6 +37,8 @@ from etu_tui.widgets.formatting import plural, short_path
 from etu_tui.widgets.run_log import TIME_MODES, HexView, LogView
 from etu_tui.widgets.run_messages import (
     LaunchPreviewed,
+    OperatorsRead,
+    OutputsCompared,
     PastRunEvents,
     PastRunRead,
     PastRunsListed,
@@ -60,6 +62,7 @@ from etu_tui.widgets.run_model import (
 from etu_tui.widgets.run_panes import (
     LIVE_OPTION,
     AllocatorPane,
+    OperatorsPane,
     OutputsPane,
     PastRunsList,
     PmuPane,
@@ -79,6 +82,7 @@ from parsers.fit import FAIL, OK, check_fit
 from parsers.runner_events import Event
 from runner.process import ProcessStats
 from runner.run import RunController, RunListener, RunOutcome
+from runner.runtime_run import QEMU_BOARD
 from runner.session import RAW as RAW_LOG
 from runner.session import sessions_root
 from runner.workspace import file_label, find_firmware
@@ -160,6 +164,17 @@ class RunElfScreen(OpenFileScreen):
 PREFLIGHT_CHECKS = ("target", "program_placement")
 
 
+def _qemu_launch(elf: Path) -> LaunchInfo:
+    """The emulated board's command for ``elf`` (QEMU mps3-an547, UART0 on stdout)."""
+    from runner.runtime_run import QemuMissing, qemu_argv
+
+    try:
+        argv = qemu_argv(elf)
+    except QemuMissing as error:
+        raise LaunchError(str(error)) from None
+    return LaunchInfo(argv, simulator=argv[0], found_via="PATH", target=QEMU_BOARD, emulated=True)
+
+
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return a.resolve() == b.resolve()
@@ -238,7 +253,8 @@ class RunPanel(Vertical):
             with Horizontal(id="run-controls"):
                 yield Label("Target ", classes="run-label")
                 yield Select(
-                    [(name, name) for name in targets()],
+                    [(name, name) for name in targets()]
+                    + [(f"{QEMU_BOARD} (emulated board)", QEMU_BOARD)],
                     value=DEFAULT_TARGET,
                     allow_blank=False,
                     compact=True,
@@ -267,6 +283,7 @@ class RunPanel(Vertical):
             yield AllocatorPane(id="run-allocator")
             with Vertical(id="run-side"):
                 yield OutputsPane(id="run-outputs")
+                yield OperatorsPane(id="run-operators")
                 yield ProcessPane(id="run-process")
                 yield PastRunsList(id="run-past")
         with Vertical(id="run-log-box"):
@@ -406,7 +423,10 @@ class RunPanel(Vertical):
         try:
             if elf is None:
                 raise LaunchError(self._no_elf())
-            launch = prepare_fvp_launch(target, elf, FvpOptions(timelimit=limit))
+            if target == QEMU_BOARD:
+                launch = _qemu_launch(elf)
+            else:
+                launch = prepare_fvp_launch(target, elf, FvpOptions(timelimit=limit))
         except LaunchError as failure:
             error = str(failure)
         except Exception as failure:  # a preview must never take the console down
@@ -420,15 +440,15 @@ class RunPanel(Vertical):
         launch = message.launch
         self.preview_error = message.error
         self.preview = (
-            LaunchInfo(
+            launch
+            if launch is None or isinstance(launch, LaunchInfo)
+            else LaunchInfo(
                 list(launch.argv),
                 simulator=str(launch.executable),
                 found_via=launch.found_via,
                 simulated=launch.simulated,
                 target=launch.target.target,
             )
-            if launch is not None
-            else None
         )
         self._show_top()
 
@@ -454,6 +474,11 @@ class RunPanel(Vertical):
         def prepare() -> tuple[list[str], dict, LaunchInfo, str | None, str]:
             if elf is None:
                 raise LaunchError(self._no_elf())
+            if target == QEMU_BOARD:
+                from runner.runtime_run import qemu_meta
+
+                info = _qemu_launch(elf)
+                return info.command, qemu_meta(elf), info, None, "qemu"
             launch = prepare_fvp_launch(target, elf, FvpOptions(timelimit=limit))
             info = LaunchInfo(
                 list(launch.argv),
@@ -527,14 +552,28 @@ class RunPanel(Vertical):
         self._list_runs()
         self._show_controls()
 
-    def _begin(self, prepare: Prepare, root: Path, env: dict[str, str] | None = None) -> int:
+    def monitor(self, source, meta: dict, launch: LaunchInfo) -> int:
+        """A board's port (``source``: a runner.boards byte source, already open) through
+        the path a run takes (parser → session → panes); the Boards tab hands it over
+        after flashing. Stopped with the Run tab's stop key like any run."""
+        if self.workspace is None:
+            raise RuntimeError("no workspace to record the session in")
+
+        def prepare() -> tuple[list[str], dict, LaunchInfo, str | None, str]:
+            return [], dict(meta), launch, None, "board"
+
+        return self._begin(prepare, sessions_root(self.workspace), source=source)
+
+    def _begin(
+        self, prepare: Prepare, root: Path, env: dict[str, str] | None = None, source=None
+    ) -> int:
         self._new_live()
         self._starting = True
         self._show_controls()
         self._show_banner()
         self.app.refresh_bindings()
         self.run_worker(
-            partial(self._start_in_thread, self.run_id, prepare, root, env),
+            partial(self._start_in_thread, self.run_id, prepare, root, env, source),
             thread=True,
             group="run-start",
             exit_on_error=False,
@@ -542,15 +581,16 @@ class RunPanel(Vertical):
         return self.run_id
 
     def _start_in_thread(
-        self, run_id: int, prepare: Prepare, root: Path, env: dict[str, str] | None
+        self, run_id: int, prepare: Prepare, root: Path, env: dict[str, str] | None, source=None
     ) -> None:
         try:
             argv, meta, info, npu, kind = prepare()
             bridge = RunBridge(self, run_id)
             try:
                 controller = RunController(
-                    argv, sessions=root, kind=kind, meta=meta, listener=bridge, env=env, npu=npu
-                )
+                    argv or None, sessions=root, kind=kind, meta=meta, listener=bridge, env=env,
+                    npu=npu, source=source,
+                )  # fmt: skip
             except BaseException:
                 bridge.close()
                 raise
@@ -662,6 +702,8 @@ class RunPanel(Vertical):
 
     def _after_run(self) -> None:
         self._thaw_heap()
+        if self.live is not None:
+            self._after_session(self.live)
         if self.shown is self.live:
             self.query_one(ProcessPane).show(self.live, self._stable)
             self._show_pmu(self.live)  # a missing report now says why
@@ -695,7 +737,7 @@ class RunPanel(Vertical):
         if "memory" in changed:
             self.query_one(AllocatorPane).show(record.memory)
         if "outputs" in changed:
-            self.query_one(OutputsPane).show(record.outputs, self.shapes)
+            self._show_outputs(record)
 
     # -- past runs ---------------------------------------------------------------------
 
@@ -780,9 +822,85 @@ class RunPanel(Vertical):
     def on_past_run_read(self, message: PastRunRead) -> None:
         self.pending = max(self.pending - 1, 0)
         if message.request == self._requests["read"]:
+            self._after_session(message.record)
             self._show(message.record)
             for warning in message.record.warnings:
                 self.notify(warning, title=message.record.label, severity="warning", markup=False)
+
+    # -- outputs against the host ------------------------------------------------------
+
+    def _after_session(self, record: RunRecord) -> None:
+        """A finished run: compare its outputs with the host, read its ETDump (once each)."""
+        if record.running or record.folder is None:
+            return
+        self._compare_outputs(record)
+        unread = record.operators is None and record.operators_note is None
+        if unread and any(record.folder.glob("etdump-*.bin")):
+            record.operators_note = "reading the ETDump with ExecuTorch's Inspector…"
+            self.run_worker(
+                partial(self._operators_in_thread, record.folder),
+                thread=True,
+                group="run-etdump",
+                exit_on_error=False,
+            )
+
+    def _operators_in_thread(self, folder: Path) -> None:
+        from runner.etdump import operators_in_child
+
+        try:
+            self.post_message(OperatorsRead(folder, operators_in_child(folder), None))
+        except Exception as error:  # a device-sent ETDump must never take the console down
+            self.post_message(OperatorsRead(folder, None, f"ETDump not read: {error}"))
+
+    def on_operators_read(self, message: OperatorsRead) -> None:
+        for record in {id(r): r for r in (self.live, self.shown) if r is not None}.values():
+            if record.folder == message.folder:
+                record.operators = message.table
+                record.operators_note = message.note
+        if self.shown is not None and self.shown.folder == message.folder:
+            self.query_one(OperatorsPane).show(self.shown.operators, self.shown.operators_note)
+
+    def _compare_outputs(self, record: RunRecord) -> None:
+        """Start the host comparison of a finished run's outputs (once per record)."""
+        if not record.outputs:
+            return
+        if record.comparison is not None or record.comparison_note is not None:
+            return
+        if record.launch is not None and record.launch.simulated:
+            record.comparison_note = "simulated outputs (etu stand-in FVP): not compared"
+            return
+        record.comparison_note = "comparing with the host runtime…"
+        self.run_worker(
+            partial(self._compare_in_thread, record.folder),
+            thread=True,
+            group="run-compare",
+            exit_on_error=False,
+        )
+
+    def _compare_in_thread(self, folder: Path) -> None:
+        from runner.compare import CompareError, compare_in_child
+
+        try:
+            self.post_message(OutputsCompared(folder, compare_in_child(folder), None))
+        except CompareError as error:
+            self.post_message(OutputsCompared(folder, None, f"not compared: {error}"))
+        except Exception as error:  # a broken reference must never take the console down
+            self.post_message(OutputsCompared(folder, None, describe_error(error)))
+
+    def on_outputs_compared(self, message: OutputsCompared) -> None:
+        for record in {id(r): r for r in (self.live, self.shown) if r is not None}.values():
+            if record.folder == message.folder:
+                record.comparison = message.record
+                record.comparison_note = message.note
+        if self.shown is not None and self.shown.folder == message.folder:
+            self._show_outputs(self.shown)
+
+    def _show_outputs(self, record: RunRecord | None) -> None:
+        pane = self.query_one(OutputsPane)
+        if record is None:
+            pane.show({}, self.shapes)
+            return
+        pane.show(record.outputs, self.shapes, record.comparison, record.comparison_note)
 
     # -- showing -----------------------------------------------------------------------
 
@@ -797,7 +915,12 @@ class RunPanel(Vertical):
     def _show_panes(self, record: RunRecord | None) -> None:
         self._show_pmu(record)
         self.query_one(AllocatorPane).show(record.memory if record else None)
-        self.query_one(OutputsPane).show(record.outputs if record else {}, self.shapes)
+        self._show_outputs(record)
+        operators = self.query_one(OperatorsPane)
+        if record is None:
+            operators.show(None, None)
+        else:
+            operators.show(record.operators, record.operators_note)
         self.query_one(ProcessPane).show(record, self._stable)
 
     def _show_pmu(self, record: RunRecord | None) -> None:
@@ -889,6 +1012,9 @@ class RunPanel(Vertical):
             return
         if info.simulated:
             tag = (" STAND-IN FVP — numbers are simulated ", "bold $background on $warning")
+        elif info.emulated:
+            tag = (" EMULATED BOARD (QEMU, no NPU) — timings are not cycles ",
+                   "bold $background on $warning")  # fmt: skip
         else:
             tag = (" Arm FVP ", "bold $background on $success")
         via = f" (found via {info.found_via})" if info.found_via else ""
@@ -1083,6 +1209,13 @@ class RunPanel(Vertical):
         NPU target against the run's, and the fit checks of the program against the
         firmware to be run (its baked-in program, its NPU platform)."""
         problems: list[str] = []
+        if self.target == QEMU_BOARD:
+            if self.program_target:  # an Ethos-U command stream: nothing there runs it
+                problems.append(
+                    f"the program is compiled for the Ethos-U ({self.program_target}); the "
+                    "emulated board has no NPU: run its CPU twin (etu compile --no-delegate)"
+                )
+            return problems
         fw, elf = self.firmware, self.elf
         same = (
             fw is not None

@@ -84,3 +84,23 @@ class PastRunEvents(RunMessage, bubble=False):
     record: Any  # the RunRecord they belong to
     others: list  # its events other than lines
     errors: int  # its E and F lines
+
+
+@dataclass
+class OutputsCompared(RunMessage, bubble=False):
+    """The outputs of the session in ``folder`` against the host runtime: the `etu compare
+    --json` record, or why there is none (one line)."""
+
+    folder: Any  # pathlib.Path
+    record: dict | None
+    note: str | None
+
+
+@dataclass
+class OperatorsRead(RunMessage, bubble=False):
+    """The per-operator table of the ETDump in ``folder`` (``{"rows", "time_note"}``), or
+    why it could not be read (one line)."""
+
+    folder: Any  # pathlib.Path
+    table: dict | None
+    note: str | None

@@ -62,6 +62,13 @@ WHEN, NUMBER, RAW, END, TEXT, LEVEL, STREAM, PARTIAL = range(8)
 Chunk = tuple[list[Entry], list[Event]]
 
 
+def _shown_text(line: LogLine) -> str:
+    """The line's text; a run of empty lines (one event, see LogLine.lines) says so."""
+    if line.lines > 1:
+        return f"({line.lines:,} empty lines, {line.line_no:,}–{line.last_line_no:,})"
+    return line.text
+
+
 def split_events(events: Iterable[Event], when: float) -> Chunk:
     """Lines → entries stamped ``when`` (the host arrival time); the rest as they are.
     Called on the reader thread, so the UI only appends."""
@@ -70,7 +77,7 @@ def split_events(events: Iterable[Event], when: float) -> Chunk:
     for event in events:
         if type(event) is LogLine:
             entries.append(
-                (when, event.line_no, event.raw, event.end, event.text, event.level,
+                (when, event.line_no, event.raw, event.end, _shown_text(event), event.level,
                  event.stream, event.partial)
             )  # fmt: skip
         else:
@@ -154,6 +161,7 @@ class LaunchInfo:
     found_via: str = ""
     simulated: bool = False
     target: str = ""
+    emulated: bool = False  # the emulated board (QEMU): a real runner, no NPU, no cycles
 
 
 class RunRecord:
@@ -177,6 +185,12 @@ class RunRecord:
         self.warnings: list[str] = []
         self.faults: list[HardFault] = []  # hard faults the platform reported
         self.missing: list[str] = []  # operators the runner build has no kernel for
+        # The outputs against the host runtime (the `etu compare --json` record), or why not.
+        self.comparison: dict | None = None
+        self.comparison_note: str | None = None
+        # The ETDump's per-operator table ({"rows", "time_note"}), or why there is none.
+        self.operators: dict | None = None
+        self.operators_note: str | None = None
 
     @property
     def running(self) -> bool:
@@ -313,7 +327,7 @@ def _read_past_in_memory(
             at = bisect.bisect_right(starts, offset) - 1
             entries.append(
                 (stamps[at] if at >= 0 else fallback, event.line_no, event.raw, event.end,
-                 event.text, event.level, event.stream, event.partial)
+                 _shown_text(event), event.level, event.stream, event.partial)
             )  # fmt: skip
             offset += len(event.raw) + len(event.end)
         else:
@@ -337,6 +351,7 @@ def _finish_past(
         found_via=str(meta.get("simulator_found_via") or ""),
         simulated=bool(meta.get("simulated")),
         target=target,
+        emulated=bool(meta.get("emulated")),
     )
     record.warnings = [w.replace(str(folder), folder.name) for w in warnings]
 

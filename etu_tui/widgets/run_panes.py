@@ -273,12 +273,24 @@ class OutputsPane(Static):
         super().__init__(id=id)
         self.lines: list[str] = []
 
-    def show(self, outputs: dict[int, OutputTensor], shapes: Sequence[tuple[int, ...]]) -> None:
+    def show(
+        self,
+        outputs: dict[int, OutputTensor],
+        shapes: Sequence[tuple[int, ...]],
+        comparison: dict | None = None,
+        note: str | None = None,
+    ) -> None:
+        """The outputs; with ``comparison`` (an `etu compare --json` record) each one's
+        error against the host runtime, and ``note`` for why there is none (yet)."""
         self.border_title = f"Outputs ({len(outputs)})"
         if not outputs:
             self.lines = []
             self.update(Content.styled("None printed yet.", "dim"))
             return
+        compared = {row["index"]: row for row in (comparison or {}).get("outputs", [])}
+        if comparison is not None:
+            verdict = "✓ match the host" if comparison.get("passed") else "✗ differ from the host"
+            self.border_title = f"Outputs ({len(outputs)}) · {verdict}"
         lines: list[Content] = []
         for index in sorted(outputs):
             output = outputs[index]
@@ -297,8 +309,75 @@ class OutputsPane(Static):
                 )
             )
             lines.append(Content("  " + values_text(output.values)))
+            if index in compared:
+                lines.append(comparison_line(compared[index]))
+        if comparison is not None:
+            tolerances = f"rtol {comparison['rtol']:g}, atol {comparison['atol']:g}"
+            missing = comparison.get("missing_outputs") or []
+            gone = f" · outputs {missing} not printed" if missing else ""
+            lines.append(Content.styled(f"  vs host runtime, inputs all ones, {tolerances}{gone}",
+                                        "dim"))  # fmt: skip
+        elif note:
+            lines.append(Content.styled(f"  {printable(note)}", "dim"))
         self.lines = [line.plain for line in lines]
         self.update(Content("\n").join(lines))
+
+
+def comparison_line(row: dict) -> Content:
+    """One output against the host: pass/fail, then the metrics ST Edge AI's validate shows."""
+    cosine = row.get("cosine_similarity")
+    snr = row.get("snr_db")
+    figures = (
+        f" max {row['max_abs_error']:.3g} · mean {row['mean_abs_error']:.3g}"
+        f" · RMSE {row['rmse']:.3g}"
+        f" · cos {'—' if cosine is None else f'{cosine:.4f}'}"
+        f" · SNR {'∞' if snr is None else f'{snr:.1f}'} dB"
+    )
+    head = ("  ✓ host", "$text-success bold") if row["passed"] else ("  ✗ host", "$text-error bold")
+    extra = f" · {printable(row['note'])}" if row.get("note") else ""
+    return Content.assemble(head, (figures + extra, "dim" if row["passed"] else ""))
+
+
+class OperatorsPane(Static):
+    """The run's ETDump, read by ExecuTorch's Inspector: each operator call, where it ran
+    (CPU or a delegate) and its time in the runner's ticks. Hidden without an ETDump."""
+
+    DEFAULT_CSS = """
+    OperatorsPane {
+        display: none;
+        height: auto;
+        max-height: 10;
+        border: round $primary;
+        border-title-style: bold;
+        border-subtitle-color: $text-muted;
+        padding: 0 1;
+    }
+    OperatorsPane.-shown { display: block; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.lines: list[str] = []
+
+    def show(self, table: dict | None, note: str | None) -> None:
+        self.set_class(table is not None or note is not None, "-shown")
+        rows = (table or {}).get("rows") or []
+        self.border_title = f"Operators (ETDump, {len(rows):,} calls)" if rows else "Operators"
+        self.border_subtitle = (table or {}).get("time_note") or ""
+        if not rows:
+            self.lines = [note or "the ETDump holds no operator calls"]
+            self.update(Content.styled(printable(self.lines[0]), "dim"))
+            return
+        width = max(len(printable(str(row["operator"]))) for row in rows)
+        lines = []
+        for row in rows:
+            time = "—" if row.get("time") is None else f"{row['time']:,}"
+            lines.append(
+                f"{printable(str(row['operator'])):<{width}}  {printable(str(row['where'])):<8}"
+                f"  {time:>12}  {printable(str(row['block']))}"
+            )
+        self.lines = lines
+        self.update(Content("\n".join(lines)))
 
 
 # ------------------------------------------------------------------------- process

@@ -345,3 +345,35 @@ def flash_qemu(profile: BoardProfile, files: list[FlashFile], *, timelimit=None)
         raise FlashError(str(error)) from None
     return FlashResult(port=source.port, source=source,
                        files=[{"file": str(files[0].path), "loaded": True}])  # fmt: skip
+
+
+# ------------------------------------------------------------------------- any board
+def flash_board(
+    profile: BoardProfile,
+    files: list[FlashFile],
+    *,
+    port: str | None = None,
+    mcc_port: str | None = None,
+    drive: Path | None = None,
+    timelimit: float | None = None,
+    status: Status = lambda text: None,
+    progress: ProgressFn | None = None,
+) -> FlashResult:
+    """Flash with the profile's own method (the CLI and the Boards tab both come here).
+    ``port`` is the board's (application) port; MPS3 also needs its MCC port."""
+    method = profile.method
+    if method == "qemu":
+        status("qemu-an547: loading the ELF into QEMU (emulated board, no NPU)")
+        return flash_qemu(profile, files, timelimit=timelimit)
+    if method == "pyocd":
+        return flash_pyocd(profile, files, status=status, progress=progress)
+    if method == "mps3-drive":
+        if mcc_port is None:
+            raise FlashError(f"{profile.name}: no MCC port to reboot the board (give --mcc-port)")
+        return flash_mps3(profile, files, drive=drive, mcc_port=mcc_port, app_port=port,
+                          status=status, progress=progress)  # fmt: skip
+    if method == "xmodem-wiseeye2":
+        if port is None:
+            raise FlashError(f"{profile.name}: no serial port to flash through (give --port)")
+        return flash_wiseeye2(profile, files, port, status=status, progress=progress)
+    raise FlashError(f"{profile.source}: transfer.method {method!r} cannot flash by itself")

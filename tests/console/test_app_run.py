@@ -669,3 +669,26 @@ async def test_preflight_names_a_firmware_with_another_program_baked_in(
         await pilot.press("r")
         await pilot.pause()
         assert "model_pte" in screen_text(app)
+
+
+async def test_the_emulated_board_is_a_run_target(workspace: Path) -> None:
+    """qemu-an547 in the target list: the firmware boots on QEMU for real (no FVP needed),
+    labelled as the emulated board; a delegated program is flagged before the run."""
+    app = EtuApp(workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        panel = await _run_tab(pilot)
+        app.query_one("#run-target", Select).value = "qemu-an547"
+        await _wait(pilot, lambda: "EMULATED BOARD" in _plain(app, "#run-simulator"))
+        assert "qemu-system-arm" in _plain(app, "#run-command")
+        (problem,) = panel.preflight()
+        assert "no NPU" in problem and "--no-delegate" in problem
+        assert panel.start_run()  # "run anyway": the stand-in firmware runs no model
+        await _wait_end(pilot, panel)
+        live = panel.live
+        assert live.outcome.reason == "success", live.outcome
+        assert live.launch.emulated and not live.launch.simulated
+        meta = json.loads((live.folder / "meta.json").read_text())
+        assert meta["label"].startswith("emulated board (QEMU, no NPU)") and meta["emulated"]
+        assert "Program complete" in "\n".join(
+            live.store.entry(i)[4] for i in range(live.store.total)
+        )

@@ -14,81 +14,18 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from parsers.runner_log import parse_log_bytes
 from runner.compare import metrics
+from tests.real_runner import build, etu, run_qemu
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 QEMU_LOGS = ROOT / "tests" / "data" / "transcripts" / "qemu"
-ETU = [sys.executable, "-m", "etu_tui.cli"]
 
 runtime_build = pytest.mark.runtime_build
-
-
-def _vendor_file(prefix: str) -> Path | None:
-    for folder in [ROOT, *ROOT.parents]:
-        vendor = folder / "shared" / "vendor"
-        if vendor.is_dir():
-            found = sorted(vendor.glob(f"{prefix}*.tar.gz"))
-            if found:
-                return found[-1]
-    return None
-
-
-@pytest.fixture(scope="session")
-def runtime_env() -> dict[str, str]:
-    """The environment of every etu build in these tests (source found once)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    for name, prefix in (
-        ("ETU_EXECUTORCH_SRC", "executorch-runtime-src-"),
-        ("ETU_ETHOSU_DRIVER_SRC", "ethos-u-core-driver-"),
-        ("ETU_CMSIS_SRC", "cmsis-core-"),
-    ):
-        if not env.get(name):
-            found = _vendor_file(prefix)
-            if found is not None:
-                env[name] = str(found)
-    if not env.get("ETU_EXECUTORCH_SRC"):
-        pytest.skip("no ExecuTorch runtime source (set ETU_EXECUTORCH_SRC; .ci/run does)")
-    return env
-
-
-def etu(args: list, env: dict, cwd: Path | None = None, timeout: float = 1500):
-    return subprocess.run(
-        [*ETU, *map(str, args)], env=env, cwd=cwd, capture_output=True, text=True,
-        timeout=timeout, check=False,
-    )  # fmt: skip
-
-
-def build(pte: Path, out: Path, env: dict, *extra) -> dict:
-    result = etu(["firmware", "build", pte, "--board", "qemu-an547", "--out", out, "--json",
-                  *extra], env)  # fmt: skip
-    assert result.returncode == 0, result.stderr[-2000:]
-    return json.loads(result.stdout)
-
-
-def run_qemu(elf: Path, sessions: Path, env: dict, *extra) -> tuple[int, list[dict], Path]:
-    result = etu(["run", "--board", "qemu-an547", "--elf", elf, "--sessions", sessions,
-                  "--timelimit", "60", "--json", *extra], env, timeout=120)  # fmt: skip
-    lines = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
-    assert lines, result.stderr
-    return result.returncode, lines, Path(lines[-1]["session"])
-
-
-@pytest.fixture(scope="session")
-def float_program(real_program) -> Path:
-    return real_program("float_cpu")
-
-
-@pytest.fixture(scope="session")
-def float_firmware(float_program, runtime_env, tmp_path_factory) -> dict:
-    """The float CPU program's runner for qemu-an547 (the shared library build)."""
-    return build(float_program, tmp_path_factory.mktemp("fw-float"), runtime_env)
 
 
 # ------------------------------------------------------------------ no build needed
@@ -278,6 +215,14 @@ def test_bundleio_passes_on_target_and_a_wrong_reference_fails_and_etdump_is_rea
     ]
     assert sorted(set(executed)) == sorted(op.split("::")[1] for op in good["select_ops"])
     assert all(r["where"] == "CPU" for r in rows)
+    # QEMU has no cycle counter: times are unknown, and the summary says why (not 0).
+    assert all(r["time"] is None for r in rows)
+    assert "emulated board" in json.loads(logged.stdout)["etdump_time_note"]
+    # The console's reader (a child process: the Inspector imports torch) agrees.
+    from runner.etdump import operators_in_child
+
+    table = operators_in_child(_session_of(events))
+    assert table["rows"] == rows and table["time_note"]
 
     # A deliberately wrong reference: the host's outputs plus 0.5 on element 7.
     import numpy
@@ -304,3 +249,45 @@ def test_bundleio_passes_on_target_and_a_wrong_reference_fails_and_etdump_is_rea
 
 def _session_of(events: list[dict]) -> Path:
     return Path(events[-1]["session"])
+
+
+@runtime_build
+def test_per_channel_quantized_cpu_program_matches_the_host(real_program, runtime_env, tmp_path):
+    """The CPU twin's shape (int8, per-channel weights, int32 biases): on QEMU its outputs
+    equal the host runtime's. They did not while the bias dequantization's zero points were
+    int32, which the runtime's kernel reads as int64 (runner/aot.py widens them)."""
+    program = real_program("int8_cpu")
+    firmware = build(program, tmp_path / "fw", runtime_env)
+    status, events, session = run_qemu(Path(firmware["elf"]), tmp_path / "s", runtime_env)
+    assert status == 0, events[-1]
+    compared = etu(["compare", session, "--pte", program, "--json"], runtime_env)
+    assert compared.returncode == 0, compared.stdout + compared.stderr[-1500:]
+    (output,) = json.loads(compared.stdout)["outputs"]
+    assert output["passed"] and output["cosine_similarity"] > 0.9999
+
+
+def test_int32_per_channel_zero_points_are_widened():
+    """The pass itself, on a converted graph: int32 zero points become int64, others stay."""
+    import torch
+
+    from runner.aot import widen_per_channel_zero_points
+
+    class Dequant(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("scale", torch.ones(4))
+            self.register_buffer("zp32", torch.zeros(4, dtype=torch.int32))
+            self.register_buffer("zp64", torch.zeros(4, dtype=torch.int64))
+
+        def forward(self, x):
+            op = torch.ops.quantized_decomposed.dequantize_per_channel.default
+            a = op(x, self.scale, self.zp32, 0, -128, 127, torch.int8)
+            return a + op(x, self.scale, self.zp64, 0, -128, 127, torch.int8)
+
+    import executorch.exir  # noqa: F401  (registers quantized_decomposed ops)
+
+    graph = torch.fx.symbolic_trace(Dequant())
+    assert widen_per_channel_zero_points(graph) == 1
+    assert graph.zp32.dtype == torch.int64 and graph.zp64.dtype == torch.int64
+    x = torch.zeros(4, 3, dtype=torch.int8)
+    assert torch.equal(graph(x), torch.zeros(4, 3))

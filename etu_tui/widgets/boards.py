@@ -1,0 +1,322 @@
+"""The Boards tab: the serial ports (refreshed on hot-plug), a board profile, the baud, and
+a flash action with a progress bar. Once flashed, the board's port is handed to the Run tab,
+whose live panes (log first, PMU, allocators, outputs, ending) show it as they show any run,
+and the session lands in the History like every other.
+
+The headless side is runner/boards (profiles, ports, flashing, byte sources); workers here
+call it and post messages; the panel owns the state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import Button, Input, Label, ProgressBar, Select, Static
+
+from etu_tui.safe_text import printable
+from etu_tui.screens.open_file import OpenFileScreen
+from parsers.errors import describe_error
+
+PORT_POLL_SECONDS = 1.5  # how often the port list is re-read (hot-plug)
+EMULATED = "qemu-an547"  # the emulated board's profile: QEMU, no port to pick
+EMULATED_PORT = "(QEMU's own pty)"
+
+
+@dataclass
+class PortsListed(Message):
+    """The serial ports now attached (runner.boards.ports.PortInfo), when they changed."""
+
+    ports: list
+
+
+@dataclass
+class FlashStatus(Message):
+    text: str
+
+
+@dataclass
+class FlashProgressed(Message):
+    progress: Any  # runner.boards.transfer.Progress
+
+
+@dataclass
+class Flashed(Message):
+    """Flashing ended; ``source`` (an open byte source) follows the board's boot."""
+
+    source: Any
+    meta: dict
+    label: str
+
+
+@dataclass
+class FlashFailed(Message):
+    error: str
+
+
+@dataclass
+class BoardMonitorRequested(Message):
+    """For the App: show the Run tab and feed its panes from ``source``."""
+
+    source: Any
+    meta: dict
+    label: str
+
+
+class FirmwareScreen(OpenFileScreen):
+    """The open-file modal, asking for the firmware to flash."""
+
+    DIALOG_TITLE = "Firmware to flash"
+    PLACEHOLDER = "path/to/firmware.elf (or .img, .bin)"
+    HINT = "Enter pick · Tab complete · Escape cancel"
+
+
+class BoardsPanel(Vertical):
+    """Ports, profile, baud, firmware, flash; the keys of the Boards tab."""
+
+    DEFAULT_CSS = """
+    BoardsPanel {
+        & #boards-controls, #boards-file { height: auto; }
+        & .boards-label { color: $text-muted; padding: 0 0; }
+        & #boards-profile { width: 30; }
+        & #boards-port { width: 22; }
+        & #boards-baud { width: 8; }
+        & #boards-firmware { width: 1fr; height: 1; padding: 0 1; }
+        & #boards-progress { height: 1; padding: 0 1; }
+        & #boards-status { height: auto; padding: 0 1; }
+        & #boards-ports { height: 1fr; border: round $primary; padding: 0 1; }
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "flash", "Flash + monitor", id="flash_board", tooltip="Flash, then watch"),
+        Binding(
+            "e",
+            "pick_firmware",
+            "Firmware",
+            id="pick_board_firmware",
+            tooltip="Pick the firmware file to flash",
+        ),
+        Binding("ctrl+r", "refresh_ports", "Refresh", id="refresh_ports", show=False),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.ports: list = []
+        self.profiles: dict = {}
+        self.firmware: Path | None = None
+        self.workspace: Path | None = None
+        self.flashing = False
+        self.last_status = ""
+        self.profile_error: str | None = None
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="boards-controls"):
+            yield Label("Board ", classes="boards-label")
+            yield Select([], allow_blank=True, compact=True, id="boards-profile")
+            yield Label(" Port ", classes="boards-label")
+            yield Select([], allow_blank=True, compact=True, id="boards-port")
+            yield Label(" Baud ", classes="boards-label")
+            yield Input("", type="integer", compact=True, max_length=8, id="boards-baud")
+        with Horizontal(id="boards-file"):
+            yield Static(id="boards-firmware")
+            yield Button("⚡ Flash + monitor (r)", id="boards-flash", compact=True,
+                         variant="success")  # fmt: skip
+        yield ProgressBar(total=None, show_eta=True, id="boards-progress")
+        yield Static(id="boards-status")
+        yield Static(id="boards-ports")
+
+    def on_mount(self) -> None:
+        from runner.boards.profiles import ProfileError, load_profiles
+
+        try:
+            self.profiles = load_profiles()
+        except ProfileError as error:
+            self.profile_error = str(error)
+        options = [(name, name) for name in self.profiles]
+        select = self.query_one("#boards-profile", Select)
+        select.set_options(options)
+        if EMULATED in self.profiles:
+            select.value = EMULATED
+        self.query_one("#boards-progress", ProgressBar).display = False
+        self._show_ports()
+        self._show_firmware()
+        self._status(self.profile_error or "Pick a board and press r: flash, then watch it run.")
+        self.set_interval(PORT_POLL_SECONDS, self.action_refresh_ports)
+        self.action_refresh_ports()
+
+    # -- the workspace ---------------------------------------------------------------------
+
+    def set_workspace(self, workspace: Path | None, firmware: Path | None) -> None:
+        """The workspace's firmware is flashed unless the user picks another file."""
+        self.workspace = workspace
+        if firmware is not None and self.firmware is None:
+            self.firmware = firmware
+        self._show_firmware()
+
+    def _show_firmware(self) -> None:
+        shown = printable(self.firmware.name) if self.firmware else "none (e picks a file)"
+        self.query_one("#boards-firmware", Static).update(
+            Content.assemble(("Firmware ", "dim"), (shown, "bold"), (" · e picks another", "dim"))
+        )
+
+    def action_pick_firmware(self) -> None:
+        start = self.firmware.parent if self.firmware else (self.workspace or Path.cwd())
+
+        def chosen(path: Path | None) -> None:
+            if path is not None:
+                self.firmware = Path(path)
+                self._show_firmware()
+
+        self.app.push_screen(FirmwareScreen(str(start) + "/"), chosen)
+
+    # -- ports (hot-plug) ------------------------------------------------------------------
+
+    def action_refresh_ports(self) -> None:
+        self.run_worker(self._list_ports, thread=True, group="boards-ports", exclusive=True,
+                        exit_on_error=False)  # fmt: skip
+
+    def _list_ports(self) -> None:
+        from runner.boards.ports import list_serial_ports
+
+        try:
+            ports = list_serial_ports(self.profiles or None)
+        except Exception:  # a port listing that fails keeps the last list
+            return
+        if [p.to_json() for p in ports] != [p.to_json() for p in self.ports]:
+            self.post_message(PortsListed(ports))
+
+    def on_ports_listed(self, message: PortsListed) -> None:
+        self.ports = message.ports
+        self._show_ports()
+
+    def _show_ports(self) -> None:
+        select = self.query_one("#boards-port", Select)
+        current = select.value
+        options = [(EMULATED_PORT, EMULATED_PORT)] + [
+            (printable(p.device), p.device) for p in self.ports
+        ]
+        select.set_options(options)
+        devices = {value for _, value in options}
+        select.value = current if current in devices else EMULATED_PORT
+        emulated = "  qemu-an547 · QEMU mps3-an547 (Cortex-M55, no NPU)"
+        lines = [Content.assemble(("emulated board", "bold"), (emulated, "dim"))]
+        for port in self.ports:
+            boards = ", ".join(port.profiles) or "no profile matches"
+            lines.append(
+                Content.assemble(
+                    (printable(port.device), "bold"),
+                    (f"  {port.vid_pid or '-'}  {printable(port.serial_number or '-')}  ", "dim"),
+                    printable(port.description or ""),
+                    (f"  → {boards}", "dim"),
+                )
+            )
+        if not self.ports:
+            lines.append(Content.styled("no serial ports attached (plug a board in)", "dim"))
+        box = self.query_one("#boards-ports", Static)
+        box.border_title = f"Ports ({len(self.ports)})"
+        box.update(Content("\n").join(lines))
+
+    # -- flashing --------------------------------------------------------------------------
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "boards-flash":
+            event.stop()
+            self.action_flash()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "flash":
+            return None if self.flashing else True
+        return True
+
+    def action_flash(self) -> bool:
+        """Flash the firmware with the chosen profile; False when it cannot start."""
+        if self.flashing:
+            return False
+        name = self.query_one("#boards-profile", Select).value
+        profile = self.profiles.get(name) if isinstance(name, str) else None
+        if profile is None:
+            self._status("pick a board profile first", error=True)
+            return False
+        if self.firmware is None:
+            self._status("no firmware to flash: press e to pick one", error=True)
+            return False
+        port = self.query_one("#boards-port", Select).value
+        port = None if port in (EMULATED_PORT, Select.BLANK) else str(port)
+        if profile.method not in ("qemu", "pyocd", "mps3-drive") and port is None:
+            self._status(f"{profile.name} flashes through a serial port: pick one", error=True)
+            return False
+        baud_text = self.query_one("#boards-baud", Input).value.strip()
+        baud = int(baud_text) if baud_text.isdigit() else None
+        self.flashing = True
+        bar = self.query_one("#boards-progress", ProgressBar)
+        bar.display = True
+        bar.update(total=None, progress=0)
+        self._status(f"flashing {self.firmware.name} to {profile.name}…")
+        self.app.refresh_bindings()
+        self.run_worker(partial(self._flash_in_thread, profile, self.firmware, port, baud),
+                        thread=True, group="boards-flash", exit_on_error=False)  # fmt: skip
+        return True
+
+    def _flash_in_thread(self, profile, firmware: Path, port: str | None, baud: int | None):
+        from runner.boards.flash import FlashError, flash_board, parse_file_spec
+        from runner.boards.source import SerialSource
+
+        try:
+            result = flash_board(
+                profile, [parse_file_spec(str(firmware))], port=port,
+                status=lambda text: self.post_message(FlashStatus(text)),
+                progress=lambda p: self.post_message(FlashProgressed(p)),
+            )  # fmt: skip
+            source = result.source
+            if source is None:
+                if result.handle is None and result.port is None:
+                    raise FlashError(f"{profile.name}: flashed, but no port to monitor")
+                settings = dict(profile.serial_settings)
+                if baud:
+                    settings["baudrate"] = baud
+                source = SerialSource(result.port, settings, handle=result.handle,
+                                      initial=result.initial)  # fmt: skip
+        except Exception as error:  # every failure is one line, never a traceback
+            self.post_message(FlashFailed(describe_error(error)))
+            return
+        meta = {"port": result.port or EMULATED_PORT, "board": profile.name,
+                "baud": baud or profile.baud, "label": profile.label or "board",
+                "flashed": result.files, "firmware": str(firmware)}  # fmt: skip
+        self.post_message(Flashed(source, meta, profile.label or profile.name))
+
+    def on_flash_status(self, message: FlashStatus) -> None:
+        self._status(message.text)
+
+    def on_flash_progressed(self, message: FlashProgressed) -> None:
+        p = message.progress
+        bar = self.query_one("#boards-progress", ProgressBar)
+        bar.update(total=max(p.total, 1), progress=p.sent)
+        self._status(f"{printable(p.file)}: {p.sent:,} / {p.total:,} B · {p.rate / 1024:,.1f} KiB/s"
+                     + (f" · {p.retries} retries" if p.retries else ""))  # fmt: skip
+
+    def on_flash_failed(self, message: FlashFailed) -> None:
+        self.flashing = False
+        self.query_one("#boards-progress", ProgressBar).display = False
+        self._status(f"flash failed: {message.error}", error=True)
+        self.app.refresh_bindings()
+
+    def on_flashed(self, message: Flashed) -> None:
+        self.flashing = False
+        bar = self.query_one("#boards-progress", ProgressBar)
+        bar.update(total=1, progress=1)
+        self._status(f"flashed; monitoring {message.label} in the Run tab")
+        self.app.refresh_bindings()
+        self.post_message(BoardMonitorRequested(message.source, message.meta, message.label))
+
+    def _status(self, text: str, *, error: bool = False) -> None:
+        self.last_status = text
+        style = "$text-error" if error else ""
+        self.query_one("#boards-status", Static).update(Content.styled(printable(text), style))

@@ -1,0 +1,111 @@
+"""The Boards tab with Textual's Pilot: the emulated board flashed and monitored for real
+(QEMU mps3-an547 running the demo firmware), ports appearing on hot-plug, and a flash
+that cannot start saying why in one line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from serial.tools import list_ports_common
+from textual.widgets import ProgressBar, Select, TabbedContent
+
+from etu_tui.app import BOARDS_TAB, RUN_TAB, EtuApp
+from etu_tui.screenshots import settle
+from etu_tui.widgets.boards import BoardsPanel
+from runner.session import list_sessions, sessions_root
+
+pytestmark = pytest.mark.anyio
+ROOT = Path(__file__).resolve().parent.parent.parent
+DEMO = ROOT / "etu_tui" / "demo"
+SMALL = (80, 24)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    shutil.copyfile(DEMO / "demo_cnn.pte", folder / "demo_cnn.pte")
+    shutil.copytree(DEMO / "firmware", folder / "firmware")
+    return folder
+
+
+@pytest.fixture
+def ports(monkeypatch: pytest.MonkeyPatch) -> list:
+    """What pyserial's comports() returns: a list the test changes to plug a board in."""
+    attached: list = []
+    monkeypatch.setattr("serial.tools.list_ports.comports", lambda: list(attached))
+    return attached
+
+
+async def _wait(pilot, condition, timeout: float = 60.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what or "condition not met in time"
+        await pilot.pause(0.05)
+
+
+async def _boards_tab(pilot) -> BoardsPanel:
+    await settle(pilot)
+    await pilot.press("B")
+    await settle(pilot)
+    assert pilot.app.query_one(TabbedContent).active == BOARDS_TAB
+    return pilot.app.query_one(BoardsPanel)
+
+
+async def test_the_emulated_board_flashed_from_the_boards_tab_runs(workspace, ports) -> None:
+    app = EtuApp(workspace)
+    async with app.run_test(size=SMALL) as pilot:
+        panel = await _boards_tab(pilot)
+        assert app.query_one("#boards-profile", Select).value == "qemu-an547"
+        assert panel.firmware == workspace / "firmware" / "arm_executor_runner.elf"
+        await pilot.press("r")
+        run = app.run_panel
+        await _wait(
+            pilot,
+            lambda: run.live is not None and run.live.outcome is not None,
+            what=f"the board run did not end ({panel.last_status})",
+        )
+        await settle(pilot)
+        assert app.query_one(TabbedContent).active == RUN_TAB
+        live = run.live
+        assert live.outcome.reason == "success", live.outcome
+        texts = [live.store.entry(i)[4] for i in range(live.store.total)]
+        assert any("Program complete" in text for text in texts)
+        (session,) = list_sessions(sessions_root(workspace))
+        meta = json.loads((session / "meta.json").read_text())
+        assert meta["board"] == "qemu-an547" and meta["firmware"].endswith(".elf")
+        assert app.query_one("#boards-progress", ProgressBar).percentage == 1.0
+        assert not panel.flashing
+
+
+async def test_a_board_plugged_in_appears_in_the_port_list(workspace, ports) -> None:
+    app = EtuApp(workspace)
+    async with app.run_test(size=SMALL) as pilot:
+        panel = await _boards_tab(pilot)
+        assert panel.ports == []
+        board = list_ports_common.ListPortInfo("/dev/ttyACM7")
+        board.vid, board.pid, board.serial_number = 0x10C4, 0xEA60, "WE2-0001"
+        board.description = "CP2102N USB to UART"
+        ports.append(board)
+        await _wait(pilot, lambda: [p.device for p in panel.ports] == ["/dev/ttyACM7"])
+        await settle(pilot)
+        box = str(app.query_one("#boards-ports").content)
+        assert "/dev/ttyACM7" in box and "10C4:EA60" in box.upper()
+        select = app.query_one("#boards-port", Select)
+        assert "/dev/ttyACM7" in [value for _, value in select._options]
+        ports.clear()  # unplugged
+        await _wait(pilot, lambda: panel.ports == [])
+
+
+async def test_a_serial_board_without_a_port_says_so(workspace, ports) -> None:
+    app = EtuApp(workspace)
+    async with app.run_test(size=SMALL) as pilot:
+        panel = await _boards_tab(pilot)
+        app.query_one("#boards-profile", Select).value = "wiseeye2"
+        await settle(pilot)
+        assert panel.action_flash() is False
+        assert "serial port" in panel.last_status and not panel.flashing

@@ -1,0 +1,65 @@
+"""Building and running ExecuTorch's real runner from tests (shared by the unit and console
+tests): the source found once, `etu firmware build` and `etu run --board qemu-an547` as
+subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ETU = [sys.executable, "-m", "etu_tui.cli"]
+
+
+def vendor_file(prefix: str) -> Path | None:
+    for folder in [ROOT, *ROOT.parents]:
+        vendor = folder / "shared" / "vendor"
+        if vendor.is_dir():
+            found = sorted(vendor.glob(f"{prefix}*.tar.gz"))
+            if found:
+                return found[-1]
+    return None
+
+
+def runtime_environment() -> dict[str, str]:
+    """The environment of every etu build in these tests (source found once)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    for name, prefix in (
+        ("ETU_EXECUTORCH_SRC", "executorch-runtime-src-"),
+        ("ETU_ETHOSU_DRIVER_SRC", "ethos-u-core-driver-"),
+        ("ETU_CMSIS_SRC", "cmsis-core-"),
+    ):
+        if not env.get(name):
+            found = vendor_file(prefix)
+            if found is not None:
+                env[name] = str(found)
+    if not env.get("ETU_EXECUTORCH_SRC"):
+        pytest.skip("no ExecuTorch runtime source (set ETU_EXECUTORCH_SRC; .ci/run does)")
+    return env
+
+
+def etu(args: list, env: dict, cwd: Path | None = None, timeout: float = 1500):
+    return subprocess.run(
+        [*ETU, *map(str, args)], env=env, cwd=cwd, capture_output=True, text=True,
+        timeout=timeout, check=False,
+    )  # fmt: skip
+
+
+def build(pte: Path, out: Path, env: dict, *extra) -> dict:
+    result = etu(["firmware", "build", pte, "--board", "qemu-an547", "--out", out, "--json",
+                  *extra], env)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout)
+
+
+def run_qemu(elf: Path, sessions: Path, env: dict, *extra) -> tuple[int, list[dict], Path]:
+    result = etu(["run", "--board", "qemu-an547", "--elf", elf, "--sessions", sessions,
+                  "--timelimit", "60", "--json", *extra], env, timeout=120)  # fmt: skip
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    assert lines, result.stderr
+    return result.returncode, lines, Path(lines[-1]["session"])
