@@ -64,7 +64,14 @@ demo: setup
 	$(BIN)/python etu_tui/demo/build_firmware.py
 	$(BIN)/python etu_tui/demo/build_real_runner.py
 
-bench: setup
+# toolong (measured beside the Run tab in bench_console_big_session) pins textual < 0.59, so it
+# gets its own venv rather than a `bench` extra that would downgrade the console's textual.
+TOOLONG_VENV := .bench-toolong
+$(TOOLONG_VENV)/bin/tl:
+	python3 -m venv $(TOOLONG_VENV)
+	$(TOOLONG_VENV)/bin/pip install -q "toolong==1.5.0"
+
+bench: setup $(TOOLONG_VENV)/bin/tl
 	$(BIN)/python benchmarks/run_all.py
 
 # Long fuzzing run: each format's harness for FUZZ_SECONDS under atheris (hypothesis when

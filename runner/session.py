@@ -161,9 +161,11 @@ class RecordedSession:
     warnings: list[str]
 
 
-def read_session(folder: Path) -> RecordedSession:
+def read_session(folder: Path, *, with_log: bool = True) -> RecordedSession:
     """Read a session back, including one cut short by a crash (a torn last line is
-    reported, not fatal: the raw bytes are the record and are always complete)."""
+    reported, not fatal: the raw bytes are the record and are always complete).
+    ``with_log=False`` leaves ``raw.log`` and ``raw.index`` on disk (``raw`` is empty, no
+    line times): the console maps them instead of holding a long run in memory."""
     folder = Path(folder)
     warnings: list[str] = []
     try:
@@ -177,9 +179,9 @@ def read_session(folder: Path) -> RecordedSession:
     if not isinstance(meta, dict):
         warnings.append(f"{folder / META}: not a JSON object ({type(meta).__name__}); ignored")
         meta = {}
-    raw = (folder / RAW).read_bytes() if (folder / RAW).exists() else b""
+    raw = (folder / RAW).read_bytes() if with_log and (folder / RAW).exists() else b""
     line_times = []
-    if (folder / INDEX).exists():
+    if with_log and (folder / INDEX).exists():
         index_text = (folder / INDEX).read_bytes().decode("utf-8", "replace")  # torn or not
         for number, line in enumerate(index_text.splitlines(), 1):
             try:

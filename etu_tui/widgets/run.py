@@ -39,6 +39,7 @@ from etu_tui.widgets.run_messages import (
     LaunchPreviewed,
     OperatorsRead,
     OutputsCompared,
+    PastRunEvents,
     PastRunRead,
     PastRunsListed,
     RunBatch,
@@ -53,6 +54,7 @@ from etu_tui.widgets.run_model import (
     Chunk,
     LaunchInfo,
     RunRecord,
+    events_of_file,
     list_past_runs,
     read_past_run,
     split_events,
@@ -69,6 +71,7 @@ from etu_tui.widgets.run_panes import (
     per_inference,
     session_name,
 )
+from etu_tui.widgets.run_store import FileLogStore
 from etu_tui.widgets.triage import fault_lines, missing_operator_lines
 from fvp.command import DEFAULT_TIMELIMIT, FvpOptions, format_command
 from fvp.launch import LaunchError, prepare_fvp_launch
@@ -80,6 +83,7 @@ from parsers.runner_events import Event
 from runner.process import ProcessStats
 from runner.run import RunController, RunListener, RunOutcome
 from runner.runtime_run import QEMU_BOARD
+from runner.session import RAW as RAW_LOG
 from runner.session import sessions_root
 from runner.workspace import file_label, find_firmware
 
@@ -792,12 +796,29 @@ class RunPanel(Vertical):
 
     def _read_in_thread(self, request: int, folder: Path, capacity: int) -> None:
         try:
-            record = read_past_run(folder, capacity)
+            record = read_past_run(folder, capacity, events=False)
         except Exception as error:  # a torn session must never take the console down
             record = RunRecord(folder.name, live=False)
             record.folder = folder
             record.failure = describe_error(error)
         self.post_message(PastRunRead(request, record))
+        if record.failure is None and isinstance(record.store, FileLogStore):
+            # The lines are on screen; the reports (PMU, outputs, faults) follow.
+            npu = (record.launch.target if record.launch else "").rpartition("-")[0] or None
+            try:
+                others, errors = events_of_file(folder / RAW_LOG, npu)
+            except OSError:
+                return
+            self.post_message(PastRunEvents(request, record, others, errors))
+
+    def on_past_run_events(self, message: PastRunEvents) -> None:
+        record = message.record
+        record.errors += message.errors
+        record.add([], message.others)
+        self._after_session(record)  # its outputs are known now: compare them with the host
+        if message.request == self._requests["read"] and self.shown is record:
+            self._show_panes(record)
+            self._show_banner()
 
     def on_past_run_read(self, message: PastRunRead) -> None:
         self.pending = max(self.pending - 1, 0)
@@ -1018,7 +1039,11 @@ class RunPanel(Vertical):
                 count = f"last {kept:,} of {store.total:,} lines (all in the session)"
             shown = f" · {log.row_count:,} shown" if log.filtering else ""
             if log.filtering and not log.row_count and kept:
-                shown = " · no line matches the filter"
+                shown = (
+                    f" · no lines match {printable(log.filter_text)!r}"
+                    if log.filter_text
+                    else " · no lines at the chosen levels"
+                )
             mode = "following" if log.follow else "paused · end follows"
             where = "" if self.shown is None or self.shown.live else f" · {self.shown.label}"
             if where and self._stable:

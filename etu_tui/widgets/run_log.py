@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
 from rich.cells import cell_len
@@ -248,8 +248,12 @@ class LogView(ScrollView, can_focus=True):
             self._matches = None
         else:
             shown = self._shown
-            kept = store.iter_from(store.first)
-            self._matches = deque(seq for seq, entry in kept if shown(entry))
+            hits = self._hits(self.filter_text)
+            if hits is not None:  # a file-backed store: only the lines holding the text
+                self._matches = deque(seq for seq in hits if shown(store.entry(seq)))
+            else:
+                kept = store.iter_from(store.first)
+                self._matches = deque(seq for seq, entry in kept if shown(entry))
         self._seen = store.total if store else 0
         self._first = store.first if store else 0
         self._update_size()
@@ -393,6 +397,12 @@ class LogView(ScrollView, can_focus=True):
 
     # -- search ------------------------------------------------------------------------
 
+    def _hits(self, needle: str) -> Sequence[int] | None:
+        """Every line holding ``needle``, from a store that searches its file in blocks
+        (run_store.FileLogStore); None for the in-memory ring or no text."""
+        finder = getattr(self.store, "find_all", None)
+        return finder(needle) if finder is not None and needle else None
+
     def find(self, term: str, forward: bool = True) -> int | None:
         """Move the cursor to the next (previous) shown line containing ``term``, wrapping
         around; returns its seq, or None when no shown line has it."""
@@ -402,6 +412,19 @@ class LogView(ScrollView, can_focus=True):
         count = self.row_count
         if not needle or not count:
             return None
+        hits = self._hits(needle) if self._matches is None else None
+        if hits is not None:
+            if not hits:
+                return None
+            here = self.cursor
+            if forward:
+                at = 0 if here is None else bisect.bisect_right(hits, here)
+                seq = hits[at % len(hits)]
+            else:
+                at = len(hits) if here is None else bisect.bisect_left(hits, here)
+                seq = hits[at - 1]  # -1 wraps to the last
+            self.jump_to(seq)
+            return seq
         here = self.cursor_row
         if here is None:
             here = -1 if forward else count
@@ -426,6 +449,10 @@ class LogView(ScrollView, can_focus=True):
         store = self.store
         if not needle or store is None:
             return 0, None
+        hits = self._hits(needle) if self._matches is None else None
+        if hits is not None:
+            at = bisect.bisect_left(hits, seq) if seq is not None else len(hits)
+            return len(hits), at + 1 if at < len(hits) and hits[at] == seq else None
         total, rank = 0, None
         for row in range(self.row_count):
             at = self.seq_at(row)

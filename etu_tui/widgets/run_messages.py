@@ -77,6 +77,16 @@ class PastRunRead(RunMessage, bubble=False):
 
 
 @dataclass
+class PastRunEvents(RunMessage, bubble=False):
+    """A shown past run's reports, parsed from its log after its lines were shown."""
+
+    request: int
+    record: Any  # the RunRecord they belong to
+    others: list  # its events other than lines
+    errors: int  # its E and F lines
+
+
+@dataclass
 class OutputsCompared(RunMessage, bubble=False):
     """The outputs of the session in ``folder`` against the host runtime: the `etu compare
     --json` record, or why there is none (one line)."""

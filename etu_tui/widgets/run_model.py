@@ -25,10 +25,11 @@ from parsers.runner_events import (
     OutputTensor,
     PmuReport,
 )
-from parsers.runner_log import LogSummary, parse_log_bytes
+from parsers.runner_log import LogSummary, RunnerLogParser, parse_log_bytes
 from runner.process import ProcessStats
 from runner.run import RunOutcome
 from runner.session import META, list_sessions, read_session
+from runner.session import RAW as RAW_LOG
 
 RING_LINES = 100_000  # lines kept on screen; the session's raw.log keeps every byte
 LEVELS = ("D", "I", "E", "F", "other")
@@ -249,19 +250,69 @@ def _outcome_from(meta: dict, events: list[Event]) -> RunOutcome:
     )
 
 
-def read_past_run(folder: Path, capacity: int = RING_LINES) -> RunRecord:
-    """A recorded session re-read into a record (read_session + parse_log_bytes). Blocking;
-    never raises: an unreadable session becomes a record with a failure line."""
+_PARSE_BLOCK = 1 << 22  # bytes of raw.log parsed at once when a session is read back
+
+
+def events_of_file(path: Path, npu: str | None) -> tuple[list[Event], int]:
+    """The events of a recorded log other than its lines, and how many E/F lines it has,
+    parsed in blocks so a run of any length is read without holding its lines."""
+    parser = RunnerLogParser(npu=npu)
+    others: list[Event] = []
+    errors = 0
+
+    def keep(events: list[Event]) -> None:
+        nonlocal errors
+        for event in events:
+            if type(event) is LogLine:
+                if event.level in ("E", "F"):
+                    errors += 1
+            else:
+                others.append(event)
+
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(_PARSE_BLOCK), b""):
+            keep(parser.feed(block))
+    keep(parser.close())
+    return others, errors
+
+
+def read_past_run(folder: Path, capacity: int = RING_LINES, *, events: bool = True) -> RunRecord:
+    """A recorded session re-read into a record. Blocking; never raises: an unreadable
+    session becomes a record with a failure line. The log stays on disk: the record's
+    store maps ``raw.log`` (run_store.FileLogStore), so a session of any length is
+    scrollable and searchable whole while the console holds only the lines on screen.
+    ``events=False`` skips parsing a file-backed log (the console shows the lines first and
+    adds the reports from :func:`events_of_file` after)."""
     record = RunRecord(folder.name, live=False, capacity=capacity)
     record.folder = folder
     try:
-        session = read_session(folder)
+        session = read_session(folder, with_log=False)
     except OSError as error:
         record.failure = f"{folder.name}: {error.strerror or error}"
         return record
     meta = session.meta
     target = str(meta.get("target") or "")
     npu = target.rpartition("-")[0] or None
+    started = meta.get("started")
+    record.started = float(started) if isinstance(started, int | float) else None
+    if (folder / RAW_LOG).is_file():
+        from etu_tui.widgets.run_store import FileLogStore  # run_store imports this module
+
+        others, errors = events_of_file(folder / RAW_LOG, npu) if events else ([], 0)
+        record.errors += errors
+        record.store = FileLogStore(folder, record.started)
+        record.outcome = _outcome_from(meta, others)
+        record.add([], others)
+        _finish_past(record, folder, meta, target, session.warnings)
+        return record
+    return _read_past_in_memory(record, folder, meta, target, npu)
+
+
+def _read_past_in_memory(
+    record: RunRecord, folder: Path, meta: dict, target: str, npu: str | None
+) -> RunRecord:
+    """A session without a raw.log (its events only): read the old way, into the ring."""
+    session = read_session(folder)
     events = parse_log_bytes(session.raw, npu=npu)
     starts = [offset for offset, _ in session.line_times]
     stamps = [when for _, when in session.line_times]
@@ -284,6 +335,13 @@ def read_past_run(folder: Path, capacity: int = RING_LINES) -> RunRecord:
     record.outcome = _outcome_from(meta, events)
     del events  # the LogLine objects: only their entries are kept
     record.add(entries, others)
+    _finish_past(record, folder, meta, target, session.warnings)
+    return record
+
+
+def _finish_past(
+    record: RunRecord, folder: Path, meta: dict, target: str, warnings: list[str]
+) -> None:
     ended = meta.get("ended")
     record.ended = float(ended) if isinstance(ended, int | float) else None
     command = meta.get("command")
@@ -295,8 +353,7 @@ def read_past_run(folder: Path, capacity: int = RING_LINES) -> RunRecord:
         target=target,
         emulated=bool(meta.get("emulated")),
     )
-    record.warnings = [w.replace(str(folder), folder.name) for w in session.warnings]
-    return record
+    record.warnings = [w.replace(str(folder), folder.name) for w in warnings]
 
 
 @dataclass(frozen=True, slots=True)

@@ -416,7 +416,7 @@ async def test_filter_levels_find_time_and_hex(workspace: Path) -> None:
         app.query_one("#run-filter", Input).value = "no such text"
         panel.apply_filter()
         assert log.row_count == 0
-        assert "no line matches the filter" in str(app.query_one("#run-log-box").border_title)
+        assert "no lines match 'no such text'" in str(app.query_one("#run-log-box").border_title)
         app.query_one("#run-filter", Input).value = ""
         panel.apply_filter()
         assert log.row_count == 6
