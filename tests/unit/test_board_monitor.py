@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -218,3 +219,43 @@ def test_flash_and_monitor_the_emulated_board(tmp_path: Path) -> None:
     assert session.meta["label"] == "emulated board (QEMU, no NPU)"
     assert session.raw.startswith(b"etu stand-in runner firmware")
     assert session.raw.endswith(b"Program complete, exiting.\n")
+
+
+def test_wrong_board_on_the_port_names_what_was_awaited_and_what_came(tmp_path: Path) -> None:
+    """A board that is not a WiseEye2 (here: one booting U-Boot) on the port: flashing stops
+    at the boot prompt's time-out with one line naming the awaited text and the tail of
+    what the port said. A user profile (ETU_BOARDS_DIR) with a short time-out keeps it fast."""
+    builtin = ROOT / "runner" / "boards" / "profiles" / "wiseeye2.toml"
+    boards = tmp_path / "boards"
+    boards.mkdir()
+    text = builtin.read_text().replace('name = "wiseeye2"', 'name = "we2-quick"')
+    text = text.replace('boot = { text = "1st BL Modem Build", timeout = 15.0 }',
+                        'boot = { text = "1st BL Modem Build", timeout = 2.0 }')  # fmt: skip
+    assert "timeout = 2.0" in text
+    (boards / "we2-quick.toml").write_text(text)
+    firmware = tmp_path / "fw.img"
+    firmware.write_bytes(b"\x00" * 4096)
+    pty = Pty()
+    stop = threading.Event()
+
+    def uboot() -> None:  # the wrong board keeps booting (it talks after etu opens the port)
+        while not stop.wait(0.3):
+            pty.write(b"U-Boot 2023.01 (Jan 01 2023)\r\nHit any key to stop autoboot:  3 \r\n")
+
+    talker = threading.Thread(target=uboot, daemon=True)
+    talker.start()
+    try:
+        etu = subprocess.run(
+            etu_argv("flash", "--board", "we2-quick", "--port", pty.path, str(firmware)),
+            cwd=tmp_path, env={**etu_env(), "ETU_BOARDS_DIR": str(boards)},
+            capture_output=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        stop.set()
+        talker.join(5)
+        pty.close()
+    assert etu.returncode == 8, etu.stderr  # flash failed
+    message = etu.stderr.decode().strip().splitlines()[-1]
+    assert message.startswith(f"etu: {pty.path}: waited 2 s for the boot prompt")
+    assert "'1st BL Modem Build'" in message and "autoboot" in message
+    assert "Traceback" not in etu.stderr.decode()
