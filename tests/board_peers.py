@@ -162,3 +162,88 @@ def etu_env() -> dict[str, str]:
 def only_session(root: Path) -> Path | None:
     folders = sorted((root / ".etu" / "sessions").glob("*")) if root.exists() else []
     return folders[-1] if folders else None
+
+
+class VirtualWiseEye2:
+    """A WiseEye2 first-stage bootloader on the master side of ``pty``, built from the facts
+    in shared/reference/boards.md: its banner and "any key" window repeated until a key
+    comes, the menu, choice 1, XMODEM receive (the PyPI ``xmodem`` package's receiver, a
+    peer etu's sender did not write), the end question, then on ``y`` the reboot into a
+    runner log. ``received`` holds each file as it arrived (placement block included)."""
+
+    BANNER = (b"\r\n1st BL Modem Build DATE=Nov 24 2026, 0x0002000a\r\n"
+              b"Please input any key to enter X-Modem mode\r\n")  # fmt: skip
+    MENU = (b"\r\n[1] Xmodem download and burn FW image\r\n[2] Burn default image\r\n"
+            b"[3] Reboot\r\n")  # fmt: skip
+    READY = b"Send data using the xmodem protocol from your terminal\r\n"
+    QUESTION = b"Do you want to end file transmission and reboot system? (y)\r\n"
+
+    def __init__(self, pty: Pty, boot_log: bytes) -> None:
+        self.pty = pty
+        self.boot_log = boot_log
+        self.received: list[bytes] = []
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> VirtualWiseEye2:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.thread.join(10)
+
+    def _key(self, timeout: float) -> bytes:
+        return self.pty.read(timeout)
+
+    def _run(self) -> None:
+        try:
+            got = b""
+            while not got and not self._stop.is_set():  # the 100 ms "any key" window
+                self.pty.write(self.BANNER)
+                got = self._key(0.1)
+            self.pty.write(self.MENU)
+            shown = time.monotonic()
+            while not self._stop.is_set():
+                # Keys from the "any key" pokes still arrive just after the menu; the
+                # choice is the host's key after it has read the menu.
+                got = self._key(0.2)
+                if b"1" in got and time.monotonic() - shown > 0.04:
+                    break
+            self.pty.write(self.READY)
+            while True:  # after "n" the board waits for the next file: no new prompt
+                self.received.append(self._xmodem_receive())
+                self.pty.write(self.QUESTION)
+                answer = b""
+                while answer not in (b"y", b"n") and not self._stop.is_set():
+                    answer = self._key(0.5)[-1:]
+                if answer == b"y":
+                    break
+            time.sleep(0.05)
+            self.pty.write(b"\r\nreboot...\r\n" + self.boot_log)
+        except BaseException as error:  # reported by the test
+            self.error = error
+
+    def _xmodem_receive(self) -> bytes:
+        import io
+
+        from xmodem import XMODEM
+
+        def getc(size: int, timeout: float = 1) -> bytes | None:
+            data = b""
+            deadline = time.monotonic() + timeout
+            while len(data) < size and time.monotonic() < deadline:
+                ready, _, _ = select.select([self.pty.master], [], [], 0.05)
+                if ready:
+                    data += os.read(self.pty.master, size - len(data))
+            return data or None
+
+        def putc(data: bytes, timeout: float = 1) -> int:
+            self.pty.write(data)
+            return len(data)
+
+        out = io.BytesIO()
+        if XMODEM(getc, putc).recv(out, crc_mode=1, retry=16) is None:
+            raise RuntimeError("the virtual bootloader's XMODEM receive failed")
+        return out.getvalue()

@@ -125,7 +125,7 @@ def flash_wiseeye2(
         time.sleep(0.05)
         handle.reset_input_buffer()  # the echoes of our key presses
         handle.write(str(transfer.get("menu_choice", "1")).encode())
-        pending = expect(handle, _prompt(profile, "ready"), port_name=port)
+        pending = _line_rest(handle, expect(handle, _prompt(profile, "ready"), port_name=port))
         for index, (file, data) in enumerate(payloads):
             status(f"sending {file.name} ({len(data):,} bytes, XMODEM {block})")
             stats = xmodem_send(handle, data, name=file.name, block_size=block, retries=retries,
@@ -143,6 +143,16 @@ def flash_wiseeye2(
         handle.close()
         raise FlashError(f"{port}: lost during flashing: {error}") from None
     return result
+
+
+def _line_rest(handle, after: bytes, timeout: float = 1.0) -> bytes:
+    """What follows the end of the prompt's line. WE2 prints "Send data using the xmodem
+    protocol from your terminal" and then its ``C``: the rest of that line must not reach
+    the XMODEM sender, which counts every stray byte as an error and gives up at 16."""
+    deadline = time.monotonic() + timeout
+    while b"\n" not in after and time.monotonic() < deadline:
+        after += handle.read(max(1, handle.in_waiting))
+    return after.rsplit(b"\n", 1)[-1] if b"\n" in after else b""
 
 
 # ------------------------------------------------------------------------- MPS3 drive

@@ -259,3 +259,43 @@ def test_wrong_board_on_the_port_names_what_was_awaited_and_what_came(tmp_path: 
     assert message.startswith(f"etu: {pty.path}: waited 2 s for the boot prompt")
     assert "'1st BL Modem Build'" in message and "autoboot" in message
     assert "Traceback" not in etu.stderr.decode()
+
+
+def test_virtual_wiseeye2_bootloader_flash_then_the_boot_is_monitored(tmp_path: Path) -> None:
+    """The whole WiseEye2 dialogue against a virtual bootloader on a pty: banner and "any
+    key" window, menu, XMODEM (the ``xmodem`` package's receiver) for the image and for a
+    .pte placed at its flash address (the placement block first), the end question, then
+    the reboot: its runner log is recorded and parsed to a verdict."""
+    from runner.boards.flash import placement_block
+    from tests.board_peers import VirtualWiseEye2
+
+    image = bytes(range(256)) * 40 + b"tail"  # 10,244 bytes: the last block is padded
+    model = ROOT.joinpath("etu_tui", "demo", "demo_cnn.pte").read_bytes()
+    (tmp_path / "output.img").write_bytes(image)
+    (tmp_path / "model.pte").write_bytes(model)
+    pty = Pty()
+    board = VirtualWiseEye2(pty, runner_log(40)).start()
+    try:
+        etu = subprocess.run(
+            etu_argv("flash", "--board", "wiseeye2", "--port", pty.path, "--monitor", "--json",
+                     "--timelimit", "60", "output.img", "model.pte@0xB7B000"),
+            cwd=tmp_path, env=etu_env(), capture_output=True, timeout=120,
+        )  # fmt: skip
+    finally:
+        board.stop()
+        pty.close()
+    assert board.error is None, (board.error, len(board.received), etu.stdout[-600:])
+    assert etu.returncode == 0, etu.stderr.decode()[-2000:]
+    records = [json.loads(line) for line in etu.stdout.decode().splitlines()]
+    assert any(r.get("type") == "progress" for r in records)
+    flashed = next(r for r in records if r.get("type") == "flashed")
+    assert [Path(f["file"]).name for f in flashed["files"]] == ["output.img", "model.pte"]
+    first, second = board.received
+    assert first.rstrip(b"\x1a") == image  # XMODEM pads the last block with SUB
+    expected = placement_block(0xB7B000) + model
+    assert second[: len(expected)] == expected
+    summary = records[-1]
+    assert summary["verdict"] == "success"
+    session = read_session(Path(tmp_path / summary["session"]))
+    assert session.raw.endswith(runner_log(40))
+    assert session.meta["board"] == "wiseeye2"
