@@ -247,3 +247,56 @@ class VirtualWiseEye2:
         if XMODEM(getc, putc).recv(out, crc_mode=1, retry=16) is None:
             raise RuntimeError("the virtual bootloader's XMODEM receive failed")
         return out.getvalue()
+
+
+class VirtualMps3:
+    """An Arm MPS3's microcontroller (MCC) on ``mcc``, from the facts in boards.md: ``Cmd>``
+    on a line end, and on ``reboot`` its banners while it reads ``images.txt`` from the
+    folder standing for its USB drive and "writes" each listed file, then the application's
+    UART (``app``) prints ``boot_log``. ``images`` holds (MCC address, bytes) as read."""
+
+    def __init__(self, mcc: Pty, app: Pty, drive: Path, images_dir: str, boot_log: bytes):
+        self.mcc, self.app, self.drive = mcc, app, drive
+        self.images_dir = images_dir
+        self.boot_log = boot_log
+        self.images: list[tuple[int, bytes]] = []
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> VirtualMps3:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.thread.join(10)
+
+    def _run(self) -> None:
+        try:
+            typed = b""
+            while not self._stop.is_set():
+                typed += self.mcc.read(0.1)
+                if b"reboot" in typed:
+                    break
+                if typed.endswith(b"\n"):
+                    self.mcc.write(b"\r\nCmd> ")
+                    typed = b""
+            self.mcc.write(b"\r\nPowering down...\r\nARM V2M-MPS3 Firmware v1.5.1\r\n")
+            config = self.drive / self.images_dir / "images.txt"
+            where = f"\\{self.images_dir}\\images.txt".encode()
+            self.mcc.write(b"Reading images file " + where + b"\r\n")
+            fields = dict(
+                line.split(": ", 1) for line in config.read_text().splitlines() if ": " in line
+            )
+            for n in range(int(fields["TOTALIMAGES"])):
+                name = fields[f"IMAGE{n}FILE"]
+                address = int(fields[f"IMAGE{n}ADDRESS"], 16)
+                data = (self.drive / name.strip("\\").replace("\\", "/")).read_bytes()
+                self.images.append((address, data))
+                self.mcc.write(f"Writing File {name} to Address 0x{address:08X}\r\n".encode())
+                self.mcc.write(f"File {name} written\r\n".encode())
+            time.sleep(0.2)  # the board starts after the MCC has written its images
+            self.app.write(self.boot_log)
+        except BaseException as error:  # reported by the test
+            self.error = error

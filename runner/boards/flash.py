@@ -145,6 +145,16 @@ def flash_wiseeye2(
     return result
 
 
+def _then(handle, prompt: Prompt, already: bytes, port_name: str) -> bytes:
+    """What follows ``prompt``: found in ``already`` (read with the previous prompt), else
+    awaited on the port."""
+    text = prompt.text.encode()
+    at = already.find(text)
+    if at != -1:
+        return already[at + len(text) :]
+    return expect(handle, prompt, port_name=port_name)
+
+
 def _line_rest(handle, after: bytes, timeout: float = 1.0) -> bytes:
     """What follows the end of the prompt's line. WE2 prints "Send data using the xmodem
     protocol from your terminal" and then its ``C``: the rest of that line must not reach
@@ -289,11 +299,15 @@ def flash_mps3(
         expect(mcc, _prompt(profile, "mcc"), port_name=mcc_port)
         status(f"reboot on the MCC ({mcc_port})")
         mcc.write(b"reboot\r\n")
-        expect(mcc, _prompt(profile, "firmware"), port_name=mcc_port)
-        seen = bytearray()
-        expect(mcc, _prompt(profile, "images"), port_name=mcc_port, seen=seen)
-        for _ in images:
-            expect(mcc, _prompt(profile, "written"), port_name=mcc_port, seen=seen)
+        # The banners may come in one burst (small files are written at once): each
+        # prompt is looked for first in what came after the previous one.
+        after = expect(mcc, _prompt(profile, "firmware"), port_name=mcc_port)
+        after = _then(mcc, _prompt(profile, "images"), after, mcc_port)
+        written = _prompt(profile, "written")
+        done = after.count(written.text.encode())
+        while done < len(images):
+            after = expect(mcc, written, port_name=mcc_port)
+            done += 1 + after.count(written.text.encode())
     except PromptTimeout as error:
         if app is not None:
             app.close()

@@ -299,3 +299,56 @@ def test_virtual_wiseeye2_bootloader_flash_then_the_boot_is_monitored(tmp_path: 
     session = read_session(Path(tmp_path / summary["session"]))
     assert session.raw.endswith(runner_log(40))
     assert session.meta["board"] == "wiseeye2"
+
+
+def test_mps3_drive_images_txt_and_the_mcc_reboot_dialogue(tmp_path: Path) -> None:
+    """MPS3 against a folder standing for its USB drive and a virtual MCC on a pty: 8.3 names
+    in SOFTWARE/, an images.txt whose entries are the ELF's load segments at the MCC's
+    addresses, the reboot dialogue, then the application UART monitored to a verdict."""
+    from elftools.elf.elffile import ELFFile
+
+    from runner.boards.flash import mcc_address
+    from runner.boards.profiles import get_profile
+    from tests.board_peers import VirtualMps3
+
+    profile = get_profile("mps3-an552")
+    elf = ROOT / "etu_tui" / "demo" / "firmware" / "arm_executor_runner.elf"
+    drive = tmp_path / "V2M-MPS3"
+    drive.mkdir()
+    mcc, app = Pty(), Pty()
+    images_dir = str(profile.transfer["images_dir"])
+    board = VirtualMps3(mcc, app, drive, images_dir, runner_log(30)).start()
+    try:
+        etu = subprocess.run(
+            etu_argv("flash", "--board", "mps3-an552", "--drive", str(drive), "--mcc-port",
+                     mcc.path, "--port", app.path, "--monitor", "--json", "--timelimit", "60",
+                     str(elf)),
+            cwd=tmp_path, env=etu_env(), capture_output=True, timeout=120,
+        )  # fmt: skip
+    finally:
+        board.stop()
+        mcc.close()
+        app.close()
+    assert board.error is None, board.error
+    assert etu.returncode == 0, etu.stderr.decode()[-2000:]
+    names = sorted(p.name for p in (drive / "SOFTWARE").iterdir())
+    assert names and all(len(n.split(".")[0]) <= 8 and len(n.split(".")[-1]) <= 3 for n in names)
+    assert all(n == n.upper() for n in names)
+    # Every loadable segment with bytes is one image, at the MCC's view of its address.
+    with open(elf, "rb") as handle:
+        segments = [
+            (s["p_paddr"], s.data())
+            for s in ELFFile(handle).iter_segments()
+            if s["p_type"] == "PT_LOAD" and s["p_filesz"]
+        ]
+    expected = sorted(
+        (mcc_address(profile, address, len(data), "segment"), data) for address, data in segments
+    )
+    assert sorted(board.images) == expected
+    text = (drive / images_dir / "images.txt").read_text()
+    assert text.startswith("TITLE: Versatile Express Images Configuration File")
+    assert f"TOTALIMAGES: {len(expected)}" in text
+    summary = json.loads(etu.stdout.decode().splitlines()[-1])
+    assert summary["verdict"] == "success"
+    session = read_session(Path(tmp_path / summary["session"]))
+    assert session.raw == runner_log(30) and session.meta["board"] == "mps3-an552"
