@@ -853,11 +853,15 @@ class RunPanel(Vertical):
         except Exception as error:  # a device-sent ETDump must never take the console down
             self.post_message(OperatorsRead(folder, None, f"ETDump not read: {error}"))
 
+    def _records_of(self, folder: Path) -> list[RunRecord]:
+        """The live and shown records of the session in ``folder`` (once each)."""
+        records = {id(r): r for r in (self.live, self.shown) if r is not None}.values()
+        return [record for record in records if record.folder == folder]
+
     def on_operators_read(self, message: OperatorsRead) -> None:
-        for record in {id(r): r for r in (self.live, self.shown) if r is not None}.values():
-            if record.folder == message.folder:
-                record.operators = message.table
-                record.operators_note = message.note
+        for record in self._records_of(message.folder):
+            record.operators = message.table
+            record.operators_note = message.note
         if self.shown is not None and self.shown.folder == message.folder:
             self.query_one(OperatorsPane).show(self.shown.operators, self.shown.operators_note)
 
@@ -889,10 +893,9 @@ class RunPanel(Vertical):
             self.post_message(OutputsCompared(folder, None, describe_error(error)))
 
     def on_outputs_compared(self, message: OutputsCompared) -> None:
-        for record in {id(r): r for r in (self.live, self.shown) if r is not None}.values():
-            if record.folder == message.folder:
-                record.comparison = message.record
-                record.comparison_note = message.note
+        for record in self._records_of(message.folder):
+            record.comparison = message.record
+            record.comparison_note = message.note
         if self.shown is not None and self.shown.folder == message.folder:
             self._show_outputs(self.shown)
 

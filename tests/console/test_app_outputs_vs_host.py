@@ -36,30 +36,43 @@ def test_a_comparison_row_says_pass_or_fail_with_the_metrics() -> None:
     assert same.plain.startswith("  ✓ host") and "SNR ∞ dB" in same.plain
 
 
+def _workspace_with_a_run(tmp_path: Path, program: Path, elf: Path, env: dict) -> Path:
+    """A workspace holding ``program`` and one session of ``elf`` run on QEMU."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    shutil.copyfile(program, workspace / program.name)
+    status, events, session = run_qemu(elf, sessions_root(workspace), env)
+    assert status == 0, events[-1]
+    return session
+
+
+async def _open_the_past_run(pilot) -> None:
+    """Run tab, past runs list, the newest session opened."""
+    await settle(pilot)
+    await pilot.press("u")
+    await settle(pilot)
+    assert pilot.app.query_one(TabbedContent).active == RUN_TAB
+    past = pilot.app.query_one(PastRunsList)
+    past.focus()
+    past.highlighted = 0
+    await pilot.press("enter")
+
+
 @pytest.mark.runtime_build
 async def test_a_real_run_on_the_emulated_board_is_compared_with_the_host(
     float_firmware, float_program, runtime_env, tmp_path: Path
 ) -> None:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    shutil.copyfile(float_program, workspace / float_program.name)
-    status, events, session = run_qemu(
-        Path(float_firmware["elf"]), sessions_root(workspace), runtime_env
+    session = _workspace_with_a_run(
+        tmp_path, float_program, Path(float_firmware["elf"]), runtime_env
     )
-    assert status == 0, events[-1]
-
+    workspace = session.parent.parent.parent
     app = EtuApp(workspace)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("u")
-        await settle(pilot)
-        assert app.query_one(TabbedContent).active == RUN_TAB
+        await _open_the_past_run(pilot)
         panel = app.run_panel
-        past = app.query_one(PastRunsList)
-        assert [run.folder for run in past.runs] == list_sessions(sessions_root(workspace))
-        past.focus()
-        past.highlighted = 0
-        await pilot.press("enter")
+        assert [run.folder for run in app.query_one(PastRunsList).runs] == list_sessions(
+            sessions_root(workspace)
+        )
         pane = app.query_one(OutputsPane)
         deadline = time.monotonic() + 300
         while not any("host" in line and ("✓" in line or "✗" in line) for line in pane.lines):
@@ -84,21 +97,10 @@ async def test_an_etdump_run_shows_its_operators_and_why_times_are_missing(
     reason; the outputs pane says a BundleIO run was checked on the target instead."""
     firmware = build(float_program, tmp_path / "fw", runtime_env, "--bundleio", "--etdump",
                      "--seed", "3")  # fmt: skip
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    shutil.copyfile(float_program, workspace / float_program.name)
-    status, events, session = run_qemu(Path(firmware["elf"]), sessions_root(workspace), runtime_env)
-    assert status == 0, events[-1]
-
-    app = EtuApp(workspace)
+    session = _workspace_with_a_run(tmp_path, float_program, Path(firmware["elf"]), runtime_env)
+    app = EtuApp(session.parent.parent.parent)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("u")
-        await settle(pilot)
-        past = app.query_one(PastRunsList)
-        past.focus()
-        past.highlighted = 0
-        await pilot.press("enter")
+        await _open_the_past_run(pilot)
         pane = app.query_one(OperatorsPane)
         panel = app.run_panel
         deadline = time.monotonic() + 300
