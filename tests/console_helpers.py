@@ -41,3 +41,14 @@ async def wait_until(pilot, condition, *, timeout: float = 30.0, what: str = "")
         if time.monotonic() > deadline:
             pytest.fail(f"not within {timeout:g} s: {what or 'condition'}")
         await pilot.pause(0.02)
+
+
+async def palette_search(pilot, query: str, title: str) -> None:
+    """Open the command palette, type ``query`` and wait until it lists ``title`` (the
+    palette searches in the background): no fixed pause."""
+    await pilot.press("ctrl+p")
+    await pilot.pause()
+    await pilot.press(*query)
+    await wait_until(
+        pilot, lambda: title in screen_text(pilot.app), what=f"the palette to list {title!r}"
+    )

@@ -29,7 +29,7 @@ from etu_tui.widgets import (
 from parsers.program_facts import select_ops_list
 from parsers.pte import ExecutionPlan, Tensor, Value, open_program
 from runner.workspace import decode_facts
-from tests.console_helpers import SIZE, screen_text
+from tests.console_helpers import SIZE, palette_search, screen_text
 
 pytestmark = pytest.mark.anyio
 
@@ -119,10 +119,7 @@ async def test_palette_runs_the_same_copy_action() -> None:
     app = EtuApp(DEMO)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        await pilot.press(*"copy select")
-        await pilot.pause(0.3)  # the palette searches in the background
+        await palette_search(pilot, "copy select", "Program: copy EXECUTORCH_SELECT_OPS_LIST")
         await pilot.press("enter")
         await pilot.pause()
         assert app.clipboard == expected

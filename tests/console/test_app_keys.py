@@ -19,7 +19,7 @@ from etu_tui.screens.help import HelpScreen
 from etu_tui.screenshots import settle
 from etu_tui.widgets import LogView
 from etu_tui.widgets.virtual_table import VirtualTable
-from tests.console_helpers import screen_text
+from tests.console_helpers import palette_search, screen_text
 
 pytestmark = pytest.mark.anyio
 
@@ -172,11 +172,7 @@ async def test_palette_finds_help_session_and_history(query: str, title: str) ->
         await settle(pilot)
         titles = [command.title for command in app.palette_commands()]
         assert title in titles
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        await pilot.press(*query)
-        await pilot.pause(0.4)  # the palette searches in the background
-        assert title in screen_text(app)
+        await palette_search(pilot, query, title)  # fails if it never lists the title
         await pilot.press("escape")
 
 

@@ -39,7 +39,7 @@ from parsers.fit import FAIL, OK, TEMP_POOL_FLAG, check_fit
 from parsers.memory_map import load_memory_map
 from parsers.pte import open_program
 from parsers.vela import load_vela_report
-from tests.console_helpers import SIZE, screen_text
+from tests.console_helpers import SIZE, palette_search, screen_text
 
 pytestmark = pytest.mark.anyio
 
@@ -350,10 +350,7 @@ async def test_palette_picks_an_elf_from_the_program_tab(small_scratch_elf: Path
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert app.query_one(TabbedContent).active == PROGRAM_TAB
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        await pilot.press(*"pick another elf")
-        await pilot.pause(0.3)
+        await palette_search(pilot, "pick another elf", "Firmware: pick another ELF…")
         await pilot.press("enter")
         await pilot.pause()
         assert app.query_one(TabbedContent).active == MEMORY_TAB

@@ -28,7 +28,7 @@ from etu_tui.widgets import (
 )
 from parsers.errors import ParseError
 from parsers.vela import load_vela_report
-from tests.console_helpers import SIZE, screen_text
+from tests.console_helpers import SIZE, palette_search, screen_text
 
 pytestmark = pytest.mark.anyio
 
@@ -141,10 +141,7 @@ async def test_palette_sorts_from_another_tab() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert app.query_one(TabbedContent).active == PROGRAM_TAB
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        await pilot.press(*"sort layers")
-        await pilot.pause(0.3)
+        await palette_search(pilot, "sort layers", "NPU: sort layers by cycles / original order")
         await pilot.press("enter")
         await pilot.pause()
         assert app.query_one(TabbedContent).active == NPU_TAB

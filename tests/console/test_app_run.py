@@ -44,7 +44,7 @@ from parsers.vela import load_vela_report
 from runner.run import RunOutcome
 from runner.session import SessionWriter, list_sessions, read_session, sessions_root
 from runner.workspace import program_target
-from tests.console_helpers import SIZE, screen_text
+from tests.console_helpers import SIZE, palette_search, screen_text
 
 pytestmark = pytest.mark.anyio
 
@@ -595,10 +595,7 @@ async def test_palette_starts_a_run_from_another_tab(workspace: Path, standin: P
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert app.query_one(TabbedContent).active == PROGRAM_TAB
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        await pilot.press(*"start the firmware")
-        await pilot.pause(0.3)
+        await palette_search(pilot, "start the firmware", "Run: start the firmware on the FVP")
         await pilot.press("enter")
         await pilot.pause()
         assert app.query_one(TabbedContent).active == RUN_TAB
@@ -614,10 +611,7 @@ async def test_palette_copies_select_ops_from_the_run_tab(workspace: Path) -> No
         await pilot.press("c")  # hidden here, and inert
         await pilot.pause()
         assert app.clipboard == ""
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        await pilot.press(*"copy select")
-        await pilot.pause(0.3)
+        await palette_search(pilot, "copy select", "Program: copy EXECUTORCH_SELECT_OPS_LIST")
         await pilot.press("enter")
         await pilot.pause()
         assert app.clipboard == app.facts.select_ops
