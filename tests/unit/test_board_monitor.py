@@ -352,3 +352,26 @@ def test_mps3_drive_images_txt_and_the_mcc_reboot_dialogue(tmp_path: Path) -> No
     assert summary["verdict"] == "success"
     session = read_session(Path(tmp_path / summary["session"]))
     assert session.raw == runner_log(30) and session.meta["board"] == "mps3-an552"
+
+
+def test_a_stdout_nobody_reads_never_stalls_the_port_reader(tmp_path: Path) -> None:
+    """``etu monitor PORT | pager`` with the pager paused: the log is echoed from a thread of
+    its own, so the port keeps being read and recorded (240 KB here, 4x a pipe's buffer);
+    once stdout is read again every line is there."""
+    pty = Pty()
+    log = runner_log(3000)
+    etu = start_monitor(tmp_path, pty.path, "--timelimit", "60", "--settle", "0.3")
+    try:
+        assert wait_for(lambda: only_session(tmp_path) is not None, 15)
+        writer = threading.Thread(target=pty.write, args=(log,), daemon=True)
+        writer.start()  # blocks while etu does not read the port
+        writer.join(20)
+        assert not writer.is_alive(), "etu stopped reading the port while stdout was full"
+        assert wait_for(lambda: raw_of(tmp_path) == log, 20)
+        out, err = etu.communicate(timeout=30)  # stdout read only now
+    finally:
+        if etu.poll() is None:
+            etu.kill()
+        pty.close()
+    assert etu.returncode == 0, err
+    assert out.decode().splitlines() == log.decode().splitlines()
