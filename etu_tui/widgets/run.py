@@ -54,7 +54,6 @@ from etu_tui.widgets.run_model import (
     Chunk,
     LaunchInfo,
     RunRecord,
-    events_of_file,
     list_past_runs,
     read_past_run,
     split_events,
@@ -80,11 +79,13 @@ from parsers.elf_map import read_elf
 from parsers.errors import describe_error
 from parsers.fit import FAIL, OK, check_fit
 from parsers.runner_events import Event
+from runner.isolated import ChildError
 from runner.process import ProcessStats
 from runner.run import RunController, RunListener, RunOutcome
 from runner.runtime_run import QEMU_BOARD
 from runner.session import RAW as RAW_LOG
 from runner.session import sessions_root
+from runner.session_events import events_in_child
 from runner.workspace import file_label, find_firmware
 
 BATCH_SECONDS = 0.05
@@ -806,13 +807,17 @@ class RunPanel(Vertical):
             # The lines are on screen; the reports (PMU, outputs, faults) follow.
             npu = (record.launch.target if record.launch else "").rpartition("-")[0] or None
             try:
-                others, errors = events_of_file(folder / RAW_LOG, npu)
-            except OSError:
+                others, errors = events_in_child(folder / RAW_LOG, npu)
+            except ChildError as error:
+                self.post_message(PastRunEvents(request, record, [], 0, str(error)))
                 return
             self.post_message(PastRunEvents(request, record, others, errors))
 
     def on_past_run_events(self, message: PastRunEvents) -> None:
         record = message.record
+        if message.failure is not None:
+            record.warnings.append(message.failure)
+            self.notify(message.failure, title=record.label, severity="warning", markup=False)
         record.errors += message.errors
         record.add([], message.others)
         self._after_session(record)  # its outputs are known now: compare them with the host
@@ -1041,7 +1046,9 @@ class RunPanel(Vertical):
             if store.first:
                 count = f"last {kept:,} of {store.total:,} lines (all in the session)"
             shown = f" · {log.row_count:,} shown" if log.filtering else ""
-            if log.filtering and not log.row_count and kept:
+            if log.filter_pending:
+                shown = " · filtering the session file…"
+            elif log.filtering and not log.row_count and kept:
                 shown = (
                     f" · no lines match {printable(log.filter_text)!r}"
                     if log.filter_text
@@ -1128,7 +1135,9 @@ class RunPanel(Vertical):
             status.update("type a text to find")
             return None
         seq = self.log.find(term, forward)
-        if seq is None:
+        if seq is None and self.log.search_pending:
+            status.update(Content.styled(" searching the session file…", "dim"))
+        elif seq is None:
             status.update(Content.styled(" no match", "$text-error"))
         else:
             _, line = self.log.store.line(seq)  # type: ignore[union-attr]
@@ -1140,6 +1149,17 @@ class RunPanel(Vertical):
             )
             status.update(f" {place} · line {line.line_no:,}")
         return seq
+
+    @on(LogView.SearchReady)
+    def _search_ready(self, message: LogView.SearchReady) -> None:
+        """A big session file has been searched: the find that waited goes on."""
+        if self.query_one("#run-find", Input).value.lower() == message.term:
+            self.find(message.forward)
+
+    @on(LogView.FilterApplied)
+    def _filter_applied(self) -> None:
+        self._title_log()
+        self._show_hex()
 
     @on(LogView.CursorMoved)
     def _cursor_moved(self) -> None:

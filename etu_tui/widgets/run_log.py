@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import bisect
 import time
+from array import array
 from collections import deque
 from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import ClassVar
 
 from rich.cells import cell_len
@@ -43,6 +45,9 @@ TIME_MODES = ("relative", "delta", "absolute", "off")
 _TIME_WIDTH = {"relative": 10, "delta": 10, "absolute": 13, "off": 0}
 _LEVEL_CLASS = {"D": "log--debug", "E": "log--error", "F": "log--fatal"}
 HEX_LIMIT = 128  # bytes of a line shown in the hex view
+# A search or filter reading more of a session file than this runs in a worker (the view
+# says "searching…"); less is read at once, in the key's handler.
+SCAN_IN_PLACE = 4 << 20
 
 
 def time_text(mode: str, when: float, start: float | None, before: float | None) -> str:
@@ -124,6 +129,32 @@ class LogView(ScrollView, can_focus=True):
         def control(self) -> LogView:
             return self.view
 
+    class FilterApplied(Message):
+        """The filter's rows are known (a worker read a big session file for them)."""
+
+        def __init__(self, view: LogView, token: int, rows: array | None) -> None:
+            super().__init__()
+            self.view = view
+            self.token = token
+            self.rows = rows
+
+        @property
+        def control(self) -> LogView:
+            return self.view
+
+    class SearchReady(Message):
+        """The lines holding ``term`` are known: the find that waited for them can go on."""
+
+        def __init__(self, view: LogView, term: str, forward: bool) -> None:
+            super().__init__()
+            self.view = view
+            self.term = term
+            self.forward = forward
+
+        @property
+        def control(self) -> LogView:
+            return self.view
+
     class FollowChanged(Message):
         def __init__(self, view: LogView, follow: bool) -> None:
             super().__init__()
@@ -140,7 +171,11 @@ class LogView(ScrollView, can_focus=True):
         self.start: float | None = None  # relative times count from here
         self.filter_text = ""
         self.levels: frozenset[str] = frozenset(LEVELS)
-        self._matches: deque[int] | None = None  # seqs shown, when a filter is on
+        self._matches: deque[int] | array | None = None  # seqs shown, when a filter is on
+        self._filter_token = 0  # the filter a worker computes rows for
+        self.filter_pending = False  # a worker is reading the session file for the rows
+        self.search_pending = ""  # the text a worker is searching the session file for
+        self._keep: int | None = None  # the cursor's line when the filter changed
         self._seen = 0  # store.total when the shown rows were last brought up to date
         self._first = 0  # store.first then
         self.search = ""
@@ -233,8 +268,12 @@ class LogView(ScrollView, can_focus=True):
     def set_filter(self, text: str, levels: Iterable[str]) -> None:
         self.filter_text = text.lower()
         self.levels = frozenset(levels)
-        keep = self.cursor
+        self._keep = self.cursor
         self._rebuild()
+        self._place_cursor()
+
+    def _place_cursor(self) -> None:
+        keep = self._keep
         if self._follow or keep is None:
             self._to_end()
         else:
@@ -244,19 +283,48 @@ class LogView(ScrollView, can_focus=True):
     def _rebuild(self) -> None:
         store = self.store
         filtering = bool(self.filter_text) or self.levels != frozenset(LEVELS)
+        self._filter_token += 1
+        self.filter_pending = False
         if store is None or not filtering:
             self._matches = None
+        elif store.file_backed:
+            self._seen = store.complete
+            if store.scan_cost(self.filter_text) <= SCAN_IN_PLACE:
+                self._matches = store.filtered(self.filter_text, self.levels)
+            else:  # nothing shown until the worker has read the file
+                self._matches = array("Q")
+                self.filter_pending = True
+                self.run_worker(
+                    partial(self._filter_in_thread, store, self._filter_token),
+                    thread=True,
+                    group="log-filter",
+                    exit_on_error=False,
+                )
+            self._first = 0
+            self._update_size()
+            return
         else:
             shown = self._shown
-            hits = self._hits(self.filter_text)
-            if hits is not None:  # a file-backed store: only the lines holding the text
-                self._matches = deque(seq for seq in hits if shown(store.entry(seq)))
-            else:
-                kept = store.iter_from(store.first)
-                self._matches = deque(seq for seq, entry in kept if shown(entry))
+            kept = store.iter_from(store.first)
+            self._matches = deque(seq for seq, entry in kept if shown(entry))
         self._seen = store.total if store else 0
         self._first = store.first if store else 0
         self._update_size()
+
+    def _filter_in_thread(self, store, token: int) -> None:
+        """The rows of a filter over a big session file (a worker: it only posts)."""
+        rows = store.filtered(
+            self.filter_text, self.levels, stop=lambda: token != self._filter_token
+        )
+        self.post_message(self.FilterApplied(self, token, rows))
+
+    def on_log_view_filter_applied(self, message: FilterApplied) -> None:
+        if message.token != self._filter_token or message.rows is None:
+            return
+        self._matches = message.rows
+        self.filter_pending = False
+        self.appended()  # the lines that came while the worker read
+        self._place_cursor()
 
     def appended(self) -> None:
         """The store got lines: show them (matching the filter), drop what the ring
@@ -266,7 +334,15 @@ class LogView(ScrollView, can_focus=True):
             return
         new = store.total - self._seen
         dropped_rows = 0
-        if self._matches is not None:
+        if store.file_backed:
+            matches = self._matches
+            if matches is not None and not self.filter_pending:
+                while matches and matches[-1] >= self._seen:
+                    matches.pop()  # a line that was still growing: filtered again
+                found = store.filtered(self.filter_text, self.levels, self._seen)
+                matches.extend(found or ())
+            self._seen = store.complete
+        elif self._matches is not None:
             shown = self._shown
             self._matches.extend(seq for seq, entry in store.last(new) if shown(entry))
             first, matches = store.first, self._matches
@@ -275,7 +351,8 @@ class LogView(ScrollView, can_focus=True):
                 dropped_rows += 1
         else:
             dropped_rows = store.first - self._first
-        self._seen, self._first = store.total, store.first
+        if not store.file_backed:
+            self._seen, self._first = store.total, store.first
         self._update_size()
         if self._follow:
             self._to_end()
@@ -398,21 +475,52 @@ class LogView(ScrollView, can_focus=True):
     # -- search ------------------------------------------------------------------------
 
     def _hits(self, needle: str) -> Sequence[int] | None:
-        """Every line holding ``needle``, from a store that searches its file in blocks
-        (run_store.FileLogStore); None for the in-memory ring or no text."""
-        finder = getattr(self.store, "find_all", None)
-        return finder(needle) if finder is not None and needle else None
+        """The shown lines holding ``needle``, from a store that searches its file in
+        blocks (run_store.FileLogStore); None for the in-memory ring, no text, or while a
+        worker searches a big file for them."""
+        store = self.store
+        if store is None or not store.file_backed or not needle:
+            return None
+        if store.scan_cost(needle) > SCAN_IN_PLACE:
+            return None
+        hits = store.find_all(needle)
+        matches = self._matches
+        if matches is None or hits is None:
+            return hits
+        return [seq for seq in hits if _holds(matches, seq)]
+
+    def _search_in_thread(self, store, term: str, forward: bool) -> None:
+        """Search a big session file for ``term`` (a worker: it only posts)."""
+        store.find_all(term, stop=lambda: self.search_pending != term)
+        self.post_message(self.SearchReady(self, term, forward))
+
+    def on_log_view_search_ready(self, message: SearchReady) -> None:
+        if message.term == self.search_pending:
+            self.search_pending = ""
 
     def find(self, term: str, forward: bool = True) -> int | None:
         """Move the cursor to the next (previous) shown line containing ``term``, wrapping
-        around; returns its seq, or None when no shown line has it."""
+        around; returns its seq, or None when no shown line has it (or a worker is reading
+        a big session file for it: ``search_pending``, then SearchReady)."""
         self.search = term
         self.refresh()
         needle = term.lower()
         count = self.row_count
         if not needle or not count:
             return None
-        hits = self._hits(needle) if self._matches is None else None
+        store = self.store
+        assert store is not None
+        if store.file_backed and store.scan_cost(needle) > SCAN_IN_PLACE:
+            if self.search_pending != needle:
+                self.search_pending = needle
+                self.run_worker(
+                    partial(self._search_in_thread, store, needle, forward),
+                    thread=True,
+                    group="log-search",
+                    exit_on_error=False,
+                )
+            return None
+        hits = self._hits(needle)
         if hits is not None:
             if not hits:
                 return None
@@ -449,7 +557,7 @@ class LogView(ScrollView, can_focus=True):
         store = self.store
         if not needle or store is None:
             return 0, None
-        hits = self._hits(needle) if self._matches is None else None
+        hits = self._hits(needle)
         if hits is not None:
             at = bisect.bisect_left(hits, seq) if seq is not None else len(hits)
             return len(hits), at + 1 if at < len(hits) and hits[at] == seq else None
@@ -527,6 +635,12 @@ class LogView(ScrollView, can_focus=True):
         if self.store is not None and cells > self.store.widest:
             self.store.widest = cells
             self._update_size()
+
+
+def _holds(rows: Sequence[int], seq: int) -> bool:
+    """Whether the sorted ``rows`` hold ``seq``."""
+    at = bisect.bisect_left(rows, seq)
+    return at < len(rows) and rows[at] == seq
 
 
 class HexView(Static):

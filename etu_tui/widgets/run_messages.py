@@ -84,6 +84,7 @@ class PastRunEvents(RunMessage, bubble=False):
     record: Any  # the RunRecord they belong to
     others: list  # its events other than lines
     errors: int  # its E and F lines
+    failure: str | None = None  # why there are none (the child parsing them failed)
 
 
 @dataclass

@@ -25,11 +25,12 @@ from parsers.runner_events import (
     OutputTensor,
     PmuReport,
 )
-from parsers.runner_log import LogSummary, RunnerLogParser, parse_log_bytes
+from parsers.runner_log import LogSummary, parse_log_bytes
 from runner.process import ProcessStats
 from runner.run import RunOutcome
 from runner.session import META, list_sessions, read_session
 from runner.session import RAW as RAW_LOG
+from runner.session_events import events_of_file
 
 RING_LINES = 100_000  # lines kept on screen; the session's raw.log keeps every byte
 LEVELS = ("D", "I", "E", "F", "other")
@@ -95,6 +96,8 @@ class LogStore:
 
     Lines are numbered by ``seq`` from 0 in arrival order; ``first`` is the oldest kept.
     """
+
+    file_backed = False  # run_store.FileLogStore: searched and filtered in its file
 
     def __init__(self, capacity: int = RING_LINES) -> None:
         self.capacity = max(int(capacity), 1)
@@ -248,32 +251,6 @@ def _outcome_from(meta: dict, events: list[Event]) -> RunOutcome:
         "no end recorded (the console or the run was killed); verdict from the log",
         None,
     )
-
-
-_PARSE_BLOCK = 1 << 22  # bytes of raw.log parsed at once when a session is read back
-
-
-def events_of_file(path: Path, npu: str | None) -> tuple[list[Event], int]:
-    """The events of a recorded log other than its lines, and how many E/F lines it has,
-    parsed in blocks so a run of any length is read without holding its lines."""
-    parser = RunnerLogParser(npu=npu)
-    others: list[Event] = []
-    errors = 0
-
-    def keep(events: list[Event]) -> None:
-        nonlocal errors
-        for event in events:
-            if type(event) is LogLine:
-                if event.level in ("E", "F"):
-                    errors += 1
-            else:
-                others.append(event)
-
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(_PARSE_BLOCK), b""):
-            keep(parser.feed(block))
-    keep(parser.close())
-    return others, errors
 
 
 def read_past_run(folder: Path, capacity: int = RING_LINES, *, events: bool = True) -> RunRecord:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input, Static
+from textual.widgets import Checkbox, Input, Static
 
 from etu_tui.app import EtuApp
 from etu_tui.screenshots import settle
@@ -61,27 +61,58 @@ async def test_a_session_longer_than_the_ring_is_whole_searchable_and_filterable
         await pilot.pause()
         assert f"step {LINES - 1} done" in screen_text(app)
 
-        # Find: the match count over the whole session, the line number of the match.
+        # Find: the file is searched in a worker (the status says so), then the cursor
+        # moves; the match count covers the whole session, with the match's line number.
         await pilot.press("home")
         find = app.query_one("#run-find", Input)
         find.value = "RARE-marker"
-        assert panel.find(True) == 17
+        await pilot.pause()
+        assert panel.find(True) is None and log.search_pending == "rare-marker"
+        assert "searching the session file" in str(app.query_one("#run-find-status").content)
+        await _settled(pilot)
+        assert log.cursor == 17
         status = app.query_one("#run-find-status", Static).content
         assert "1 of 2 matches · line 18" in str(status)
-        assert panel.find(True) == 299_990
+        assert panel.find(True) == 299_990  # searched once: the next finds are at once
         assert "2 of 2 matches · line 299,991" in str(app.query_one("#run-find-status").content)
         assert panel.find(True) == 17  # wraps around
         assert panel.find(False) == 299_990
 
-        # Filter: the matching lines of the whole file, then an empty result that says so.
-        app.query_one("#run-filter", Input).value = "rare-marker"
-        panel.apply_filter()
+        # Filter: the matching lines of the whole file (a worker reads it), then an empty
+        # result that says so.
+        await _filtered(pilot, panel, "rare-marker")
         assert [seq for seq, _ in log.rows()] == [17, 299_990]
-        app.query_one("#run-filter", Input).value = "xyz"
-        panel.apply_filter()
-        await pilot.pause()
+        await _filtered(pilot, panel, "xyz")
         assert log.row_count == 0
         assert "no lines match 'xyz'" in str(app.query_one("#run-log-box").border_title)
-        app.query_one("#run-filter", Input).value = ""
-        panel.apply_filter()
+        await _filtered(pilot, panel, "")
         assert log.row_count == LINES
+
+        # By level alone: the file's E lines, then everything but the I lines.
+        for level in ("I", "D", "F", "other"):
+            app.query_one(f"#run-level-{level}", Checkbox).value = False
+        await _filtered(pilot, panel, "")
+        assert [seq for seq, _ in log.rows()] == [17, 299_990]
+        app.query_one("#run-level-other", Checkbox).value = True
+        await _filtered(pilot, panel, "")
+        assert [seq for seq, _ in log.rows()] == [17, 299_990]
+        app.query_one("#run-level-E", Checkbox).value = False
+        await _filtered(pilot, panel, "")
+        assert log.row_count == 0
+        app.query_one("#run-level-I", Checkbox).value = True
+        await _filtered(pilot, panel, "")
+        assert log.row_count == LINES - 2
+        assert panel.find(True) is None  # the find text is only on the hidden E lines
+
+
+async def _settled(pilot) -> None:
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.pause()
+
+
+async def _filtered(pilot, panel, text: str) -> None:
+    pilot.app.query_one("#run-filter", Input).value = text
+    panel.apply_filter()
+    await _settled(pilot)
+    assert not panel.log.filter_pending

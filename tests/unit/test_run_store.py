@@ -48,3 +48,62 @@ def test_search_reports_every_matching_line_of_300k(tmp_path):
     assert len(store.find_all("no such text")) == 0
     assert store.line_at(store.span(299_990)[0]) == 299_990
     store.close()
+
+
+def test_line_times_come_from_the_index_by_offset(tmp_path):
+    """The session writer's index, bisected in place: each line gets the time of the write
+    that started it, lines of one write share it, a torn last index line is skipped."""
+    from etu_tui.widgets.run_store import FileLogStore
+    from runner.session import SessionWriter
+
+    writer = SessionWriter(tmp_path, "fvp", {})
+    stamps = [100.0 + n for n in range(300)]
+    for n, when in enumerate(stamps):  # write n holds n % 3 + 1 lines
+        writer.write_output(b"".join(b"w%d l%d\n" % (n, k) for k in range(n % 3 + 1)), when=when)
+    writer.finish()
+    with open(writer.folder / "raw.index", "ab") as handle:
+        handle.write(b"99999")  # torn: a killed run's half-written index line
+    store = FileLogStore(writer.folder, started=1.0)
+    expected = [stamps[n] for n in range(300) for _ in range(n % 3 + 1)]
+    assert store.total == len(expected)
+    assert [store.entry(seq)[0] for seq in range(store.total)] == expected
+    store.close()
+
+
+def test_level_filter_over_the_file_agrees_with_each_line_level(tmp_path, monkeypatch):
+    """The block scan (a regex over bytes, blocks cut at newlines, lines longer than a
+    block) picks exactly the lines whose own level is chosen, for every choice of levels."""
+    import itertools
+
+    from etu_tui.widgets import run_store
+    from etu_tui.widgets.run_store import line_level
+
+    monkeypatch.setattr(run_store, "_LEVEL_BLOCK", 4096)
+    rng = random.Random(3)
+    kinds = [
+        b"I [executorch:m.cpp:1 f()] fine",
+        b"D 0:00:01.250 [executorch:m.cpp:2 f()] detail",
+        b"E [executorch:m.cpp:3 f()] bad",
+        b"F executorch:m.cpp:4 fatal",
+        b"E: driver error",
+        b"W: driver warning",
+        b"? [executorch:x] unknown level",
+        b"plain text from the application",
+        b"I" + b"x" * 9000,  # longer than a block, no level
+        b"E [executorch:long.cpp:9] " + b"y" * 9000,  # longer than a block, level E
+    ]
+    rows = [rng.choice(kinds) + b"\n" for _ in range(3000)]
+    path = tmp_path / "raw.log"
+    path.write_bytes(b"".join(rows) + b"E: unfinished last line")
+    store = LineFile(path)
+
+    def level(row: bytes) -> str:
+        found = line_level(row.decode())
+        return found if found in ("D", "I", "E", "F") else "other"
+
+    for size in range(6):
+        for chosen in itertools.combinations(("D", "I", "E", "F", "other"), size):
+            expected = [n for n, row in enumerate(rows) if level(row) in chosen]
+            assert list(store.level_lines(chosen, 0)) == expected, chosen
+            assert list(store.level_lines(chosen, 1500)) == [n for n in expected if n >= 1500]
+    store.close()
