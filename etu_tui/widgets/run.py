@@ -730,7 +730,10 @@ class RunPanel(Vertical):
                     self.history.append(cycles)
         if record is not self.shown:
             return
-        if "log" in changed:
+        if "store" in changed:  # the run outgrew the ring: its session file from now on
+            self.log.show(record.store, record.started)
+            self._title_log()
+        elif "log" in changed:
             self.log.appended()
             self._title_log()
         if "pmu" in changed:

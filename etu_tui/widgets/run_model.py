@@ -2,7 +2,9 @@
 
 Plain data, no widgets: the listener's batches (live) and a session re-read (past) both go
 through :meth:`RunRecord.add`, so a reopened run shows exactly what the live one showed.
-The log is a bounded ring (the full record is the session on disk).
+A live run's log is a bounded ring of parsed lines; once a recorded run outgrows it, the
+record reads its session file instead (run_store.FileLogStore), so every line stays
+reachable while the console's memory stays flat.
 """
 
 from __future__ import annotations
@@ -211,7 +213,14 @@ class RunRecord:
     def add(self, entries: Sequence[Entry], others: Iterable[Event]) -> set[str]:
         changed: set[str] = set()
         if entries:
-            self.store.add(entries)
+            store = self.store
+            if store.file_backed:
+                store.grow()
+            elif self._outgrows(store, len(entries)):
+                self.store = self._session_store()
+                changed.add("store")
+            else:
+                store.add(entries)
             self.errors += sum(1 for entry in entries if entry[LEVEL] in ("E", "F"))
             changed.add("log")
         for event in others:
@@ -232,6 +241,20 @@ class RunRecord:
                 self.missing.append(event.operator)
                 changed.add("triage")
         return changed
+
+    def _outgrows(self, store: LogStore, adding: int) -> bool:
+        """A recorded live run whose ring would drop lines: read its session file now."""
+        if not self.live or self.folder is None or store.total + adding <= store.capacity:
+            return False
+        return (self.folder / RAW_LOG).is_file()
+
+    def _session_store(self):
+        """The run's own session file as its log (the bytes are recorded before they are
+        parsed, so the file already holds every line the ring was given)."""
+        from etu_tui.widgets.run_store import FileLogStore  # run_store imports this module
+
+        assert self.folder is not None
+        return FileLogStore(self.folder, self.started)
 
 
 # --------------------------------------------------------------------- past sessions

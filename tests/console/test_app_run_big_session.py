@@ -116,3 +116,73 @@ async def _filtered(pilot, panel, text: str) -> None:
     panel.apply_filter()
     await _settled(pilot)
     assert not panel.log.filter_pending
+
+
+async def test_a_live_run_that_outgrows_the_ring_reads_its_session_file(
+    workspace: Path,  # noqa: F811 (fixture)
+) -> None:
+    """A real process printing 30,000 lines into a 5,000-line ring: past the ring the Run
+    tab reads the run's own session file, so the first line and a find over all of it
+    work."""
+    import sys
+
+    from etu_tui.widgets.run_store import FileLogStore
+    from tests.console.test_app_run import _wait_end
+
+    script = (
+        "import sys\n"
+        "for n in range(30000): print(f'I [executorch:t.cpp:1 f()] live line {n}')\n"
+        "print('E: rare-live marker')\n"
+    )
+    app = EtuApp(workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        panel = await _run_tab(pilot)
+        panel.capacity = 5_000
+        panel.run_command([sys.executable, "-c", script], sessions=sessions_root(workspace))
+        await _wait_end(pilot, panel)
+        log = app.query_one(LogView)
+        store = panel.live.store
+        assert isinstance(store, FileLogStore) and store.folder == panel.live.folder
+        assert log.store is store and log.row_count == 30_001
+        assert panel.live.errors == 1  # counted from the parsed lines, as before
+        log.focus()
+        await pilot.press("home")
+        await pilot.pause()
+        assert "live line 0" in screen_text(app)
+        app.query_one("#run-find", Input).value = "rare-live"
+        await pilot.pause()
+        assert panel.find(True) == 30_000  # 1.5 MB: searched at once
+        app.query_one("#run-find", Input).value = "live line 7"
+        await pilot.pause()
+        assert panel.find(True) == 7
+
+
+async def test_a_filter_over_a_growing_session_file_takes_each_new_line_once(
+    workspace: Path,  # noqa: F811 (fixture)
+) -> None:
+    """A live run read from its file: a filter on, lines arrive (one cut mid-line by the
+    read), and the rows are exactly the matching complete lines, none twice."""
+    from etu_tui.widgets.run_store import FileLogStore
+
+    writer = SessionWriter(sessions_root(workspace), "fvp", {})
+    writer.write_output(b"".join(b"I [executorch:a.cpp:1] row %d %s\n" % (n, b"odd" if n % 2
+                                 else b"even") for n in range(100)), when=1.0)  # fmt: skip
+    store = FileLogStore(writer.folder, 1.0)
+    app = EtuApp(workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await _run_tab(pilot)
+        log = app.query_one(LogView)
+        log.show(store, 1.0)
+        log.set_filter("odd", ["D", "I", "E", "F", "other"])
+        assert [seq for seq, _ in log.rows()] == list(range(1, 100, 2))
+        writer.write_output(b"I [executorch:a.cpp:1] row 100 od", when=2.0)  # cut mid-line
+        store.grow()
+        log.appended()
+        assert [seq for seq, _ in log.rows()][-1] == 99
+        writer.write_output(b"d\nE [executorch:a.cpp:2] row 101 odd\nrow 102 even\n", when=3.0)
+        store.grow()
+        log.appended()
+        assert [seq for seq, _ in log.rows()] == [*range(1, 100, 2), 100, 101]
+        assert "row 100 odd" in log.line(100)[1].text
+    writer.finish()
+    store.close()
