@@ -84,10 +84,15 @@ async def _etu(workspace: Path, folder: Path) -> dict:
         log.focus()
         await pilot.press("end")
         app.query_one("#run-find", Input).value = "needle-xq7"
-        found = panel.find(True)
-        await pilot.pause()
+        await pilot.pause()  # the find box's own Changed message, before the find
+        panel.find(True)
+        status = app.query_one("#run-find-status")
+        while "searching" in str(status.content):  # a worker searches the file
+            await pilot.pause(0.005)
+        found = log.cursor
+        await pilot.pause()  # the frame that paints the match
         end_find = time.perf_counter() - t1
-        status = str(app.query_one("#run-find-status").content)
+        status = str(status.content)
         return {
             "rows": rows,
             "open_s": round(opened, 3),

@@ -85,7 +85,7 @@ from runner.run import RunController, RunListener, RunOutcome
 from runner.runtime_run import QEMU_BOARD
 from runner.session import RAW as RAW_LOG
 from runner.session import sessions_root
-from runner.session_events import events_in_child
+from runner.session_events import EventsChild
 from runner.workspace import file_label, find_firmware
 
 BATCH_SECONDS = 0.05
@@ -243,6 +243,7 @@ class RunPanel(Vertical):
         self._bridges: dict[int, RunBridge] = {}
         self._lock = threading.Lock()
         self._closing = False
+        self._children: set[EventsChild] = set()
         self._filter_timer: Timer | None = None
         self._frozen = False
         self._hex_timer: Timer | None = None
@@ -314,6 +315,9 @@ class RunPanel(Vertical):
             self._closing = True
             controllers = list(self._controllers.values())
             bridges = list(self._bridges.values())
+            children = list(self._children)
+        for child in children:  # a long session's reports being parsed
+            child.kill()
         for controller in controllers:
             controller.kill()
         for bridge in bridges:
@@ -810,10 +814,23 @@ class RunPanel(Vertical):
             # The lines are on screen; the reports (PMU, outputs, faults) follow.
             npu = (record.launch.target if record.launch else "").rpartition("-")[0] or None
             try:
-                others, errors = events_in_child(folder / RAW_LOG, npu)
-            except ChildError as error:
-                self.post_message(PastRunEvents(request, record, [], 0, str(error)))
+                child = EventsChild(folder / RAW_LOG, npu)
+            except OSError as error:
+                self.post_message(PastRunEvents(request, record, [], 0, describe_error(error)))
                 return
+            with self._lock:
+                if self._closing:
+                    child.kill()
+                self._children.add(child)
+            try:
+                others, errors = child.result()
+            except ChildError as error:
+                if not child.killed:
+                    self.post_message(PastRunEvents(request, record, [], 0, str(error)))
+                return
+            finally:
+                with self._lock:
+                    self._children.discard(child)
             self.post_message(PastRunEvents(request, record, others, errors))
 
     def on_past_run_events(self, message: PastRunEvents) -> None:
@@ -1156,7 +1173,10 @@ class RunPanel(Vertical):
     @on(LogView.SearchReady)
     def _search_ready(self, message: LogView.SearchReady) -> None:
         """A big session file has been searched: the find that waited goes on."""
-        if self.query_one("#run-find", Input).value.lower() == message.term:
+        if message.failure is not None:
+            status = Content.styled(f" {printable(message.failure)}", "$text-error")
+            self.query_one("#run-find-status", Static).update(status)
+        elif self.query_one("#run-find", Input).value.lower() == message.term:
             self.find(message.forward)
 
     @on(LogView.FilterApplied)

@@ -39,6 +39,7 @@ from etu_tui.widgets.run_model import (
     LogStore,
     entry_level,
 )
+from parsers.errors import describe_error
 from parsers.runner_events import LogLine
 
 TIME_MODES = ("relative", "delta", "absolute", "off")
@@ -132,11 +133,14 @@ class LogView(ScrollView, can_focus=True):
     class FilterApplied(Message):
         """The filter's rows are known (a worker read a big session file for them)."""
 
-        def __init__(self, view: LogView, token: int, rows: array | None) -> None:
+        def __init__(
+            self, view: LogView, token: int, rows: array | None, failure: str | None = None
+        ) -> None:
             super().__init__()
             self.view = view
             self.token = token
             self.rows = rows
+            self.failure = failure  # why the file could not be filtered (one line)
 
         @property
         def control(self) -> LogView:
@@ -145,11 +149,14 @@ class LogView(ScrollView, can_focus=True):
     class SearchReady(Message):
         """The lines holding ``term`` are known: the find that waited for them can go on."""
 
-        def __init__(self, view: LogView, term: str, forward: bool) -> None:
+        def __init__(
+            self, view: LogView, term: str, forward: bool, failure: str | None = None
+        ) -> None:
             super().__init__()
             self.view = view
             self.term = term
             self.forward = forward
+            self.failure = failure  # why the file could not be searched (one line)
 
         @property
         def control(self) -> LogView:
@@ -313,14 +320,20 @@ class LogView(ScrollView, can_focus=True):
 
     def _filter_in_thread(self, store, token: int) -> None:
         """The rows of a filter over a big session file (a worker: it only posts)."""
-        rows = store.filtered(
-            self.filter_text, self.levels, stop=lambda: token != self._filter_token
-        )
+        try:
+            rows = store.filtered(
+                self.filter_text, self.levels, stop=lambda: token != self._filter_token
+            )
+        except Exception as error:  # a session file gone or unreadable: said, never raised
+            self.post_message(self.FilterApplied(self, token, array("Q"), describe_error(error)))
+            return
         self.post_message(self.FilterApplied(self, token, rows))
 
     def on_log_view_filter_applied(self, message: FilterApplied) -> None:
         if message.token != self._filter_token or message.rows is None:
             return
+        if message.failure is not None:
+            self.notify(message.failure, title="Filter", severity="error", markup=False)
         self._matches = message.rows
         self.filter_pending = False
         self.appended()  # the lines that came while the worker read
@@ -491,7 +504,11 @@ class LogView(ScrollView, can_focus=True):
 
     def _search_in_thread(self, store, term: str, forward: bool) -> None:
         """Search a big session file for ``term`` (a worker: it only posts)."""
-        store.find_all(term, stop=lambda: self.search_pending != term)
+        try:
+            store.find_all(term, stop=lambda: self.search_pending != term)
+        except Exception as error:  # a session file gone or unreadable: said, never raised
+            self.post_message(self.SearchReady(self, term, forward, describe_error(error)))
+            return
         self.post_message(self.SearchReady(self, term, forward))
 
     def on_log_view_search_ready(self, message: SearchReady) -> None:

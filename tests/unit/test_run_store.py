@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from etu_tui.widgets.run_store import CHUNK, LineFile
+from runner.session_file import CHUNK, LineFile
 
 
 def _lines(data: bytes) -> list[bytes]:
@@ -75,10 +75,10 @@ def test_level_filter_over_the_file_agrees_with_each_line_level(tmp_path, monkey
     block) picks exactly the lines whose own level is chosen, for every choice of levels."""
     import itertools
 
-    from etu_tui.widgets import run_store
-    from etu_tui.widgets.run_store import line_level
+    from runner import session_file
+    from runner.session_file import line_level
 
-    monkeypatch.setattr(run_store, "_LEVEL_BLOCK", 4096)
+    monkeypatch.setattr(session_file, "_LEVEL_BLOCK", 4096)
     rng = random.Random(3)
     kinds = [
         b"I [executorch:m.cpp:1 f()] fine",
@@ -107,3 +107,33 @@ def test_level_filter_over_the_file_agrees_with_each_line_level(tmp_path, monkey
             assert list(store.level_lines(chosen, 0)) == expected, chosen
             assert list(store.level_lines(chosen, 1500)) == [n for n in expected if n >= 1500]
     store.close()
+
+
+def test_a_search_in_a_child_process_finds_what_one_in_place_finds(tmp_path):
+    """The child (a big file's search) and the in-place scan agree, hit for hit: one offset
+    per line holding the text, case folded, a hit across a block edge found once."""
+    from runner import session_file
+    from runner.session_file import find_offsets, offsets_in_child
+
+    rng = random.Random(5)
+    rows = [
+        rng.choice([b"plain row %d\n", b"a NeEdLe row %d needle\n", b"row %d ends in nee"]) % n
+        for n in range(20_000)
+    ]
+    rows[100] = b"x" * (1 << 17) + b"needle in a long line\n"
+    path = tmp_path / "raw.log"
+    path.write_bytes(b"".join(rows))
+    size = path.stat().st_size
+    expected, at = [], 0
+    for row in rows:
+        if b"needle" in row.lower():
+            expected.append(at + row.lower().index(b"needle"))
+        at += len(row)
+    assert list(find_offsets(path, "needle", 0, size)) == expected
+    assert list(offsets_in_child(path, "NEEDLE", 0, size)) == expected
+    original = session_file._BLOCK
+    try:
+        session_file._BLOCK = 1 << 16  # hits across many block edges
+        assert list(find_offsets(path, "needle", 0, size)) == expected
+    finally:
+        session_file._BLOCK = original

@@ -99,3 +99,25 @@ def test_unreadable_meta_still_lists(tmp_path: Path) -> None:
     (root / "raw.log").write_bytes(b"hello\n")
     rows = list_rows(root.parent)
     assert rows[0].ending["reason"] == "unfinished" and rows[0].warnings
+
+
+def test_a_sessions_reports_parsed_in_a_child_equal_those_parsed_in_place(tmp_path):
+    """The console parses a recorded log's reports in a child process (EventsChild): the
+    same events as in place, and a killed child says so rather than hanging the console."""
+    from runner.isolated import ChildError
+    from runner.session_events import EventsChild, events_of_file
+
+    transcript = (
+        Path(__file__).parent.parent / "data/transcripts/04_et_docs_v0.4_mv2_pmu_allocator.log"
+    )
+    log = tmp_path / "raw.log"
+    log.write_bytes(transcript.read_bytes() * 200)
+    in_place = events_of_file(log, "ethos-u55")
+    assert any(type(e).__name__ == "PmuReport" for e in in_place[0])
+    assert EventsChild(log, "ethos-u55").result() == in_place
+    child = EventsChild(log, "ethos-u55")
+    child.kill()
+    with pytest.raises(ChildError, match="stopped"):
+        child.result()
+    with pytest.raises(ChildError, match="not read"):
+        EventsChild(tmp_path / "gone.log", None).result()

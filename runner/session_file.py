@@ -1,0 +1,413 @@
+"""A session's log files read in place: lines of a file that only grows, and their times.
+
+``raw.log`` holds every byte a run printed; ``raw.index`` one ``<offset> <host time>`` line
+per line start, in the same order. Neither is loaded. ``raw.log`` is scanned once in blocks
+(a C-level ``bytes.count`` per 64 KiB chunk) into an ``array('Q')`` of how many lines start
+before each chunk (16 bytes per 64 KiB of log, so 10 million lines index in ~150 KB), and
+read back through a read-only ``mmap`` only for the lines asked for; ``raw.index`` is not
+scanned at all: a line's time is found by bisecting its sorted offsets in place. A search
+and a filter by level run over the file in blocks, holding one block at a time.
+
+A search of a big file runs in a child process (:func:`offsets_in_child`): the scan is
+C-level ``bytes`` work that holds the GIL, and in the console's process it would share one
+core with the UI thread. Plain files and the standard library only: the child imports
+nothing else.
+"""
+
+from __future__ import annotations
+
+import itertools
+import mmap
+import os
+import re
+import subprocess
+import sys
+import threading
+from array import array
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+CHUNK = 1 << 16  # bytes of a file per index entry
+_BLOCK = 1 << 24  # bytes read at once by a scan or a search (a multiple of CHUNK)
+_LEVEL_BLOCK = _BLOCK  # bytes read at once by a filter by level (any size)
+SEARCH_IN_CHILD = 64 << 20  # bytes past which a search runs in a child process
+_CACHED_CHUNKS = 64
+# The level of a runtime line ("I [executorch:f.cpp:12 fn()] m") or a driver line ("E: m"):
+# the parser's own rules, applied to the lines on screen only.
+_RUNTIME = re.compile(r"([DIEF?]) (?:\d+:\d\d:\d\d\.\d+ )?\[?executorch:")
+
+
+NAMED_LEVELS = "DIEF"
+
+
+def _level_pattern(levels: Iterable[str]) -> re.Pattern[bytes] | None:
+    """Lines whose :func:`line_level` is one of ``levels`` (of D, I, E, F), found in bytes."""
+    named = "".join(sorted(set(levels) & set(NAMED_LEVELS)))
+    if not named:
+        return None
+    driver = "".join(lv for lv in named if lv != "F")
+    runtime = rf"[{named}] (?:\d+:\d\d:\d\d\.\d+ )?\[?executorch:"
+    either = rf"{runtime}|[{driver}]: " if driver else runtime
+    return re.compile(rf"^(?:{either})".encode(), re.M)
+
+
+def line_level(text: str) -> str | None:
+    m = _RUNTIME.match(text)
+    if m is not None:
+        return m[1]
+    if text[1:3] == ": " and text[:1] in ("E", "W", "I", "D"):
+        return text[0]
+    return None
+
+
+class LineFile:
+    """The lines of a file that only grows, found by a chunk index and read via mmap."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.starts = array("Q")  # lines starting before chunk c (c * CHUNK)
+        self.size = 0  # bytes indexed
+        self.newlines = 0  # newlines in the first ``size`` bytes
+        self._map: mmap.mmap | None = None
+        self._chunks: OrderedDict[int, list[int]] = OrderedDict()  # chunk → its newlines
+        # A search or filter worker reads lines while the UI thread grows the file's map.
+        self._lock = threading.RLock()
+        self.grow()
+
+    @property
+    def lines(self) -> int:
+        """Lines in the file (a last line without its newline counts)."""
+        tail = self.size and (self.newlines == 0 or self._last_byte() != 0x0A)
+        return self.newlines + (1 if tail else 0)
+
+    def _last_byte(self) -> int:
+        assert self._map is not None
+        return self._map[self.size - 1]
+
+    def grow(self) -> bool:
+        """Index bytes appended since the last call; True when there were any."""
+        with self._lock:
+            return self._grow()
+
+    def _grow(self) -> bool:
+        try:
+            size = self.path.stat().st_size
+        except OSError:
+            return False
+        if size <= self.size:
+            return False
+        # Re-index from the start of the last (possibly partial) chunk: its count of lines
+        # before it is already known and stays right however the file grew.
+        at = 0
+        count = 0
+        if self.starts:
+            at = (len(self.starts) - 1) * CHUNK
+            count = self.starts.pop()
+        buffer = bytearray(min(_BLOCK, size - at))  # read into, not allocated per block
+        with open(self.path, "rb") as handle, memoryview(buffer) as view:
+            handle.seek(at)
+            while at < size:
+                got = handle.readinto(view[: min(len(buffer), size - at)])
+                if not got:
+                    break
+                for offset in range(0, got, CHUNK):
+                    self.starts.append(count)
+                    count += buffer.count(b"\n", offset, min(offset + CHUNK, got))
+                at += got
+        self.size, self.newlines = at, count
+        if self._map is not None:
+            self._map.close()
+        with open(self.path, "rb") as handle:
+            self._map = mmap.mmap(handle.fileno(), at, access=mmap.ACCESS_READ)
+        for chunk in [c for c in self._chunks if c >= len(self.starts) - 2]:
+            del self._chunks[chunk]
+        return True
+
+    def close(self) -> None:
+        with self._lock:
+            if self._map is not None:
+                self._map.close()
+                self._map = None
+
+    def _newlines_in(self, chunk: int) -> list[int]:
+        with self._lock:
+            return self._newlines_in_locked(chunk)
+
+    def _newlines_in_locked(self, chunk: int) -> list[int]:
+        found = self._chunks.get(chunk)
+        if found is not None:
+            self._chunks.move_to_end(chunk)
+            return found
+        data = self._map
+        assert data is not None
+        found = []
+        at, end = chunk * CHUNK, min((chunk + 1) * CHUNK, self.size)
+        while (at := data.find(b"\n", at, end)) != -1:
+            found.append(at)
+            at += 1
+        self._chunks[chunk] = found
+        if len(self._chunks) > _CACHED_CHUNKS:
+            self._chunks.popitem(last=False)
+        return found
+
+    def _newline(self, number: int) -> int:
+        """Offset of the ``number``-th newline (1-based); the file's end past the last."""
+        if number > self.newlines:
+            return self.size
+        starts = self.starts
+        lo, hi = 0, len(starts)
+        while lo < hi:  # the last chunk with fewer than ``number`` newlines before it
+            mid = (lo + hi) // 2
+            if starts[mid] < number:
+                lo = mid + 1
+            else:
+                hi = mid
+        chunk = lo - 1
+        return self._newlines_in(chunk)[number - starts[chunk] - 1]
+
+    def span(self, line: int) -> tuple[int, int]:
+        """(start, end) of line ``line`` (0-based), the end past its newline."""
+        start = 0 if line == 0 else self._newline(line) + 1
+        end = self._newline(line + 1)
+        return start, min(end + 1, self.size)
+
+    def get(self, line: int, limit: int | None = None) -> bytes:
+        """Line ``line``'s bytes with its newline; at most ``limit`` of them."""
+        with self._lock:
+            start, end = self.span(line)
+            if limit is not None:
+                end = min(end, start + limit)
+            assert self._map is not None
+            return self._map[start:end]
+
+    def line_at(self, offset: int) -> int:
+        """The line holding byte ``offset``."""
+        chunk = offset // CHUNK
+        before = self.starts[chunk]
+        found = self._newlines_in(chunk)
+        lo, hi = 0, len(found)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if found[mid] < offset:
+                lo = mid + 1
+            else:
+                hi = mid
+        return before + lo
+
+    def find_all(
+        self,
+        needle: str,
+        start: int = 0,
+        end: int | None = None,
+        stop: Callable[[], bool] | None = None,
+    ) -> array:
+        """The lines holding ``needle`` (ASCII case folded) among bytes ``start:end``, in
+        order. ``stop`` is asked between blocks (a newer search makes this one moot)."""
+        end = self.size if end is None else min(end, self.size)
+        if end - start > SEARCH_IN_CHILD:
+            offsets = offsets_in_child(self.path, needle, start, end)
+        else:
+            offsets = find_offsets(self.path, needle, start, end, stop)
+        return array("Q", map(self.line_at, offsets))
+
+    def level_lines(
+        self, levels: Iterable[str], start_line: int, stop: Callable[[], bool] | None = None
+    ) -> array:
+        """The complete lines from ``start_line`` on whose level (:func:`line_level`, read
+        from the bytes) is one of ``levels`` (D, I, E, F, "other"), in order."""
+        chosen = set(levels)
+        wanted = _level_pattern(chosen & set(NAMED_LEVELS))
+        if "other" not in chosen:  # only the named levels: their lines
+            return self._matching_lines(wanted, start_line, stop) if wanted else array("Q")
+        unwanted = _level_pattern(set(NAMED_LEVELS) - chosen)
+        shown = array("Q")
+        if unwanted is None:  # every level
+            shown.extend(range(start_line, self.newlines))
+            return shown
+        at = start_line
+        for line in self._matching_lines(unwanted, start_line, stop):
+            shown.extend(range(at, line))
+            at = line + 1
+        shown.extend(range(at, self.newlines))
+        return shown
+
+    def _matching_lines(
+        self, pattern: re.Pattern[bytes], start_line: int, stop: Callable[[], bool] | None
+    ) -> array:
+        """Complete lines from ``start_line`` on that ``pattern`` matches at their start,
+        scanned in blocks cut at a newline (a line is never split between two blocks)."""
+        found = array("Q")
+        with self._lock:
+            at = self.span(start_line)[0] if start_line < self.newlines else self.size
+            end = self._newline(self.newlines) + 1 if self.newlines else 0
+        line = start_line
+        with open(self.path, "rb") as handle:
+            while at < end:
+                if stop is not None and stop():
+                    break
+                handle.seek(at)
+                block = handle.read(min(_LEVEL_BLOCK, end - at))
+                cut = block.rfind(b"\n") + 1
+                if cut == 0:  # a line longer than a block: only its start can match
+                    if pattern.match(block):
+                        found.append(line)
+                    at = _line_end(handle, at + len(block), end)
+                    line += 1
+                    continue
+                block = block[:cut]
+                previous = 0
+                for match in pattern.finditer(block):
+                    line += block.count(b"\n", previous, match.start())
+                    previous = match.start()
+                    found.append(line)
+                line += block.count(b"\n", previous)
+                at += len(block)
+        return found
+
+
+class LineTimes:
+    """``raw.index`` looked up in place: its lines are sorted by offset, so the time of the
+    line starting at a byte offset is a bisection over the file's bytes (a few dozen reads
+    per line on screen, nothing per line of the file)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.size = 0
+        self._map: mmap.mmap | None = None
+        self.grow()
+
+    def grow(self) -> None:
+        try:
+            size = self.path.stat().st_size
+        except OSError:
+            return
+        if size <= self.size:
+            return
+        self.close()
+        with open(self.path, "rb") as handle:
+            self._map = mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ)
+        self.size = size
+
+    def close(self) -> None:
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+
+    def time_of(self, offset: int) -> float | None:
+        """The host time of the last index line at or before byte ``offset`` of the log."""
+        data = self._map
+        if data is None:
+            return None
+        lo, hi, found = 0, self.size, None
+        while lo < hi:  # [lo, hi) always holds whole index lines
+            start = data.rfind(b"\n", 0, (lo + hi) // 2) + 1
+            end = data.find(b"\n", start, hi)
+            end = hi if end == -1 else end
+            try:
+                at, when = data[start:end].split()
+                key, stamp = int(at), float(when)
+            except ValueError:  # a torn line (the run was killed mid-write): skip it
+                hi = start
+                continue
+            if key <= offset:
+                found, lo = stamp, end + 1
+            else:
+                hi = start
+        return found
+
+
+def find_offsets(
+    path: Path, needle: str, start: int, end: int, stop: Callable[[], bool] | None = None
+) -> array:
+    """The offset of the first hit of ``needle`` (ASCII case folded) in each line that holds
+    one, among bytes ``start:end`` of ``path``: a scan in blocks, one block held at once."""
+    folded = needle.lower().encode("utf-8")
+    hits = array("Q")
+    if not folded or start >= end:
+        return hits
+    fold = folded != needle.upper().encode("utf-8")
+    overlap = len(folded) - 1
+    after = start  # hits before this are in a line already counted
+    with open(path, "rb") as handle:
+        at = start
+        while at < end:
+            if stop is not None and stop():
+                break
+            handle.seek(at)
+            block = handle.read(min(_BLOCK + overlap, end - at))
+            if fold:
+                block = block.lower()
+            pos = block.find(folded, max(after - at, 0))
+            while pos != -1:
+                hits.append(at + pos)
+                newline = block.find(b"\n", pos)
+                if newline == -1:
+                    after = at + len(block)  # the line goes on past this block
+                    after = _line_end(handle, after, end)
+                    break
+                after = at + newline + 1
+                pos = block.find(folded, newline + 1)
+            at += _BLOCK
+    return hits
+
+
+def _line_end(handle, at: int, end: int) -> int:
+    """The offset past the first newline at or after ``at`` (``end`` if none)."""
+    while at < end:
+        handle.seek(at)
+        piece = handle.read(min(_BLOCK, end - at))
+        newline = piece.find(b"\n")
+        if newline != -1:
+            return at + newline + 1
+        at += len(piece)
+    return end
+
+
+def offsets_in_child(path: Path, needle: str, start: int, end: int) -> array:
+    """:func:`find_offsets` in isolated child processes, one per core, each over its own
+    run of whole lines: their cores, not the UI's, and a 650 MB session searched in about
+    the time one core takes for half of it."""
+    from runner.isolated import ChildError, isolated_python
+
+    cuts = [start]
+    with open(path, "rb") as handle:
+        parts = max(min(os.cpu_count() or 1, 8), 1)
+        for n in range(1, parts):
+            cut = _line_end(handle, start + (end - start) * n // parts, end)
+            if cuts[-1] < cut < end:
+                cuts.append(cut)
+    cuts.append(end)
+    children = [
+        subprocess.Popen(
+            isolated_python("runner.session_file", str(path), needle, str(lo), str(hi)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for lo, hi in itertools.pairwise(cuts)
+    ]
+    hits = array("Q")
+    failures = []
+    for child in children:
+        out, err = child.communicate()
+        if child.returncode != 0:
+            failures.append((err.decode("utf-8", "replace").strip().splitlines() or ["?"])[-1])
+        hits.frombytes(out[: len(out) // hits.itemsize * hits.itemsize])
+    if failures:
+        raise ChildError(f"{path}: the search failed ({failures[0]})")
+    return hits
+
+
+def main(argv: list[str]) -> int:
+    path, needle, start, end = Path(argv[0]), argv[1], int(argv[2]), int(argv[3])
+    try:
+        hits = find_offsets(path, needle, start, end)
+    except OSError as error:
+        print(f"{path}: {error.strerror or error}", file=sys.stderr)
+        return 1
+    sys.stdout.buffer.write(hits.tobytes())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
