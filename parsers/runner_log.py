@@ -161,6 +161,8 @@ def _int(text: str | None) -> int | None:
     """The leading decimal of ``text``; None for ``zu``/``?`` (unsupported printf)."""
     if not text:
         return None
+    if len(text) < 20 and text.isascii() and text.isdigit():  # the usual case: a bare count
+        return int(text)
     m = _INT.match(text)
     if m is None:
         return None
@@ -569,23 +571,25 @@ class RunnerLogParser:
         rest = self._runtime_rest
         stream = self._stream
         lf, crlf_end = b"\n", b"\r\n"
+        prefix_max = _PREFIX_MAX
         n = self._next  # kept local in the loop; self._next is synced around slow paths
+        # Only the slow paths (_complete, _other) can open an ETDump block: re-read after them.
+        in_etdump = self._etdump is not None
         for raw in parts:
             end = lf
             if crlf and raw[-1:] == b"\r":
                 raw = raw[:-1]
                 end = crlf_end
             text = raw.decode("utf-8", "replace")
-            if self._etdump is not None or (
-                special and ("\x04" in text or "\x1b" in text or "♦" in text)
-            ):
+            if in_etdump or (special and ("\x04" in text or "\x1b" in text or "♦" in text)):
                 self._next = n
                 self._complete(raw, end, out)
                 n = self._next
+                in_etdump = self._etdump is not None
                 continue
             # The prefix up to the first "]" decides whether (and how) the line is a runtime
             # line; a log repeats a few hundred call sites, so the regex runs once per site.
-            close = text.find("]", 0, _PREFIX_MAX)
+            close = text.find("]", 0, prefix_max)
             info = cache.get(text[:close]) if close > 0 else None
             if info is None:
                 info = self._prefix(text, close)
@@ -593,6 +597,7 @@ class RunnerLogParser:
                 self._next = n + 1
                 self._other(n, raw, end, text, out)
                 n += 1
+                in_etdump = self._etdump is not None
                 continue
             level, file, line_no, function = info
             message = text[close + 2 :] if text[close + 1 : close + 2] == " " else text[close + 1 :]
@@ -1255,13 +1260,12 @@ class RunnerLogParser:
         front: ExecuTorch's prefix after a foreign one (a timestamp, a trace tag), a
         platform's own prefix (Zephyr's ``[time] <inf> module:``), or none at all (a plain
         printf PAL). True when it was recognised (its LogLine and events are out)."""
-        head = text[:_PREFIX_MAX]
-        mark = head.find(_ET_MARK)
+        mark = text.find(_ET_MARK, 0, _PREFIX_MAX)
         if mark > 0:
-            start = mark - 2 if head[mark - 1] in " [" else mark - 1
-            if head[mark - 1] == "[":
+            start = mark - 2 if text[mark - 1] in " [" else mark - 1
+            if text[mark - 1] == "[":
                 start -= 1
-            if start > 0 and head[start] in "DIEF?":
+            if start > 0 and text[start] in "DIEF?":
                 inner = text[start:]
                 close = inner.find("]", 0, _PREFIX_MAX)
                 m = _RUNTIME.match(inner) if close > 0 else None
@@ -1316,19 +1320,22 @@ class RunnerLogParser:
         handler = self._runtime_handlers.get(key)
         if handler is None:
             c = key[:1]
-            if key.startswith("ethosu_pmu_cntr"):
+            if c == "e" and key.startswith("ethosu_pmu_cntr"):
                 handler = self._h_pmu
-            elif key.startswith("output["):
+            elif c == "o" and key.startswith("output["):
                 handler = self._h_zephyr_output
             elif c == "[" and self._group is not None and self._group.kind == "output":
                 handler = self._h_zephyr_value
-            elif c.isdigit() and level is not None:
+            elif level is None:
+                pass
+            elif c.isdigit():
                 handler = self._h_counted
-            elif body.startswith("Output[") and level is not None:
+            elif c == "O" and body.startswith("Output["):
                 self._output_line(n, body, out)
                 return True
         failure = level is None and (
-            "fail" in body or "Fail" in body or "!= expected" in body
+            ("ail" in body and ("fail" in body or "Fail" in body))
+            or ("!=" in body and "!= expected" in body)
         )  # without a level, what the message says is all there is
         if handler is None and level is None and not failure:
             return False
