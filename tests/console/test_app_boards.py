@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from etu_tui.app import BOARDS_TAB, RUN_TAB, EtuApp
 from etu_tui.screenshots import settle
 from etu_tui.widgets.boards import BoardsPanel
 from runner.session import list_sessions, sessions_root
+from tests.console_helpers import wait_until
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -42,10 +42,7 @@ def ports(monkeypatch: pytest.MonkeyPatch) -> list:
 
 
 async def _wait(pilot, condition, timeout: float = 60.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what or "condition not met in time"
-        await pilot.pause(0.05)
+    await wait_until(pilot, condition, timeout=timeout, what=what)
 
 
 async def _boards_tab(pilot) -> BoardsPanel:

@@ -9,7 +9,6 @@ child process: the console never imports torch).
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from etu_tui.screenshots import settle
 from etu_tui.widgets import OperatorsPane, OutputsPane, PastRunsList
 from etu_tui.widgets.run_panes import comparison_line
 from runner.session import list_sessions, sessions_root
+from tests.console_helpers import wait_until
 from tests.real_runner import build, run_qemu
 
 pytestmark = pytest.mark.anyio
@@ -74,10 +74,13 @@ async def test_a_real_run_on_the_emulated_board_is_compared_with_the_host(
             sessions_root(workspace)
         )
         pane = app.query_one(OutputsPane)
-        deadline = time.monotonic() + 300
-        while not any("host" in line and ("✓" in line or "✗" in line) for line in pane.lines):
-            assert time.monotonic() < deadline, pane.lines
-            await pilot.pause(0.2)
+        await wait_until(
+            pilot,
+            lambda: panel.shown is not None and panel.shown.comparison is not None,
+            timeout=300,
+            what="the comparison with the host",
+        )
+        await settle(pilot)
         shown = panel.shown
         assert shown is not None and shown.folder == session
         record = shown.comparison
@@ -103,13 +106,12 @@ async def test_an_etdump_run_shows_its_operators_and_why_times_are_missing(
         await _open_the_past_run(pilot)
         pane = app.query_one(OperatorsPane)
         panel = app.run_panel
-        deadline = time.monotonic() + 300
-        while panel.shown is None or panel.shown.operators is None:
-            assert time.monotonic() < deadline, (
-                pane.lines,
-                panel.shown and panel.shown.operators_note,
-            )
-            await pilot.pause(0.2)
+        await wait_until(
+            pilot,
+            lambda: panel.shown is not None and panel.shown.operators is not None,
+            timeout=300,
+            what="the ETDump's operators",
+        )
         await settle(pilot)
         assert panel.shown.folder == session
         rows = panel.shown.operators["rows"]
@@ -118,9 +120,11 @@ async def test_an_etdump_run_shows_its_operators_and_why_times_are_missing(
         executed = {op.split("::")[1] for op in firmware["select_ops"]}
         assert any(line.split()[0] in executed for line in pane.lines)
         assert all(" — " in line for line in pane.lines)
-        deadline = time.monotonic() + 300
-        while panel.shown.comparison_note and panel.shown.comparison_note.startswith("comparing"):
-            assert time.monotonic() < deadline
-            await pilot.pause(0.2)
+        await wait_until(
+            pilot,
+            lambda: not (panel.shown.comparison_note or "").startswith("comparing"),
+            timeout=300,
+            what="the comparison's verdict",
+        )
         assert panel.shown.comparison is None
         assert "BundleIO" in panel.shown.comparison_note

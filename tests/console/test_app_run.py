@@ -44,7 +44,7 @@ from parsers.vela import load_vela_report
 from runner.run import RunOutcome
 from runner.session import SessionWriter, list_sessions, read_session, sessions_root
 from runner.workspace import program_target
-from tests.console_helpers import SIZE, palette_search, screen_text
+from tests.console_helpers import SIZE, palette_search, screen_text, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -87,11 +87,7 @@ async def _run_tab(pilot: Pilot) -> RunPanel:
 
 
 async def _wait(pilot: Pilot, condition, timeout: float = RUN_TIMEOUT, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(what or "condition not met in time")
-        await pilot.pause(0.05)
+    await wait_until(pilot, condition, timeout=timeout, what=what)
 
 
 async def _wait_end(pilot: Pilot, panel: RunPanel) -> None:

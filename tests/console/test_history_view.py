@@ -10,6 +10,7 @@ from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
 from etu_tui.widgets.history import FIGURES, HistoryPanel, ReplayRequested, replay_schedule
+from tests.console_helpers import wait_until
 from tests.history_workspace import add_v1_sessions, make_workspace, record_run
 
 
@@ -40,12 +41,8 @@ class Harness(App):
         self.replays.append(message)
 
 
-async def wait_for(pilot, condition, tries: int = 100) -> None:
-    for _ in range(tries):
-        await pilot.pause(0.05)
-        if condition():
-            return
-    raise AssertionError("condition never held")
+async def wait_for(pilot, condition) -> None:
+    await wait_until(pilot, condition, timeout=10, what="the history panel's worker")
 
 
 @pytest.mark.anyio
