@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import queue
-import threading
 from pathlib import Path
 from typing import TextIO
 
-BACKLOG = 100_000  # lines waiting for a slow stdout before further ones are only counted
 HELP = "watch a board's serial port: parse the runner log live and record a session"
 
 
@@ -73,56 +69,24 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 def follow(source, meta: dict, sessions: Path, *, as_json: bool, out: TextIO, err: TextIO) -> int:
     """Record and parse ``source`` until it ends; print the log (or, with --json, the
     summary) and return the exit status of `etu run` for the same ending."""
+    from etu_tui.cli.echo import Echo
     from etu_tui.safe_text import printable
     from parsers.runner_events import LogLine
     from parsers.runner_log import parse_log_bytes, summarize
     from runner.run import RunController, RunListener
     from runner.session import RAW
 
-    class Printer(RunListener):
-        """Lines to stdout from a thread of its own: a reader of stdout that stops (a
-        paused pager, a slow pipe) never stalls the port's reader, whose bytes the session
-        keeps. Past BACKLOG waiting lines, lines are counted, not printed."""
-
-        def __init__(self) -> None:
-            self.lines: queue.Queue[str | None] = queue.Queue(maxsize=BACKLOG)
-            self.dropped = 0
-            self.thread = threading.Thread(target=self._write, daemon=True)
-            self.thread.start()
-
-        def on_events(self, events) -> None:
-            for event in events:
-                if isinstance(event, LogLine):
-                    text = printable(event.text)
-                elif type(event).__name__ in ("PortLost", "PortGap"):
-                    err.write(f"etu: {printable(json.dumps(event.to_json()))}\n")
-                    continue
-                else:
-                    continue
-                try:
-                    self.lines.put_nowait(text)
-                except queue.Full:
-                    self.dropped += 1
-
-        def _write(self) -> None:
-            with contextlib.suppress(OSError, ValueError):
-                while (text := self.lines.get()) is not None:
-                    out.write(text + "\n")
-                    if self.lines.empty():
-                        out.flush()
-
-        def close(self, timeout: float = 5.0) -> None:
-            with contextlib.suppress(queue.Full):
-                self.lines.put(None, timeout=timeout)
-            self.thread.join(timeout)
-            if self.dropped:
-                err.write(f"etu: {self.dropped:,} lines not printed (stdout did not keep up); "
-                          "the session has every byte\n")  # fmt: skip
+    def render(event) -> str | None:
+        if isinstance(event, LogLine):
+            return printable(event.text)
+        if type(event).__name__ in ("PortLost", "PortGap"):
+            err.write(f"etu: {printable(json.dumps(event.to_json()))}\n")
+        return None
 
     label = meta.get("label")
     if label and label != "board" and not as_json:
         err.write(f"etu: {label}\n")
-    printer = Printer() if not as_json else RunListener()
+    printer = Echo(render, out, err) if not as_json else RunListener()
     controller = RunController(
         sessions=sessions, kind="board", meta=meta, listener=printer, source=source
     ).start()
@@ -131,7 +95,7 @@ def follow(source, meta: dict, sessions: Path, *, as_json: bool, out: TextIO, er
     except KeyboardInterrupt:
         controller.stop()
         outcome = controller.wait()
-    if isinstance(printer, Printer):
+    if isinstance(printer, Echo):
         printer.close()
     if as_json:
         summary = summarize(parse_log_bytes((controller.folder / RAW).read_bytes()))

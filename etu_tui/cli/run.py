@@ -109,7 +109,7 @@ def _stream_run(launch, args: argparse.Namespace, *, out: TextIO, err: TextIO) -
     try:
         controller = RunController(
             launch.argv, sessions=args.sessions, kind="fvp", meta=launch.meta(),
-            listener=_printer(args, out), npu=launch.target.npu,
+            listener=_printer(args, out, err), npu=launch.target.npu,
         )  # fmt: skip
     except OSError as error:  # --sessions is a file, read-only, on a full disk
         where = printable(str(error.filename or args.sessions))
@@ -146,7 +146,7 @@ def _board_run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     err.write(f"etu: {QEMU_LABEL}\n")
     time_limit = float(args.timelimit) if args.timelimit else 60.0
     controller = run_on_qemu(
-        Path(elf), sessions=args.sessions, listener=_printer(args, out), time_limit=time_limit,
+        Path(elf), sessions=args.sessions, listener=_printer(args, out, err), time_limit=time_limit,
         meta={"program": str(args.pte) if args.pte else None},
     )  # fmt: skip
     status = _finish(controller, args, out=out, err=err)
@@ -199,21 +199,19 @@ def _build_if_needed(args: argparse.Namespace, *, err: TextIO):
     return result.elf
 
 
-def _printer(args: argparse.Namespace, out: TextIO):
+def _printer(args: argparse.Namespace, out: TextIO, err: TextIO):
+    """The run's events (--json) or its lines, echoed from a thread of their own (a stdout
+    that stops reading must not pause the simulator)."""
+    from etu_tui.cli.echo import Echo
     from etu_tui.safe_text import printable
     from parsers.runner_events import LogLine
-    from runner.run import RunListener
 
-    class Printer(RunListener):
-        def on_events(self, events) -> None:
-            for event in events:
-                if args.json:
-                    out.write(json.dumps(event.to_json()) + "\n")
-                elif isinstance(event, LogLine):
-                    out.write(printable(event.text) + "\n")
-            out.flush()
+    def render(event) -> str | None:
+        if args.json:
+            return json.dumps(event.to_json())
+        return printable(event.text) if isinstance(event, LogLine) else None
 
-    return Printer()
+    return Echo(render, out, err)
 
 
 def _finish(controller, args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
@@ -224,6 +222,7 @@ def _finish(controller, args: argparse.Namespace, *, out: TextIO, err: TextIO) -
     except KeyboardInterrupt:
         controller.stop("stopped by SIGINT (Ctrl+C)")
         outcome = controller.wait()
+    controller.listener.close()  # the echo prints what waits first
     if args.json:
         out.write(json.dumps({**outcome.to_json(), "session": str(controller.folder)}) + "\n")
     else:
