@@ -6,6 +6,7 @@ Update after a reviewed UI change with ``pytest tests/console/test_snapshots.py 
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -25,27 +26,36 @@ from etu_tui.screenshots import (
 DEMO = Path(__file__).resolve().parent.parent.parent / "etu_tui" / "demo" / "demo_cnn.pte"
 
 
-def test_program_view(snap_compare) -> None:
+@pytest.fixture
+def demo(tmp_path: Path) -> Path:
+    """The demo workspace's package files, copied: the sessions and compile jobs a
+    `make run` leaves in a checkout's etu_tui/demo/.etu never reach a snapshot."""
+    folder = tmp_path / DEMO.parent.name
+    shutil.copytree(DEMO.parent, folder, ignore=shutil.ignore_patterns(".etu", "__pycache__"))
+    return folder / DEMO.name
+
+
+def test_program_view(demo: Path, snap_compare) -> None:
     """Summary, instructions (1 NPU, 2 CPU rows), plan facts, CPU operators, delegates."""
 
     async def loaded(pilot: Pilot) -> None:
         await settle(pilot)
 
-    assert snap_compare(EtuApp(DEMO), terminal_size=(140, 45), run_before=loaded)
+    assert snap_compare(EtuApp(demo), terminal_size=(140, 45), run_before=loaded)
 
 
-def test_npu_view(snap_compare) -> None:
+def test_npu_view(demo: Path, snap_compare) -> None:
     """Vela summary with the estimate badge, layers by cycles, compare with a U85 run."""
     assert COMPARE_REPORT.is_dir()
-    assert snap_compare(EtuApp(DEMO), terminal_size=(140, 45), run_before=npu_steps)
+    assert snap_compare(EtuApp(demo), terminal_size=(140, 45), run_before=npu_steps)
 
 
-def test_memory_view(snap_compare) -> None:
+def test_memory_view(demo: Path, snap_compare) -> None:
     """Regions of the demo firmware from its ld map, runner pools, kernels, sections."""
-    assert snap_compare(EtuApp(DEMO), terminal_size=(140, 45), run_before=memory_steps)
+    assert snap_compare(EtuApp(demo), terminal_size=(140, 45), run_before=memory_steps)
 
 
-def test_fit_view(snap_compare, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_fit_view(demo: Path, snap_compare, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A picked firmware whose temp pool is too small: ethosu_scratch fails first, with
     the flag that fixes it; the tab says ✗."""
     elf = small_scratch_firmware(tmp_path_factory.mktemp("fit_view"))
@@ -53,13 +63,13 @@ def test_fit_view(snap_compare, tmp_path_factory: pytest.TempPathFactory) -> Non
     async def picked(pilot: Pilot) -> None:
         await fit_steps(pilot, elf)
 
-    assert snap_compare(EtuApp(DEMO), terminal_size=(140, 45), run_before=picked)
+    assert snap_compare(EtuApp(demo), terminal_size=(140, 45), run_before=picked)
 
 
-def test_compile_view(snap_compare) -> None:
+def test_compile_view(demo: Path, snap_compare) -> None:
     """The Compile tab's form before compiling: the built-in cnn for the demo's target, the
     defaults the target resolves to, every stage pending, an empty sweep table."""
-    assert snap_compare(EtuApp(DEMO), terminal_size=(140, 45), run_before=compile_steps)
+    assert snap_compare(EtuApp(demo), terminal_size=(140, 45), run_before=compile_steps)
 
 
 # --------------------------------------------------------- laptop and SSH sizes
@@ -87,7 +97,7 @@ SMALL_VIEWS = {
 @pytest.mark.parametrize("size", [(80, 24), (120, 36)], ids=["80x24", "120x36"])
 @pytest.mark.parametrize("view", [*SMALL_VIEWS, "npu"])
 def test_view_at_small_sizes(
-    snap_compare, view: str, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+    demo: Path, snap_compare, view: str, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each tab at a laptop terminal (80×24) and at 120×36: its main content in view,
     nothing past the right edge, Quit in the footer. The Run tab before any run (the FVP
@@ -103,4 +113,4 @@ def test_view_at_small_sizes(
         async def steps(pilot: Pilot) -> None:
             await _tab(pilot, SMALL_VIEWS[view])
 
-    assert snap_compare(EtuApp(DEMO), terminal_size=size, run_before=steps)
+    assert snap_compare(EtuApp(demo), terminal_size=size, run_before=steps)
