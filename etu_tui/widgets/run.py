@@ -639,7 +639,10 @@ class RunPanel(Vertical):
         self._controller = message.controller
         self.live.folder = message.controller.folder
         self.live.launch = message.launch
-        self.live.started = time.time()  # relative times count from the process's start
+        # Relative times count from the session's start, which precedes every line it
+        # stamps (a board's port may have bytes before this message is handled).
+        started = message.controller.session.meta.get("started")
+        self.live.started = started if isinstance(started, float) else time.time()
         if self.shown is self.live:
             self.log.start = self.live.started
             self.log.refresh()

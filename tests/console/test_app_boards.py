@@ -72,6 +72,11 @@ async def test_the_emulated_board_flashed_from_the_boards_tab_runs(workspace, po
         assert live.outcome.reason == "success", live.outcome
         texts = [live.store.entry(i)[4] for i in range(live.store.total)]
         assert any("Program complete" in text for text in texts)
+        # Relative times count from the session's start (before any byte a port had
+        # waiting when the Run tab heard of the run): no line is stamped before it.
+        started = json.loads((live.folder / "meta.json").read_text())["started"]
+        assert live.started == started
+        assert all(live.store.entry(i)[0] >= started for i in range(live.store.total))
         (session,) = list_sessions(sessions_root(workspace))
         meta = json.loads((session / "meta.json").read_text())
         assert meta["board"] == "qemu-an547" and meta["firmware"].endswith(".elf")
