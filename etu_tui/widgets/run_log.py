@@ -302,7 +302,13 @@ class LogView(ScrollView, can_focus=True):
                 self._matches = array("Q")
                 self.filter_pending = True
                 self.run_worker(
-                    partial(self._filter_in_thread, store, self._filter_token),
+                    partial(
+                        self._filter_in_thread,
+                        store,
+                        self.filter_text,
+                        self.levels,
+                        self._filter_token,
+                    ),
                     thread=True,
                     group="log-filter",
                     exit_on_error=False,
@@ -318,12 +324,10 @@ class LogView(ScrollView, can_focus=True):
         self._first = store.first if store else 0
         self._update_size()
 
-    def _filter_in_thread(self, store, token: int) -> None:
+    def _filter_in_thread(self, store, text: str, levels: frozenset[str], token: int) -> None:
         """The rows of a filter over a big session file (a worker: it only posts)."""
         try:
-            rows = store.filtered(
-                self.filter_text, self.levels, stop=lambda: token != self._filter_token
-            )
+            rows = store.filtered(text, levels, stop=lambda: token != self._filter_token)
         except Exception as error:  # a session file gone or unreadable: said, never raised
             self.post_message(self.FilterApplied(self, token, array("Q"), describe_error(error)))
             return
@@ -349,12 +353,18 @@ class LogView(ScrollView, can_focus=True):
         dropped_rows = 0
         if store.file_backed:
             matches = self._matches
-            if matches is not None and not self.filter_pending:
+            if matches is None:
+                self._seen = store.complete
+            elif self.filter_pending:
+                pass  # the worker's rows, then the lines from _seen on (its start)
+            elif self.filter_text and store.scan_cost(self.filter_text) > SCAN_IN_PLACE:
+                self._rebuild()  # the text's lines were forgotten: a worker reads them again
+            else:
                 while matches and matches[-1] >= self._seen:
                     matches.pop()  # a line that was still growing: filtered again
                 found = store.filtered(self.filter_text, self.levels, self._seen)
                 matches.extend(found or ())
-            self._seen = store.complete
+                self._seen = store.complete
         elif self._matches is not None:
             shown = self._shown
             self._matches.extend(seq for seq, entry in store.last(new) if shown(entry))

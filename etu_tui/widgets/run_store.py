@@ -44,7 +44,9 @@ class FileLogStore:
         self._entries: OrderedDict[int, Entry] = OrderedDict()
         # needle → (lines holding it, bytes searched, complete lines then)
         self._hits: dict[str, tuple[array, int, int]] = {}
-        self._search_lock = threading.Lock()
+        # One search per needle at a time (a worker's long search of one text never holds
+        # up the UI's quick look at another's cached lines).
+        self._search_locks: dict[str, threading.Lock] = {}
 
     @property
     def total(self) -> int:
@@ -84,7 +86,7 @@ class FileLogStore:
         """Every line holding ``needle`` (case folded): searched once per needle, then only
         the bytes appended since. None when ``stop`` ended the search."""
         key = needle.lower()
-        with self._search_lock:
+        with self._search_locks.setdefault(key, threading.Lock()):
             hits, searched, lines = self._hits.get(key, (array("Q"), 0, 0))
             with self.raw._lock:
                 size, complete = self.raw.size, self.raw.newlines
