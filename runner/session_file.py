@@ -124,6 +124,11 @@ class LineFile:
             del self._chunks[chunk]
         return True
 
+    def extent(self) -> tuple[int, int]:
+        """(bytes, newlines) indexed, read together (another thread may be growing it)."""
+        with self._lock:
+            return self.size, self.newlines
+
     def close(self) -> None:
         with self._lock:
             if self._map is not None:
@@ -217,30 +222,36 @@ class LineFile:
         """The complete lines from ``start_line`` on whose level (:func:`line_level`, read
         from the bytes) is one of ``levels`` (D, I, E, F, "other"), in order."""
         chosen = set(levels)
+        complete = self.extent()[1]  # lines whole now: the file may grow meanwhile
         wanted = _level_pattern(chosen & set(NAMED_LEVELS))
         if "other" not in chosen:  # only the named levels: their lines
-            return self._matching_lines(wanted, start_line, stop) if wanted else array("Q")
+            if wanted is None:
+                return array("Q")
+            return self._matching_lines(wanted, start_line, complete, stop)
         unwanted = _level_pattern(set(NAMED_LEVELS) - chosen)
         shown = array("Q")
-        if unwanted is None:  # every level
-            shown.extend(range(start_line, self.newlines))
-            return shown
         at = start_line
-        for line in self._matching_lines(unwanted, start_line, stop):
-            shown.extend(range(at, line))
-            at = line + 1
-        shown.extend(range(at, self.newlines))
+        if unwanted is not None:  # every line but those at the levels left out
+            for line in self._matching_lines(unwanted, start_line, complete, stop):
+                shown.extend(range(at, line))
+                at = line + 1
+        shown.extend(range(at, complete))
         return shown
 
     def _matching_lines(
-        self, pattern: re.Pattern[bytes], start_line: int, stop: Callable[[], bool] | None
+        self,
+        pattern: re.Pattern[bytes],
+        start_line: int,
+        complete: int,
+        stop: Callable[[], bool] | None,
     ) -> array:
-        """Complete lines from ``start_line`` on that ``pattern`` matches at their start,
+        """Lines ``start_line`` to ``complete`` that ``pattern`` matches at their start,
         scanned in blocks cut at a newline (a line is never split between two blocks)."""
         found = array("Q")
-        with self._lock:
-            at = self.span(start_line)[0] if start_line < self.newlines else self.size
-            end = self._newline(self.newlines) + 1 if self.newlines else 0
+        if start_line >= complete:
+            return found
+        at = self.span(start_line)[0]
+        end = self.span(complete - 1)[1]
         line = start_line
         with open(self.path, "rb") as handle:
             while at < end:

@@ -88,9 +88,8 @@ class FileLogStore:
         key = needle.lower()
         with self._search_locks.setdefault(key, threading.Lock()):
             hits, searched, lines = self._hits.get(key, (array("Q"), 0, 0))
-            with self.raw._lock:
-                size, complete = self.raw.size, self.raw.newlines
-                start = self.raw.span(lines)[0] if lines else 0
+            size, complete = self.raw.extent()
+            start = self.raw.span(lines)[0] if lines else 0  # a whole line: stays put
             if searched == size:
                 return hits
             new = self.raw.find_all(key, start=start, end=size, stop=stop)
