@@ -13,6 +13,7 @@ import time
 from array import array
 from collections import deque
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar
 
@@ -78,6 +79,17 @@ def hexdump(data: bytes, limit: int = HEX_LIMIT) -> list[str]:
     return rows
 
 
+@dataclass
+class LogViewMessage(Message):
+    """Base of the messages a LogView posts about itself (its ``control``)."""
+
+    view: LogView
+
+    @property
+    def control(self) -> LogView:
+        return self.view
+
+
 class LogView(ScrollView, can_focus=True):
     """A run's lines: follow mode, filter by text and level, search, time column, cursor."""
 
@@ -118,59 +130,31 @@ class LogView(ScrollView, can_focus=True):
         Binding("right", "scroll_right", "Right", show=False, id="scroll_right"),
     ]
 
-    class CursorMoved(Message):
+    @dataclass
+    class CursorMoved(LogViewMessage):
         """The cursor is on line ``seq`` (None: no lines)."""
 
-        def __init__(self, view: LogView, seq: int | None) -> None:
-            super().__init__()
-            self.view = view
-            self.seq = seq
+        seq: int | None
 
-        @property
-        def control(self) -> LogView:
-            return self.view
-
-    class FilterApplied(Message):
+    @dataclass
+    class FilterApplied(LogViewMessage):
         """The filter's rows are known (a worker read a big session file for them)."""
 
-        def __init__(
-            self, view: LogView, token: int, rows: array | None, failure: str | None = None
-        ) -> None:
-            super().__init__()
-            self.view = view
-            self.token = token
-            self.rows = rows
-            self.failure = failure  # why the file could not be filtered (one line)
+        token: int
+        rows: array | None
+        failure: str | None = None  # why the file could not be filtered (one line)
 
-        @property
-        def control(self) -> LogView:
-            return self.view
-
-    class SearchReady(Message):
+    @dataclass
+    class SearchReady(LogViewMessage):
         """The lines holding ``term`` are known: the find that waited for them can go on."""
 
-        def __init__(
-            self, view: LogView, term: str, forward: bool, failure: str | None = None
-        ) -> None:
-            super().__init__()
-            self.view = view
-            self.term = term
-            self.forward = forward
-            self.failure = failure  # why the file could not be searched (one line)
+        term: str
+        forward: bool
+        failure: str | None = None  # why the file could not be searched (one line)
 
-        @property
-        def control(self) -> LogView:
-            return self.view
-
-    class FollowChanged(Message):
-        def __init__(self, view: LogView, follow: bool) -> None:
-            super().__init__()
-            self.view = view
-            self.follow = follow
-
-        @property
-        def control(self) -> LogView:
-            return self.view
+    @dataclass
+    class FollowChanged(LogViewMessage):
+        follow: bool
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
