@@ -15,6 +15,7 @@ from etu_tui.widgets.run_model import RING_LINES
 from runner.session import SessionWriter, sessions_root
 from tests.console.test_app import SIZE, screen_text
 from tests.console.test_app_run import _run_tab, workspace  # noqa: F401 (fixture)
+from tests.console_helpers import wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -184,5 +185,51 @@ async def test_a_filter_over_a_growing_session_file_takes_each_new_line_once(
         log.appended()
         assert [seq for seq, _ in log.rows()] == [*range(1, 100, 2), 100, 101]
         assert "row 100 odd" in log.line(100)[1].text
+    writer.finish()
+    store.close()
+
+
+async def test_lines_that_arrive_while_a_filter_worker_reads_are_filtered_after_it(
+    workspace: Path,  # noqa: F811 (fixture)
+) -> None:
+    """A filter over a big file runs in a worker; lines appended meanwhile are held until
+    it is done and then filtered from where it started: each matching line once, none lost.
+    The worker is held once it has taken the file's size, so the lines surely come after."""
+    import threading
+
+    from etu_tui.widgets.run_log import SCAN_IN_PLACE
+    from etu_tui.widgets.run_store import FileLogStore
+
+    writer = SessionWriter(sessions_root(workspace), "fvp", {})
+    row = b"I [executorch:a.cpp:1] row %d %s " + b"x" * 60 + b"\n"
+    count = SCAN_IN_PLACE // 80 + 10_000  # past the in-place limit: a worker filters
+    writer.write_output(b"".join(row % (n, b"hit" if n % 1000 == 0 else b"miss")
+                                 for n in range(count)), when=1.0)  # fmt: skip
+    store = FileLogStore(writer.folder, 1.0)
+    gate, arrived = threading.Event(), threading.Event()
+    search = store.raw.find_all
+
+    def held(*args, **kwargs):
+        arrived.set()  # the worker has taken the file's size and line count
+        gate.wait(30)
+        return search(*args, **kwargs)
+
+    store.raw.find_all = held
+    app = EtuApp(workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await _run_tab(pilot)
+        log = app.query_one(LogView)
+        log.show(store, 1.0)
+        log.set_filter("hit", ["D", "I", "E", "F", "other"])
+        assert log.filter_pending
+        await wait_until(pilot, arrived.is_set, timeout=30, what="the filter worker")
+        writer.write_output(b"".join(row % (n, b"hit") for n in range(count, count + 5)), 2.0)
+        store.grow()
+        log.appended()  # held: the worker has not answered yet
+        assert log.filter_pending and log.row_count == 0
+        gate.set()
+        await _settled(pilot)
+        expected = [*range(0, count, 1000), *range(count, count + 5)]
+        assert [seq for seq, _ in log.rows()] == expected
     writer.finish()
     store.close()
