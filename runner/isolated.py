@@ -31,6 +31,12 @@ class ChildError(RuntimeError):
     """One line: why an isolated child gave no record."""
 
 
+def last_line(stderr: str | bytes) -> str:
+    """The last line a failed child wrote to stderr (what it died of), or "no output"."""
+    text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr
+    return (text.strip().splitlines() or ["no output"])[-1]
+
+
 def json_child(module: str, *args: str, what: str, timeout: float = 600.0) -> dict:
     """Run ``module`` isolated; its last stdout line is one JSON object, or
     ``{"error": line}``. For work that imports torch or ExecuTorch on behalf of the console
@@ -48,7 +54,7 @@ def json_child(module: str, *args: str, what: str, timeout: float = 600.0) -> di
     try:
         record = json.loads(done.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        tail = last_line(done.stderr)
         raise ChildError(f"{what} failed (status {done.returncode}): {tail}") from None
     if not isinstance(record, dict):
         raise ChildError(f"{what} printed no record")

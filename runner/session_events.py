@@ -18,7 +18,7 @@ from pathlib import Path
 
 from parsers.runner_events import Event, LogLine
 from parsers.runner_log import RunnerLogParser
-from runner.isolated import ChildError, isolated_python
+from runner.isolated import ChildError, isolated_python, last_line
 
 _PARSE_BLOCK = 1 << 22  # bytes of raw.log parsed at once
 
@@ -69,8 +69,7 @@ class EventsChild:
         if self.killed:
             raise ChildError(f"{self.path}: reading its reports was stopped")
         if self._process.returncode != 0 or not out:
-            tail = (err.decode("utf-8", "replace").strip().splitlines() or ["no output"])[-1]
-            raise ChildError(f"{self.path}: its reports were not read ({tail})")
+            raise ChildError(f"{self.path}: its reports were not read ({last_line(err)})")
         # etu's own child pickled etu's own event classes: nothing in the log picks a class
         others, errors = pickle.loads(out)
         return others, errors

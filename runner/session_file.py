@@ -16,6 +16,7 @@ nothing else.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import mmap
 import os
@@ -136,39 +137,30 @@ class LineFile:
                 self._map = None
 
     def _newlines_in(self, chunk: int) -> list[int]:
+        """Offsets of the newlines in ``chunk`` (the last few chunks asked for are kept)."""
         with self._lock:
-            return self._newlines_in_locked(chunk)
-
-    def _newlines_in_locked(self, chunk: int) -> list[int]:
-        found = self._chunks.get(chunk)
-        if found is not None:
-            self._chunks.move_to_end(chunk)
+            found = self._chunks.get(chunk)
+            if found is not None:
+                self._chunks.move_to_end(chunk)
+                return found
+            data = self._map
+            assert data is not None
+            found = []
+            at, end = chunk * CHUNK, min((chunk + 1) * CHUNK, self.size)
+            while (at := data.find(b"\n", at, end)) != -1:
+                found.append(at)
+                at += 1
+            self._chunks[chunk] = found
+            if len(self._chunks) > _CACHED_CHUNKS:
+                self._chunks.popitem(last=False)
             return found
-        data = self._map
-        assert data is not None
-        found = []
-        at, end = chunk * CHUNK, min((chunk + 1) * CHUNK, self.size)
-        while (at := data.find(b"\n", at, end)) != -1:
-            found.append(at)
-            at += 1
-        self._chunks[chunk] = found
-        if len(self._chunks) > _CACHED_CHUNKS:
-            self._chunks.popitem(last=False)
-        return found
 
     def _newline(self, number: int) -> int:
         """Offset of the ``number``-th newline (1-based); the file's end past the last."""
         if number > self.newlines:
             return self.size
         starts = self.starts
-        lo, hi = 0, len(starts)
-        while lo < hi:  # the last chunk with fewer than ``number`` newlines before it
-            mid = (lo + hi) // 2
-            if starts[mid] < number:
-                lo = mid + 1
-            else:
-                hi = mid
-        chunk = lo - 1
+        chunk = bisect.bisect_left(starts, number) - 1  # the last with fewer before it
         return self._newlines_in(chunk)[number - starts[chunk] - 1]
 
     def span(self, line: int) -> tuple[int, int]:
@@ -189,16 +181,7 @@ class LineFile:
     def line_at(self, offset: int) -> int:
         """The line holding byte ``offset``."""
         chunk = offset // CHUNK
-        before = self.starts[chunk]
-        found = self._newlines_in(chunk)
-        lo, hi = 0, len(found)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if found[mid] < offset:
-                lo = mid + 1
-            else:
-                hi = mid
-        return before + lo
+        return self.starts[chunk] + bisect.bisect_left(self._newlines_in(chunk), offset)
 
     def find_all(
         self,
@@ -353,9 +336,8 @@ def find_offsets(
             while pos != -1:
                 hits.append(at + pos)
                 newline = block.find(b"\n", pos)
-                if newline == -1:
-                    after = at + len(block)  # the line goes on past this block
-                    after = _line_end(handle, after, end)
+                if newline == -1:  # the line goes on past this block
+                    after = _line_end(handle, at + len(block), end)
                     break
                 after = at + newline + 1
                 pos = block.find(folded, newline + 1)
@@ -379,7 +361,7 @@ def offsets_in_child(path: Path, needle: str, start: int, end: int) -> array:
     """:func:`find_offsets` in isolated child processes, one per core, each over its own
     run of whole lines: their cores, not the UI's, and a 650 MB session searched in about
     the time one core takes for half of it."""
-    from runner.isolated import ChildError, isolated_python
+    from runner.isolated import ChildError, isolated_python, last_line
 
     cuts = [start]
     with open(path, "rb") as handle:
@@ -402,7 +384,7 @@ def offsets_in_child(path: Path, needle: str, start: int, end: int) -> array:
     for child in children:
         out, err = child.communicate()
         if child.returncode != 0:
-            failures.append((err.decode("utf-8", "replace").strip().splitlines() or ["?"])[-1])
+            failures.append(last_line(err))
         hits.frombytes(out[: len(out) // hits.itemsize * hits.itemsize])
     if failures:
         raise ChildError(f"{path}: the search failed ({failures[0]})")

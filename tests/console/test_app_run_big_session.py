@@ -3,6 +3,7 @@ so every line is reachable and find/filter cover all of it (issue 8)."""
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from textual.widgets import Checkbox, Input, Static
 from etu_tui.app import EtuApp
 from etu_tui.screenshots import settle
 from etu_tui.widgets.run_log import LogView
-from etu_tui.widgets.run_model import RING_LINES
+from etu_tui.widgets.run_model import LEVELS, RING_LINES
 from runner.session import SessionWriter, sessions_root
 from tests.console.test_app import SIZE, screen_text
 from tests.console.test_app_run import _run_tab, workspace  # noqa: F401 (fixture)
@@ -169,20 +170,12 @@ async def test_a_filter_over_a_growing_session_file_takes_each_new_line_once(
     writer.write_output(b"".join(b"I [executorch:a.cpp:1] row %d %s\n" % (n, b"odd" if n % 2
                                  else b"even") for n in range(100)), when=1.0)  # fmt: skip
     store = FileLogStore(writer.folder, 1.0)
-    app = EtuApp(workspace)
-    async with app.run_test(size=SIZE) as pilot:
-        await _run_tab(pilot)
-        log = app.query_one(LogView)
-        log.show(store, 1.0)
-        log.set_filter("odd", ["D", "I", "E", "F", "other"])
+    async with _log_over(workspace, store) as (_pilot, log):
+        log.set_filter("odd", LEVELS)
         assert [seq for seq, _ in log.rows()] == list(range(1, 100, 2))
-        writer.write_output(b"I [executorch:a.cpp:1] row 100 od", when=2.0)  # cut mid-line
-        store.grow()
-        log.appended()
+        _append(writer, store, log, b"I [executorch:a.cpp:1] row 100 od")  # cut mid-line
         assert [seq for seq, _ in log.rows()][-1] == 99
-        writer.write_output(b"d\nE [executorch:a.cpp:2] row 101 odd\nrow 102 even\n", when=3.0)
-        store.grow()
-        log.appended()
+        _append(writer, store, log, b"d\nE [executorch:a.cpp:2] row 101 odd\nrow 102 even\n")
         assert [seq for seq, _ in log.rows()] == [*range(1, 100, 2), 100, 101]
         assert "row 100 odd" in log.line(100)[1].text
     writer.finish()
@@ -215,17 +208,12 @@ async def test_lines_that_arrive_while_a_filter_worker_reads_are_filtered_after_
         return search(*args, **kwargs)
 
     store.raw.find_all = held
-    app = EtuApp(workspace)
-    async with app.run_test(size=SIZE) as pilot:
-        await _run_tab(pilot)
-        log = app.query_one(LogView)
-        log.show(store, 1.0)
-        log.set_filter("hit", ["D", "I", "E", "F", "other"])
+    async with _log_over(workspace, store) as (pilot, log):
+        log.set_filter("hit", LEVELS)
         assert log.filter_pending
         await wait_until(pilot, arrived.is_set, timeout=30, what="the filter worker")
-        writer.write_output(b"".join(row % (n, b"hit") for n in range(count, count + 5)), 2.0)
-        store.grow()
-        log.appended()  # held: the worker has not answered yet
+        # held: the worker has not answered yet
+        _append(writer, store, log, b"".join(row % (n, b"hit") for n in range(count, count + 5)))
         assert log.filter_pending and log.row_count == 0
         gate.set()
         await _settled(pilot)
@@ -233,3 +221,21 @@ async def test_lines_that_arrive_while_a_filter_worker_reads_are_filtered_after_
         assert [seq for seq, _ in log.rows()] == expected
     writer.finish()
     store.close()
+
+
+@asynccontextmanager
+async def _log_over(folder: Path, store):
+    """The console on ``folder``'s Run tab, its log showing ``store``: (pilot, log)."""
+    app = EtuApp(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await _run_tab(pilot)
+        log = app.query_one(LogView)
+        log.show(store, 1.0)
+        yield pilot, log
+
+
+def _append(writer: SessionWriter, store, log: LogView, data: bytes) -> None:
+    """``data`` recorded, the store grown over it, the view told (as a live run does)."""
+    writer.write_output(data)
+    store.grow()
+    log.appended()
