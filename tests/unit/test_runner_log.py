@@ -43,6 +43,7 @@ from parsers.runner_events import (
     PteLoaded,
     RunError,
     RunSucceeded,
+    new_log_line,
 )
 from parsers.runner_log import (
     BLANK_RUN,
@@ -1271,3 +1272,22 @@ def test_short_runs_of_empty_lines_stay_a_line_each():
     lines = only(parse_log_bytes(log), LogLine)
     assert [line.lines for line in lines] == [1] * (BLANK_RUN + 1)
     assert [line.line_no for line in lines] == list(range(1, BLANK_RUN + 2))
+
+
+def test_the_parsers_fast_line_factory_builds_the_same_frozen_log_line():
+    """``new_log_line`` builds through a twin class: the object must be a true LogLine."""
+    import pickle
+
+    args = (7, b"I [x.cpp:1] hi", b"\r\n", "I [x.cpp:1] hi", "I", "x.cpp", 1, None, "hi",
+            "runtime", False, "uart0")  # fmt: skip
+    fast = new_log_line(*args)
+    slow = LogLine(*args)
+    assert type(fast) is LogLine
+    assert fast == slow and hash(fast) == hash(slow)
+    assert fast.lines == 1 and fast.last_line_no == 7
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.text = "changed"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del fast.level  # type: ignore[misc]
+    assert pickle.loads(pickle.dumps(fast)) == slow
+    assert dataclasses.replace(fast, text="x").text == "x"
