@@ -71,6 +71,7 @@ __all__ = [
     "VERDICTS",
     "LogSummary",
     "RunnerLogParser",
+    "line_level",
     "parse_log_bytes",
     "summarize",
 ]
@@ -1260,41 +1261,26 @@ class RunnerLogParser:
         front: ExecuTorch's prefix after a foreign one (a timestamp, a trace tag), a
         platform's own prefix (Zephyr's ``[time] <inf> module:``), or none at all (a plain
         printf PAL). True when it was recognised (its LogLine and events are out)."""
-        mark = text.find(_ET_MARK, 0, _PREFIX_MAX)
-        if mark > 0:
-            start = mark - 2 if text[mark - 1] in " [" else mark - 1
-            if text[mark - 1] == "[":
-                start -= 1
-            if start > 0 and text[start] in "DIEF?":
-                inner = text[start:]
-                close = inner.find("]", 0, _PREFIX_MAX)
-                m = _RUNTIME.match(inner) if close > 0 else None
-                if m is not None:
-                    level, file, line_no, function = (m[1], m[2], int(m[3]) if m[3] else None, m[4])
-                    message = (
-                        inner[close + 2 :]
-                        if inner[close + 1 : close + 2] == " "
-                        else (inner[close + 1 :])
-                    )
-                    out.append(
-                        new_log_line(
-                            n, raw, end, text, level, file, line_no, function, message,
-                            "runtime", False, self._stream,
-                        )
-                    )  # fmt: skip
-                    body = message.lstrip(" ")
-                    sp = body.find(" ")
-                    key = body if sp < 0 else body[:sp]
-                    handler = self._runtime_handlers.get(key)
-                    if handler is None or not handler(n, level, message, out):
-                        self._runtime_rest(n, level, message, key, handler is not None, out)
-                    return True
-        m = _FOREIGN.match(text) if text[:1] in _FOREIGN_FIRST else None
-        stripped = m.end() if m is not None else 0
-        level = None
-        if stripped and m is not None and m["lvl"]:
-            tag = m["lvl"]
-            level = _FOREIGN_LEVELS.get(tag, "E" if tag.isdigit() and int(tag) % 8 <= 3 else "I")
+        found = _runtime_inside(text)
+        if found is not None:
+            inner, close, m = found
+            level, file, line_no, function = (m[1], m[2], int(m[3]) if m[3] else None, m[4])
+            after = close + 2 if inner[close + 1 : close + 2] == " " else close + 1
+            message = inner[after:]
+            out.append(
+                new_log_line(
+                    n, raw, end, text, level, file, line_no, function, message,
+                    "runtime", False, self._stream,
+                )
+            )  # fmt: skip
+            body = message.lstrip(" ")
+            sp = body.find(" ")
+            key = body if sp < 0 else body[:sp]
+            handler = self._runtime_handlers.get(key)
+            if handler is None or not handler(n, level, message, out):
+                self._runtime_rest(n, level, message, key, handler is not None, out)
+            return True
+        stripped, level = _foreign_prefix(text)
         message = text[stripped:]
         if self._message(n, raw, end, text, level, message, out):
             return True
@@ -1611,6 +1597,71 @@ def _classify_other(text: str) -> tuple[str | None, Any]:
     if text.endswith(_LAUNCH_FAILURES):
         return "script", _P._o_launch
     return None, None
+
+
+def _runtime_inside(text: str) -> tuple[str, int, re.Match[str]] | None:
+    """ExecuTorch's prefix after a foreign one (a timestamp, a trace tag): the text from
+    that prefix on, the index of its "]" there, and its match; None if there is none."""
+    mark = text.find(_ET_MARK, 0, _PREFIX_MAX)
+    if mark <= 0:
+        return None
+    start = mark - 2 if text[mark - 1] in " [" else mark - 1
+    if text[mark - 1] == "[":
+        start -= 1
+    if start <= 0 or text[start] not in "DIEF?":
+        return None
+    inner = text[start:]
+    close = inner.find("]", 0, _PREFIX_MAX)
+    m = _RUNTIME.match(inner) if close > 0 else None
+    return None if m is None else (inner, close, m)
+
+
+def _foreign_prefix(text: str) -> tuple[int, str | None]:
+    """How many characters a platform's prefix takes (0 for none), and the level its tag
+    gives (Zephyr's ``<err>``, syslog's ``<3>``), if any."""
+    m = _FOREIGN.match(text) if text[:1] in _FOREIGN_FIRST else None
+    if m is None or not m.end():
+        return 0, None
+    tag = m["lvl"]
+    if not tag:
+        return m.end(), None
+    return m.end(), _FOREIGN_LEVELS.get(tag, "E" if tag.isdigit() and int(tag) % 8 <= 3 else "I")
+
+
+def line_level(text: str) -> str | None:
+    """The level the parser gives the line ``text`` read on its own, or None.
+
+    For views that read lines back from a session file instead of through the parser: the
+    same rules in the same order (ExecuTorch's prefix, also after a foreign one; a driver's
+    ``E:``; a custom PAL's ``[E]``; a platform's level tag). A line inside a report or an
+    ETDump block may get another level from the parser, which reads it in context.
+    """
+    if "\x04" in text:
+        text = text.replace("\x04", "")
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if not text:
+        return None
+    if text.find("]", 0, _PREFIX_MAX) > 0:
+        m = _RUNTIME.match(text)
+        if m is not None:
+            return m[1]
+    c = text[0]
+    if c == "O" and text.startswith("Output["):
+        return None
+    if c not in _OTHER_FIRST:
+        if text.endswith(_LAUNCH_FAILURES):
+            return None
+    elif text[1:3] == ": " and c in "EWID":
+        return c
+    elif c == "[" and text[2:4] == "] " and text[1] in "DIEWF":
+        return text[1]
+    elif _classify_other(text)[1] is not None:
+        return None
+    found = _runtime_inside(text)
+    if found is not None:
+        return found[2][1]
+    return _foreign_prefix(text)[1]
 
 
 def parse_log_bytes(data: bytes, **options: Any) -> list[Event]:

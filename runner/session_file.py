@@ -34,32 +34,45 @@ _BLOCK = 1 << 24  # bytes read at once by a scan or a search (a multiple of CHUN
 _LEVEL_BLOCK = _BLOCK  # bytes read at once by a filter by level (any size)
 SEARCH_IN_CHILD = 64 << 20  # bytes past which a search runs in a child process
 _CACHED_CHUNKS = 64
-# The level of a runtime line ("I [executorch:f.cpp:12 fn()] m") or a driver line ("E: m"):
-# the parser's own rules, applied to the lines on screen only.
-_RUNTIME = re.compile(r"([DIEF?]) (?:\d+:\d\d:\d\d\.\d+ )?\[?executorch:")
-
+# A line's level is the parser's (parsers.runner_log.line_level). A filter by level reads
+# it from the bytes for the two forms that decide it at the line's start, ExecuTorch's
+# prefix ("I [executorch:f.cpp:12 fn()] m": its level, or none if the prefix is malformed)
+# and a driver's ("E: m"); a line that could get a level some other way (a foreign prefix
+# before ExecuTorch's, a platform's level tag, a colour code) is decoded and asked. Plain
+# log lines, nearly all of them, stay in C.
+_START = rb"(?:\d+:\d\d:\d\d\.\d+ )?\[?executorch:"
+_PREFIX = _START + rb"[^:\]\s]*(?::(?:\d+|\w+))?(?: [^\](\n]*\(\))?\]"
+_PREFIX_MAX = 160  # the parser looks for a prefix's "]" this far (characters): past it, ask
+_PLAIN = rb"[DIEF?] " + _START + rb"|[EWID]: "
+_MAYBE = rb"(?P<maybe>(?!" + _PLAIN + rb")(?:[\x1b\x04\[<(0-9]|[^\n]{0,640}?executorch:))"
 
 NAMED_LEVELS = "DIEF"
+_LINE_READ = 1 << 16  # bytes of a line a level is read from (a view's longest line)
 
 
-def _level_pattern(levels: Iterable[str]) -> re.Pattern[bytes] | None:
-    """Lines whose :func:`line_level` is one of ``levels`` (of D, I, E, F), found in bytes."""
-    named = "".join(sorted(set(levels) & set(NAMED_LEVELS)))
-    if not named:
-        return None
-    driver = "".join(lv for lv in named if lv != "F")
-    runtime = rf"[{named}] (?:\d+:\d\d:\d\d\.\d+ )?\[?executorch:"
-    either = rf"{runtime}|[{driver}]: " if driver else runtime
-    return re.compile(rf"^(?:{either})".encode(), re.M)
+class _LevelScan:
+    """The lines at some of the named levels (D, I, E, F), found in a block of bytes."""
 
+    def __init__(self, levels: Iterable[str]) -> None:
+        self.levels = frozenset(levels) & frozenset(NAMED_LEVELS)
+        named = "".join(sorted(self.levels)).encode()
+        driver = named.replace(b"F", b"")
+        forms = [rb"[" + named + rb"] " + _PREFIX] if named else []
+        if driver:
+            forms.append(rb"[" + driver + rb"]: ")
+        self.pattern = re.compile(rb"^(?:" + b"|".join([*forms, _MAYBE]) + rb")", re.M)
 
-def line_level(text: str) -> str | None:
-    m = _RUNTIME.match(text)
-    if m is not None:
-        return m[1]
-    if text[1:3] == ": " and text[:1] in ("E", "W", "I", "D"):
-        return text[0]
-    return None
+    def __bool__(self) -> bool:
+        return bool(self.levels)
+
+    def holds(self, block: bytes, at: int) -> bool:
+        """Whether the line starting at ``at`` is at one of the levels (asked of the
+        parser's rules: the search child never comes here, so it imports nothing more)."""
+        from parsers.runner_log import line_level
+
+        end = block.find(b"\n", at, at + _LINE_READ)
+        line = block[at : end if end >= 0 else at + _LINE_READ].rstrip(b"\r")
+        return line_level(line.decode("utf-8", "replace")) in self.levels
 
 
 class LineFile:
@@ -202,19 +215,19 @@ class LineFile:
     def level_lines(
         self, levels: Iterable[str], start_line: int, stop: Callable[[], bool] | None = None
     ) -> array:
-        """The complete lines from ``start_line`` on whose level (:func:`line_level`, read
-        from the bytes) is one of ``levels`` (D, I, E, F, "other"), in order."""
+        """The complete lines from ``start_line`` on whose level (the parser's, see
+        ``_LevelScan``) is one of ``levels`` (D, I, E, F, "other"), in order."""
         chosen = set(levels)
         complete = self.extent()[1]  # lines whole now: the file may grow meanwhile
-        wanted = _level_pattern(chosen & set(NAMED_LEVELS))
+        wanted = _LevelScan(chosen)
         if "other" not in chosen:  # only the named levels: their lines
-            if wanted is None:
+            if not wanted:
                 return array("Q")
             return self._matching_lines(wanted, start_line, complete, stop)
-        unwanted = _level_pattern(set(NAMED_LEVELS) - chosen)
+        unwanted = _LevelScan(set(NAMED_LEVELS) - chosen)
         shown = array("Q")
         at = start_line
-        if unwanted is not None:  # every line but those at the levels left out
+        if unwanted:  # every line but those at the levels left out
             for line in self._matching_lines(unwanted, start_line, complete, stop):
                 shown.extend(range(at, line))
                 at = line + 1
@@ -223,13 +236,13 @@ class LineFile:
 
     def _matching_lines(
         self,
-        pattern: re.Pattern[bytes],
+        scan: _LevelScan,
         start_line: int,
         complete: int,
         stop: Callable[[], bool] | None,
     ) -> array:
-        """Lines ``start_line`` to ``complete`` that ``pattern`` matches at their start,
-        scanned in blocks cut at a newline (a line is never split between two blocks)."""
+        """Lines ``start_line`` to ``complete`` at the levels of ``scan``, scanned in blocks
+        cut at a newline (a line is never split between two blocks)."""
         found = array("Q")
         if start_line >= complete:
             return found
@@ -244,16 +257,20 @@ class LineFile:
                 block = handle.read(min(_LEVEL_BLOCK, end - at))
                 cut = block.rfind(b"\n") + 1
                 if cut == 0:  # a line longer than a block: only its start can match
-                    if pattern.match(block):
+                    if scan.holds(block, 0):
                         found.append(line)
                     at = _line_end(handle, at + len(block), end)
                     line += 1
                     continue
                 block = block[:cut]
                 previous = 0
-                for match in pattern.finditer(block):
-                    line += block.count(b"\n", previous, match.start())
-                    previous = match.start()
+                for match in scan.pattern.finditer(block):
+                    start = match.start()
+                    asked = match.lastgroup is not None or match.end() - start > _PREFIX_MAX
+                    if asked and not scan.holds(block, start):
+                        continue  # a line that had to be asked, and is at another level
+                    line += block.count(b"\n", previous, start)
+                    previous = start
                     found.append(line)
                 line += block.count(b"\n", previous)
                 at += len(block)

@@ -18,8 +18,9 @@ from pathlib import Path
 
 from etu_tui.widgets.run_model import TEXT, WHEN, Entry
 from parsers.runner_events import LogLine
+from parsers.runner_log import line_level
 from runner.session import INDEX, RAW
-from runner.session_file import NAMED_LEVELS, LineFile, LineTimes, line_level
+from runner.session_file import NAMED_LEVELS, LineFile, LineTimes
 
 LINE_BYTES = 1 << 16  # bytes of one line shown (a device may print megabytes without a newline)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -103,8 +104,8 @@ class FileLogStore:
             return kept
 
     def level_of(self, seq: int) -> str:
-        """D, I, E, F or "other": the level of line ``seq`` from its first bytes."""
-        level = line_level(self.raw.get(seq, 80).decode("utf-8", "replace"))
+        """D, I, E, F or "other": the level the parser gives line ``seq`` on its own."""
+        level = line_level(self.raw.get(seq, LINE_BYTES).rstrip(b"\r\n").decode("utf-8", "replace"))
         return level if level is not None and level in NAMED_LEVELS else "other"
 
     def filtered(

@@ -70,13 +70,41 @@ def test_line_times_come_from_the_index_by_offset(tmp_path):
     store.close()
 
 
+def test_a_session_files_lines_get_the_levels_the_parser_gives_them(tmp_path):
+    """A past or long run read back from its file shows and filters the levels it showed
+    live: a board's Zephyr log, a timestamped and a coloured one, not only the plain form."""
+    from etu_tui.widgets.run_model import TEXT
+    from etu_tui.widgets.run_store import FileLogStore
+    from runner.session import SessionWriter
+
+    lines = [
+        b"[00:00:06.006,000] <err> executorch: Memory allocation failed",
+        b"[00:00:06.007,000] <inf> executorch: Model executed",
+        b"0.123 E [executorch:m.cpp:3 f()] behind a timestamp",
+        b"\x1b[1;31mE [executorch:m.cpp:4 f()] in colour\x1b[0m",
+        b"I [executorch:m.cpp:5 f()] plain",
+        b"an application's own line",
+    ]
+    writer = SessionWriter(tmp_path, "board", {})
+    writer.write_output(b"\r\n".join(lines) + b"\r\n", when=1.0)
+    writer.finish()
+    store = FileLogStore(writer.folder, started=1.0)
+    assert [store.entry(n)[5] for n in range(6)] == ["E", "I", "E", "E", "I", None]
+    assert [store.level_of(n) for n in range(6)] == ["E", "I", "E", "E", "I", "other"]
+    assert list(store.filtered("", frozenset({"E"}))) == [0, 2, 3]
+    assert list(store.filtered("executorch", frozenset({"I"}))) == [1, 4]
+    assert store.entry(3)[TEXT].startswith("E [executorch:m.cpp:4")
+    store.close()
+
+
 def test_level_filter_over_the_file_agrees_with_each_line_level(tmp_path, monkeypatch):
     """The block scan (a regex over bytes, blocks cut at newlines, lines longer than a
-    block) picks exactly the lines whose own level is chosen, for every choice of levels."""
+    block) picks exactly the lines whose own level (the parser's) is chosen, for every
+    choice of levels: also behind a foreign prefix, a platform's tag or a colour code."""
     import itertools
 
+    from parsers.runner_log import line_level
     from runner import session_file
-    from runner.session_file import line_level
 
     monkeypatch.setattr(session_file, "_LEVEL_BLOCK", 4096)
     rng = random.Random(3)
@@ -91,6 +119,17 @@ def test_level_filter_over_the_file_agrees_with_each_line_level(tmp_path, monkey
         b"plain text from the application",
         b"I" + b"x" * 9000,  # longer than a block, no level
         b"E [executorch:long.cpp:9] " + b"y" * 9000,  # longer than a block, level E
+        b"[00:00:01.000,000] <err> executorch: zephyr error",
+        b"<inf> app: zephyr without a time",
+        b"[T00001] E [executorch:m.cpp:5 f()] behind a trace tag",
+        b"0.123 F [executorch:m.cpp:6 f()] behind a timestamp",
+        b"\x1b[31mE [executorch:m.cpp:7 f()] in colour\x1b[0m",
+        b"[D] a custom PAL's level",
+        b"[TRACE] tick",
+        b"I [executorch:" + b"z" * 200 + b"] a prefix too long to be one",
+        b"Output[0][0]: 1",
+        b"E [executorch:m.cpp:8 f()] a CRLF line\r",
+        b"<err> " + b"y" * 9000,  # longer than a block, level E from its tag
     ]
     rows = [rng.choice(kinds) + b"\n" for _ in range(3000)]
     path = tmp_path / "raw.log"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from parsers.runner_events import MethodLoaded, RunError, RunSucceeded
-from parsers.runner_log import _RUNTIME, parse_log_bytes, summarize
+from parsers.runner_events import LogLine, MethodLoaded, RunError, RunSucceeded
+from parsers.runner_log import _RUNTIME, line_level, parse_log_bytes, summarize
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "transcripts"
 SHARED = Path("/work/shared/reference/transcripts")  # the same set, when this machine has it
@@ -74,6 +74,25 @@ def test_same_findings_whatever_the_prefix(path: Path, style: str) -> None:
     if style == "plain":  # without a level, an error is known only by what it says
         reference["errors"] = moved["errors"] = None
     assert moved == reference
+
+
+@pytest.mark.parametrize("style", [*STYLES, "zephyr in colour"])
+def test_a_line_read_on_its_own_gets_the_level_the_parser_gives_it(style: str) -> None:
+    """``line_level`` (a session file's lines, read back without the parser) agrees with
+    the parser on every line of every transcript in every prefix style."""
+    checked = 0
+    for path in TRANSCRIPTS:
+        if style == "zephyr in colour":
+            lines = [f"\x1b[1;32m{line}\x1b[0m" for line in reprefix(lines_of(path), "zephyr")]
+        else:
+            lines = reprefix(lines_of(path), style)
+        for event in parse_log_bytes("\n".join(lines).encode()):
+            if isinstance(event, LogLine):
+                text = event.raw.decode("utf-8", "replace")
+                assert line_level(text) == event.level, (path.name, text)
+                checked += event.level is not None
+    if style != "plain":  # a printf PAL prints no levels at all
+        assert checked > 300
 
 
 def test_the_styles_change_something() -> None:
