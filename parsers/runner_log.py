@@ -72,6 +72,7 @@ __all__ = [
     "LogSummary",
     "RunnerLogParser",
     "line_level",
+    "line_text",
     "parse_log_bytes",
     "summarize",
 ]
@@ -638,12 +639,8 @@ class RunnerLogParser:
                 self._settle(None, out)
             return
         text = raw.decode("utf-8", "replace")
-        eot = False
-        if "\x04" in text:
-            text = text.replace("\x04", "")
-            eot = True
-        if "\x1b" in text:
-            text = _ANSI.sub("", text)
+        eot = "\x04" in text
+        text = line_text(text)
         if self._etdump is not None and self._etdump_claims(text):
             out.append(
                 new_log_line(n, raw, end, text, None, None, None, None, None, "etdump", False,
@@ -1599,6 +1596,16 @@ def _classify_other(text: str) -> tuple[str | None, Any]:
     return None, None
 
 
+def line_text(text: str) -> str:
+    """A line's decoded text as a LogLine's ``text`` holds it: EOT bytes and ANSI colour
+    codes removed."""
+    if "\x04" in text:
+        text = text.replace("\x04", "")
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    return text
+
+
 def _runtime_inside(text: str) -> tuple[str, int, re.Match[str]] | None:
     """ExecuTorch's prefix after a foreign one (a timestamp, a trace tag): the text from
     that prefix on, the index of its "]" there, and its match; None if there is none."""
@@ -1636,10 +1643,7 @@ def line_level(text: str) -> str | None:
     ``E:``; a custom PAL's ``[E]``; a platform's level tag). A line inside a report or an
     ETDump block may get another level from the parser, which reads it in context.
     """
-    if "\x04" in text:
-        text = text.replace("\x04", "")
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
+    text = line_text(text)
     if not text:
         return None
     if text.find("]", 0, _PREFIX_MAX) > 0:

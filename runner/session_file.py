@@ -54,6 +54,11 @@ class _LevelScan:
     """The lines at some of the named levels (D, I, E, F), found in a block of bytes."""
 
     def __init__(self, levels: Iterable[str]) -> None:
+        # The parser's rules, for the lines the bytes leave open (imported here: the search
+        # child, which never filters by level, imports nothing beyond this module).
+        from parsers.runner_log import line_level
+
+        self._level_of = line_level
         self.levels = frozenset(levels) & frozenset(NAMED_LEVELS)
         named = "".join(sorted(self.levels)).encode()
         driver = named.replace(b"F", b"")
@@ -66,13 +71,10 @@ class _LevelScan:
         return bool(self.levels)
 
     def holds(self, block: bytes, at: int) -> bool:
-        """Whether the line starting at ``at`` is at one of the levels (asked of the
-        parser's rules: the search child never comes here, so it imports nothing more)."""
-        from parsers.runner_log import line_level
-
+        """Whether the line starting at ``at`` is at one of the levels (the parser's)."""
         end = block.find(b"\n", at, at + _LINE_READ)
         line = block[at : end if end >= 0 else at + _LINE_READ].rstrip(b"\r")
-        return line_level(line.decode("utf-8", "replace")) in self.levels
+        return self._level_of(line.decode("utf-8", "replace")) in self.levels
 
 
 class LineFile:

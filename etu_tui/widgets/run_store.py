@@ -9,7 +9,6 @@ lines on screen, so a whole session of any length is scrollable, searchable and 
 from __future__ import annotations
 
 import bisect
-import re
 import threading
 from array import array
 from collections import OrderedDict
@@ -18,12 +17,11 @@ from pathlib import Path
 
 from etu_tui.widgets.run_model import TEXT, WHEN, Entry
 from parsers.runner_events import LogLine
-from parsers.runner_log import line_level
+from parsers.runner_log import line_level, line_text
 from runner.session import INDEX, RAW
 from runner.session_file import NAMED_LEVELS, LineFile, LineTimes
 
 LINE_BYTES = 1 << 16  # bytes of one line shown (a device may print megabytes without a newline)
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 
 class FileLogStore:
@@ -147,11 +145,7 @@ class FileLogStore:
             raw, end = data[:-1], b"\n"
         else:
             raw, end = data, b""
-        text = raw.decode("utf-8", "replace")
-        if "\x04" in text:
-            text = text.replace("\x04", "")
-        if "\x1b" in text:
-            text = _ANSI.sub("", text)
+        text = line_text(raw.decode("utf-8", "replace"))
         if cut:
             start, stop = self.raw.span(seq)
             text += f" … ({stop - start - LINE_BYTES:,} more bytes in the session file)"
