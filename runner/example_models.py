@@ -26,6 +26,20 @@ class Softmax(nn.Module):
         return torch.softmax(x, dim=-1)
 
 
+class MlpMath(nn.Module):
+    """An MLP with a tanh hidden layer and a head of exp, erf and rsqrt: on the CPU, every one
+    of these is a kernel upstream defines through a macro (op_tanh.cpp and friends)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hidden = nn.Linear(16, 32)
+        self.head = nn.Linear(32, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.head(torch.tanh(self.hidden(x)))
+        return torch.erf(y) + torch.exp(-torch.abs(y)) * torch.rsqrt(y * y + 1.0)
+
+
 class SmallCNN(nn.Module):
     """A CIFAR-sized CNN: conv/relu/pool blocks and a linear classifier."""
 
@@ -127,6 +141,7 @@ EXAMPLES: dict[str, tuple[type[nn.Module], list[tuple[int, ...]]]] = {
     "add": (Add, [(1, 8)]),
     "add2": (AddTwo, [(1, 4, 8, 8), (1, 4, 8, 8)]),
     "softmax": (Softmax, [(1, 16)]),
+    "mlp_math": (MlpMath, [(1, 16)]),
     "cnn": (SmallCNN, [(1, 3, 32, 32)]),
     "mv2": (MobileNetV2Like, [(1, 3, 224, 224)]),
 }

@@ -48,6 +48,7 @@ POOL_MARGIN = 0.25  # auto pools: the fit check's need plus a quarter ...
 POOL_MARGIN_MIN = 16 * 1024  # ... and at least 16 KiB
 CPU_TEMP_POOL = 64 * 1024  # temp pool of a program with no delegate scratch
 BUILD_TIMEOUT = 1800
+PORTABLE_CPU = "kernels/portable/cpu/"
 
 Progress = Callable[[str], None]
 
@@ -74,6 +75,8 @@ class RuntimeBuild:
     reused_tree: bool = False
     options: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    kernel_libraries: dict = field(default_factory=dict)
+    kernel_notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -174,32 +177,58 @@ def refuse_delegated(pte: Path, facts: ProgramFacts, board: str) -> None:
         )
 
 
-def kernel_sources(root: Path, ops: list[str]) -> tuple[list[str], list[str]]:
-    """The kernels/portable/cpu files defining the portable kernels of ``ops`` (found by
-    the kernel function functions.yaml names), and the ops that are not portable ones."""
-    import yaml
+@dataclass(frozen=True)
+class KernelPlan:
+    """What the build compiles for the program's operators (see runner.kernel_sources)."""
 
-    entries = yaml.safe_load((root / "kernels/portable/functions.yaml").read_text())
-    table = {e["op"]: e["kernels"][0]["kernel_name"] for e in entries if "op" in e}
-    texts = {
-        p.name: p.read_text() for p in sorted((root / "kernels/portable/cpu").glob("op_*.cpp"))
-    }
-    sources: list[str] = []
-    others: list[str] = []
-    for op in ops:
-        namespace, _, name = op.partition("::")
-        if namespace != "aten" or name not in table:
-            others.append(op)
-            continue
-        function = table[name].rsplit("::", 1)[-1]
-        pattern = re.compile(
-            rf"\b{re.escape(function)}\s*\(\s*(?:ET_UNUSED\s+)?[\w:]*RuntimeContext"
+    portable_sources: list[str]  # relative to kernels/portable/cpu (as the record has them)
+    portable_whole: bool  # a portable kernel could not be placed: upstream's whole library
+    libraries: dict[str, dict]  # library → {operators: {op: file}, helpers, whole, unplaced}
+    notes: list[str]
+
+
+def kernel_plan(root: Path, ops: list[str]) -> KernelPlan:
+    """Place every operator of ``ops`` in its kernel library's sources, or say why not."""
+    from runner.kernel_sources import LIBRARIES, load_index, select_kernels
+
+    index = load_index(root)
+    selections, unknown = select_kernels(index, ops)
+    if unknown:
+        searched = ", ".join(library.yaml for library in LIBRARIES)
+        raise RuntimeBuildError(
+            f"{unknown[0]}: no kernel library in the ExecuTorch source {root} defines it "
+            f"(searched {searched}); recompile the program with the installed ExecuTorch, "
+            "point ETU_EXECUTORCH_SRC at the source it was made with, or leave the "
+            "operator out with --select-ops"
         )
-        hits = [file for file, text in texts.items() if pattern.search(text)]
-        if not hits:
-            raise RuntimeBuildError(f"{op}: no portable kernel source defines {function}()")
-        sources += [h for h in hits if h not in sources]
-    return sorted(sources), others
+    if "cortex_m" in selections:
+        first = (
+            next(iter(selections["cortex_m"].kernels), None) or selections["cortex_m"].unplaced[0]
+        )
+        raise RuntimeBuildError(
+            f"{first}: a Cortex-M (CMSIS-NN) kernel; etu does not build the Cortex-M kernel "
+            "library into the runner yet: compile the program without the Cortex-M backend"
+        )
+    notes = []
+    for selection in selections.values():
+        if selection.whole:
+            why = index.missing_lists.get(selection.library) or (
+                f"{', '.join(selection.unplaced)} could not be placed in one source file"
+            )
+            notes.append(f"building the whole {selection.library} kernel library: {why}")
+    portable = selections.get("portable")
+    return KernelPlan(
+        portable_sources=[
+            source.removeprefix(PORTABLE_CPU) for source in portable.sources
+        ] if portable and not portable.whole else [],
+        portable_whole=bool(portable and portable.whole),
+        libraries={
+            name: {"operators": dict(sel.kernels), "helpers": sel.helpers if sel.kernels else [],
+                   "whole": sel.whole, "unplaced": sel.unplaced}
+            for name, sel in sorted(selections.items())
+        },
+        notes=notes,
+    )  # fmt: skip
 
 
 def compiler_version() -> str:
@@ -274,7 +303,9 @@ def build_runner(
     else:
         basis = "given with --pools"
     chosen_ops = list(facts.ops if select_ops is None else select_ops)
-    sources, _other_ops = kernel_sources(root, chosen_ops)
+    kernels = kernel_plan(root, chosen_ops)
+    for note in kernels.notes:
+        say(note)
 
     ethosu = board in BOARD_NPU
     npu = BOARD_NPU.get(board)
@@ -316,7 +347,8 @@ def build_runner(
         "PYTHON_EXECUTABLE": sys.executable,
         "ET_PTE_FILE_PATH": str(pte),
         "ETU_SELECT_OPS": ",".join(chosen_ops) if select_ops is not None else "",
-        "ETU_PORTABLE_KERNEL_SOURCES": ";".join(sources),
+        "ETU_PORTABLE_KERNEL_SOURCES": ";".join(kernels.portable_sources),
+        "ETU_PORTABLE_KERNELS_WHOLE": "ON" if kernels.portable_whole else "OFF",
         "ET_ARM_BAREMETAL_METHOD_ALLOCATOR_POOL_SIZE": str(pools["method"]),
         "ET_ARM_BAREMETAL_SCRATCH_TEMP_ALLOCATOR_POOL_SIZE": str(pools["temp"]),
         "ET_BUNDLE_IO": "ON" if bundleio else "OFF",
@@ -385,7 +417,8 @@ def build_runner(
     result = RuntimeBuild(
         elf=elf, map_file=out / MAP_NAME, board=board, build_dir=build_dir,
         configure_command=configure, build_command=build, pools=pools, pool_basis=basis,
-        select_ops=chosen_ops, kernel_sources=sources,
+        select_ops=chosen_ops, kernel_sources=kernels.portable_sources,
+        kernel_libraries=kernels.libraries, kernel_notes=kernels.notes,
         source={"root": str(root), "origin": source.origin, "given": source.given,
                 "commit": source.commit},
         cache_key=key, seconds=seconds, reused_tree=reused,

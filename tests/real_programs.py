@@ -25,6 +25,8 @@ PROGRAMS: dict[str, tuple[str, LoweringSpec]] = {
     "float_cpu": ("cnn", LoweringSpec(quantize=False, delegate=False)),
     # quantized per channel, every operator on the CPU (the demo's CPU twin's shape)
     "int8_cpu": ("cnn", LoweringSpec(target="ethos-u55-128", delegate=False)),
+    # float, on the CPU, through kernels upstream defines by macro (tanh, exp, erf, rsqrt)
+    "macro_cpu": ("mlp_math", LoweringSpec(quantize=False, delegate=False)),
     "two_inputs": ("add2", LoweringSpec(target="ethos-u55-64")),
 }
 # Programs that are also written as bundled programs (.bpte, identifier BP08).
