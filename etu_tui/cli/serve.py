@@ -1,20 +1,24 @@
 """etu serve: the console in a web browser, through textual-serve.
 
 Each browser tab that connects starts its own ``etu`` console process; the page talks to
-it over a websocket. There is no authentication: whoever can reach the address gets the
-console, which can run simulators and read and write the workspace's files, so the server
-binds to 127.0.0.1 unless ``--host`` says otherwise.
+it over a websocket. A console runs simulators, compiles ``model.py`` files and reads and
+writes the workspace, so every request must carry the per-start token and a socket must come
+from the served origin (``etu_tui.serve_guard``); the server binds to 127.0.0.1 unless
+``--host`` says otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
 import ipaddress
+import os
 import re
 import shlex
 import tempfile
 from pathlib import Path
 from typing import TextIO
+
+from etu_tui.serve_guard import TOKEN_ENV, Guard, TokenError, checked_token, url_host
 
 HELP = "the console in a web browser (textual-serve); 127.0.0.1 only unless --host"
 # The page textual-serve ships links a web font from the internet; etu serves the page
@@ -36,6 +40,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--public-url",
         help="the URL browsers use to reach this server, when not http://HOST:PORT",
     )
+    parser.add_argument(
+        "--token",
+        help=f"the access token (default: ${TOKEN_ENV}, else a new random one per start)",
+    )
+    parser.add_argument(
+        "--allow-origin", action="append", default=[], metavar="ORIGIN",
+        help="another page origin allowed to open the console's socket (repeatable)",
+    )  # fmt: skip
 
 
 def console_command(path: Path | None) -> str:
@@ -81,22 +93,33 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     if not 0 < args.port < 65536:
         err.write(f"etu: --port {args.port}: not a TCP port\n")
         return 2
-    from textual_serve.server import Server
-
-    url = args.public_url or f"http://{args.host}:{args.port}"
+    given, origin = (args.token, "--token") if args.token is not None else (
+        os.environ.get(TOKEN_ENV), TOKEN_ENV
+    )
+    try:
+        token = checked_token(given, origin)
+    except TokenError as error:
+        err.write(f"etu: {error}\n")
+        return 2
+    url = (args.public_url or f"http://{url_host(args.host)}:{args.port}").rstrip("/")
     if not is_loopback(args.host):
         err.write(
-            f"etu: WARNING: serving on {args.host}: anyone who can reach it gets this console "
-            "(it runs simulators, reads and writes files) with no password\n"
+            f"etu: WARNING: serving on {args.host}: anyone who can reach it and holds the "
+            "token gets this console (it runs simulators, reads and writes files); the token "
+            "travels unencrypted over plain http\n"
         )
+    guard = Guard(
+        token=token, host=args.host, port=args.port, public_url=args.public_url,
+        allowed_origins=frozenset(args.allow_origin), log=err,
+    )  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="etu-serve-") as folder:
         templates = local_templates(Path(folder))
         options = {"templates_path": str(templates)} if templates else {}
-        server = Server(
+        server = guarded_server(guard)(
             console_command(args.path), host=args.host, port=args.port, title="etu",
             public_url=url, **options,
         )  # fmt: skip
-        out.write(f"etu: the console is at {url}/ (Ctrl+C stops the server)\n")
+        out.write(f"etu: the console is at {url}/?token={token} (Ctrl+C stops the server)\n")
         out.flush()
         try:
             server.serve()
@@ -106,3 +129,35 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         except KeyboardInterrupt:
             pass
     return 0
+
+
+def guarded_server(guard: Guard) -> type:
+    """textual-serve's Server behind ``guard``; the page's URLs follow the Host it was
+    reached by (checked by the guard), so a page opened as localhost talks to localhost."""
+    import aiohttp_jinja2
+    from textual_serve.server import Server
+
+    class GuardedServer(Server):
+        async def _make_app(self):
+            app = await super()._make_app()
+            app.middlewares.append(guard.middleware())
+            return app
+
+        async def handle_index(self, request):
+            base = self.public_url
+            if guard.public_url is None:
+                base = f"{request.scheme}://{request.host}"
+            router = request.app.router
+            socket = base + str(router["websocket"].url_for())
+            context = {
+                "font_size": 16,
+                "app_websocket_url": ("wss:" if base.startswith("https") else "ws:")
+                + socket.split(":", 1)[1],
+                "config": {"static": {
+                    "url": base + str(router["static"].url_for(filename="/")).rstrip("/") + "/"
+                }},
+                "application": {"name": self.title},
+            }  # fmt: skip
+            return aiohttp_jinja2.render_template("app_index.html", request, context)
+
+    return GuardedServer
