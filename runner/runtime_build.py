@@ -56,6 +56,53 @@ Progress = Callable[[str], None]
 class RuntimeBuildError(RuntimeError):
     """The runner could not be built; one line naming the step and the cause."""
 
+    status = 1  # the exit status of `etu firmware build`
+
+
+class BuildInputError(RuntimeBuildError):
+    """An input the build refuses before configuring (a bad operator name, a path a build
+    command's shell would interpret); exit status 2."""
+
+    status = 2
+
+
+# namespace::name or namespace::name.overload, identifier characters only: anything else
+# would reach upstream's generated C (selected_prim_ops.h) and its codegen's shell commands.
+OPERATOR_NAME = re.compile(r"[A-Za-z_]\w*::[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?\Z", re.ASCII)
+# What a path handed to ninja (which runs build commands with /bin/sh -c, and upstream's own
+# custom commands are not VERBATIM) may hold.
+_PLAIN_PATH = re.compile(r"[\w./+@%=,:~-]+\Z", re.ASCII)
+
+
+def check_operator_names(ops: list[str], where: str) -> None:
+    for op in ops:
+        if not OPERATOR_NAME.match(op):
+            raise BuildInputError(
+                f"{where}: operator name {op!r} is not namespace::name(.overload) of "
+                "identifier characters; refusing to build with it"
+            )
+
+
+def check_plain_path(path: Path, what: str, variable: str) -> None:
+    if not _PLAIN_PATH.match(str(path)):
+        raise BuildInputError(
+            f"{path}: the {what} path holds characters a build command's shell would "
+            f"interpret (spaces, quotes, $, `, ;, newlines); set {variable} to a plain path"
+        )
+
+
+def stage_program(program: Path, build_dir: Path) -> Path:
+    """The program copied to a fixed name in the build tree, so no user path reaches a
+    build command. Rewritten (with a new mtime, which ninja follows) only when it changed."""
+    staged = build_dir / ("program.bpte" if program.suffix == ".bpte" else "program.pte")
+    data = program.read_bytes()
+    if staged.is_file() and staged.read_bytes() == data:
+        return staged
+    partial = staged.with_name(staged.name + ".partial")
+    partial.write_bytes(data)
+    os.replace(partial, staged)
+    return staged
+
 
 @dataclass
 class RuntimeBuild:
@@ -100,6 +147,7 @@ class ProgramFacts:
     method_detail: str
     scratch: int
     memory_mode: str | None
+    all_ops: list[str] = field(default_factory=list)  # every operator table entry, prim too
 
 
 def program_facts(pte: Path) -> ProgramFacts:
@@ -112,6 +160,7 @@ def program_facts(pte: Path) -> ProgramFacts:
     try:
         with open_program(pte) as program:
             ops = [op.name for op in cpu_operators(program) if not op.is_prim]
+            every = sorted({op.qualified_name for plan in program.plans for op in plan.operators})
             infos = delegates(program)
             planned, inputs = method_pool_need(program)
             metadata = _metadata_estimate(program)
@@ -127,7 +176,7 @@ def program_facts(pte: Path) -> ProgramFacts:
         f"{metadata:,} B"
     )
     mode = flags.get("memory-mode")
-    return ProgramFacts(ops, bool(ids), ids, targets, need, detail, scratch, mode)
+    return ProgramFacts(ops, bool(ids), ids, targets, need, detail, scratch, mode, every)
 
 
 def auto_pools(facts: ProgramFacts) -> tuple[dict[str, int], str]:
@@ -303,6 +352,8 @@ def build_runner(
     else:
         basis = "given with --pools"
     chosen_ops = list(facts.ops if select_ops is None else select_ops)
+    check_operator_names(chosen_ops, "--select-ops" if select_ops is not None else str(pte))
+    check_operator_names(facts.all_ops, str(pte))
     kernels = kernel_plan(root, chosen_ops)
     for note in kernels.notes:
         say(note)
@@ -327,7 +378,10 @@ def build_runner(
     )  # fmt: skip
     key = hashlib.sha256(key_text.encode()).hexdigest()[:16]
     build_dir = cache_root() / "runtime-build" / key
+    check_plain_path(build_dir, "build cache", "ETU_BUILD_CACHE")
+    check_plain_path(root, "ExecuTorch source", "ETU_EXECUTORCH_SRC")
     build_dir.mkdir(parents=True, exist_ok=True)
+    staged = build_dir / ("program.bpte" if pte.suffix == ".bpte" else "program.pte")
 
     defines = {
         "CMAKE_TOOLCHAIN_FILE": str(root / "examples/arm/ethos-u-setup/arm-none-eabi-gcc.cmake"),
@@ -345,7 +399,7 @@ def build_runner(
         "EXECUTORCH_BUILD_PTHREADPOOL": "OFF",
         "FLATC_EXECUTABLE": str(venv_tool("flatc")),
         "PYTHON_EXECUTABLE": sys.executable,
-        "ET_PTE_FILE_PATH": str(pte),
+        "ET_PTE_FILE_PATH": str(staged),
         "ETU_SELECT_OPS": ",".join(chosen_ops) if select_ops is not None else "",
         "ETU_PORTABLE_KERNEL_SOURCES": ";".join(kernels.portable_sources),
         "ETU_PORTABLE_KERNELS_WHOLE": "ON" if kernels.portable_whole else "OFF",
@@ -397,6 +451,7 @@ def build_runner(
         say(f"waiting for the build tree {build_dir}")
         fcntl.flock(lock, fcntl.LOCK_EX)
         reused = (build_dir / "build.ninja").is_file()
+        stage_program(pte, build_dir)
         say(f"configure ({'reusing the cached libraries' if reused else 'new library build'})")
         t0 = time.monotonic()
         _run_step(configure, "configure", build_dir, say)

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         return 2
     except RuntimeBuildError as error:
         err.write(f"etu: {error}\n")
-        return 1
+        return error.status
     if args.json:
         out.write(json.dumps(result.to_json()) + "\n")
         return 0

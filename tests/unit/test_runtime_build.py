@@ -291,3 +291,56 @@ def test_int32_per_channel_zero_points_are_widened():
     assert graph.zp32.dtype == torch.int64 and graph.zp64.dtype == torch.int64
     x = torch.zeros(4, 3, dtype=torch.int8)
     assert torch.equal(graph(x), torch.zeros(4, 3))
+
+
+# ------------------------------------------------------------------ hostile inputs (issue 20)
+
+
+def test_a_bad_operator_name_is_refused_before_configuring(float_program, runtime_env, tmp_path):
+    """An operator name would reach upstream's generated C and its codegen's commands: one
+    whose characters are not namespace::name(.overload) is exit 2, one line, no build."""
+    data = float_program.read_bytes()
+    planted = tmp_path / "planted.pte"
+    planted.write_bytes(data.replace(b"aten::relu", b"aten::re\nu", 1))
+    env = dict(runtime_env, ETU_BUILD_CACHE=str(tmp_path / "cache"))
+    result = etu(["firmware", "build", planted, "--board", "qemu-an547", "--out",
+                  tmp_path / "out"], env)  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "'aten::re\\nu.out'" in result.stderr and "refusing" in result.stderr
+    assert not (tmp_path / "cache" / "runtime-build").exists() or not any(
+        (tmp_path / "cache" / "runtime-build").rglob("build.ninja")
+    )
+    listed = etu(["firmware", "build", float_program, "--board", "qemu-an547", "--out",
+                  tmp_path / "out", "--select-ops", "aten::add.out,aten::x;touch y"],
+                 env)  # fmt: skip
+    assert listed.returncode == 2 and "--select-ops" in listed.stderr
+
+
+def test_a_build_cache_path_a_shell_would_interpret_is_refused(float_program, runtime_env,
+                                                               tmp_path):  # fmt: skip
+    env = dict(runtime_env, ETU_BUILD_CACHE=str(tmp_path / "c$(touch pwned)"))
+    result = etu(["firmware", "build", float_program, "--board", "qemu-an547", "--out",
+                  tmp_path / "out"], env, cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 2 and "ETU_BUILD_CACHE" in result.stderr
+    assert not list(tmp_path.rglob("pwned"))
+
+
+@runtime_build
+def test_a_program_path_full_of_shell_syntax_builds_and_runs_nothing(
+    float_firmware, float_program, runtime_env, tmp_path
+):
+    """No user path reaches a build command: the program is copied to program.pte in the
+    build tree. Before, ninja's /bin/sh ran the backticks and $() of a folder name."""
+    odd = tmp_path / "a b'c\"d$(touch pwned1)`touch pwned2`;touch pwned3\nz"
+    odd.mkdir()
+    program = odd / "float cpu.pte"
+    program.write_bytes(float_program.read_bytes())
+    firmware = build(program, odd / "fw", runtime_env)
+    assert Path(firmware["elf"]).is_file()
+    build_dir = Path(firmware["build_dir"])
+    assert (build_dir / "program.pte").read_bytes() == program.read_bytes()
+    assert str(program) not in " ".join(firmware["configure_command"])
+    for folder in (tmp_path, build_dir, Path(firmware["source"]["root"])):
+        assert not [p for p in folder.rglob("pwned*") if p.name in {"pwned1", "pwned2",
+                                                                      "pwned3"}]  # fmt: skip
