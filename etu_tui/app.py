@@ -154,7 +154,7 @@ class EtuApp(App[int]):
         if theme and theme != self.theme and theme in self.available_themes:
             self.theme = theme
         if problem:
-            self.notify(f"{problem} (settings not applied; `etu config` shows them)",
+            self.notify(f"{problem} (`etu config` shows the settings)",
                         title="Settings", severity="warning", markup=False)  # fmt: skip
         self.open_target(self.target)
 
@@ -499,7 +499,8 @@ def console_settings(target: Path | None) -> tuple[dict[str, str], str | None, s
         settings = load_settings(workspace)
     except ConfigError as error:
         return {}, None, printable(str(error))
-    return dict(settings.keymap), settings.theme, None
+    ignored = "; ".join(printable(w) for w in settings.warnings) or None
+    return dict(settings.keymap), settings.theme, ignored
 
 
 def rebuild_command(facts: ProgramFacts | None, result) -> str | None:

@@ -83,10 +83,12 @@ def prepare_fvp_launch(
                 fvp, Path(fvp.executable), "not found", False, argv, Path(elf), found=False
             )
         if found is None:
+            ignored = [w for w in (settings.warnings if settings else []) if ": fvp_dir = " in w]
             raise LaunchError(
                 f"{fvp.executable} not found (looked in ETU_FVP_DIR, PATH and "
                 "EXECUTORCH_ROOT/examples/arm/ethos-u-scratch, and the fvp_dir setting); "
                 "install Arm's Corstone FVPs or point ETU_FVP_DIR (or fvp_dir in etu.toml) at them"
+                + (f"; {ignored[0]}" if ignored else "")
             )
         executable, found_via = found.path, found.found_via
     argv = build_command(executable, fvp, Path(elf), options)

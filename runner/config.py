@@ -52,6 +52,12 @@ SETTINGS: dict[str, tuple[str | None, str, object, str]] = {
     "theme": ("ETU_THEME", "str", "textual-dark", "the console's Textual theme"),
 }
 KEYMAP = "keymap"
+# Settings that choose what etu executes (a simulator's folder, the CMake code a firmware
+# build runs). A workspace file may set them only once the user trusts that file (by path
+# and content hash, `etu config trust DIR`), as direnv and VS Code's workspace trust do:
+# opening a cloned example must not run its code.
+EXECUTING_SETTINGS = frozenset({"fvp_dir", "executorch_src"})
+TRUST_FILE = "trusted_workspaces.json"
 ENV_VARIABLES = {key: spec[0] for key, spec in SETTINGS.items() if spec[0]}
 _KEY_STRING = re.compile(r"^[A-Za-z0-9_+\-]+(,[A-Za-z0-9_+\-]+)*$")
 
@@ -96,6 +102,19 @@ class Settings:
     files: list[Path] = field(default_factory=list)  # the files that were read, lowest first
     workspace: Path | None = None
     env: dict[str, str] = field(default_factory=dict)  # the ETU_* variables that were set
+    # settings an untrusted workspace file set and etu ignored: key → (file, line, value)
+    ignored: dict[str, tuple[str, int | None, str]] = field(default_factory=dict)
+
+    @property
+    def warnings(self) -> list[str]:
+        """One line per ignored setting, naming the key and how to trust the file."""
+        return [
+            f"{file}{f':{line}' if line else ''}: {key} = {value!r} ignored: a workspace file "
+            f"may not choose what etu runs; trust it with `etu config trust "
+            f"{Path(file).parent}` or set {key} in your user config or "
+            f"${ENV_VARIABLES[key]}"
+            for key, (file, line, value) in sorted(self.ignored.items())
+        ]
 
     def origin(self, key: str) -> Origin:
         return self.origins.get(key, DEFAULT)
@@ -113,6 +132,10 @@ class Settings:
                 for binding, key in sorted(self.keymap.items())
             },
             "environment": {name: os_value for name, os_value in sorted(self.env.items())},
+            "ignored": {
+                key: {"file": file, "line": line, "value": value}
+                for key, (file, line, value) in sorted(self.ignored.items())
+            },
         }
 
 
@@ -144,18 +167,21 @@ def load_settings(
         layers.append((settings.workspace / WORKSPACE_FILE, "workspace"))
     for path, source in layers:
         if path.is_file():
-            _apply_file(settings, path, Origin(source, str(path)))
+            trusted = source == "user" or is_trusted(path, user_file.parent)
+            _apply_file(settings, path, Origin(source, str(path)), trusted=trusted)
     _apply_env(settings, env)
     return settings
 
 
-def _apply_file(settings: Settings, path: Path, origin: Origin) -> None:
+def _apply_file(settings: Settings, path: Path, origin: Origin, *, trusted: bool) -> None:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(path, None, None, f"unreadable: {error}") from None
     try:
         data = tomllib.loads(text)
+    except RecursionError:
+        raise ConfigError(path, None, None, "not valid TOML: nested too deeply") from None
     except tomllib.TOMLDecodeError as error:
         line = getattr(error, "lineno", None) or _line_from_message(str(error))
         if line is None and "end of document" in str(error):
@@ -182,8 +208,56 @@ def _apply_file(settings: Settings, path: Path, origin: Origin) -> None:
             near = difflib.get_close_matches(key, [*SETTINGS, KEYMAP], n=1)
             hint = f" (did you mean {near[0]!r}?)" if near else ""
             raise ConfigError(path, line, key, f"unknown setting{hint}")
-        setattr(settings, key, _check(key, value, path.parent, path, line))
+        checked = _check(key, value, path.parent, path, line)
+        if key in EXECUTING_SETTINGS and not trusted:
+            settings.ignored[key] = (str(path), line, str(value))
+            continue
+        setattr(settings, key, checked)
         settings.origins[key] = origin
+
+
+def _file_hash(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _trust_records(config_folder: Path) -> dict[str, str]:
+    import json
+
+    try:
+        data = json.loads((config_folder / TRUST_FILE).read_text())
+    except (OSError, ValueError, RecursionError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def is_trusted(workspace_file: Path, config_folder: Path) -> bool:
+    """The user trusted this very file (its absolute path and its current content)."""
+    recorded = _trust_records(config_folder).get(str(Path(workspace_file).resolve()))
+    try:
+        return recorded is not None and recorded == _file_hash(workspace_file)
+    except OSError:
+        return False
+
+
+def trust_workspace(workspace: Path, config_folder: Path | None = None) -> Path:
+    """Record ``workspace/etu.toml`` (path and content hash) as trusted; its file."""
+    import json
+
+    folder = config_folder or user_config_file().parent
+    target = (Path(workspace) / WORKSPACE_FILE).resolve()
+    if not target.is_file():
+        raise ConfigError(target, None, None, "no such workspace file to trust")
+    records = _trust_records(folder)
+    records[str(target)] = _file_hash(target)
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = folder / (TRUST_FILE + ".partial")
+    partial.write_text(json.dumps(records, indent=2, sort_keys=True) + "\n")
+    os.replace(partial, folder / TRUST_FILE)
+    return target
 
 
 def _apply_env(settings: Settings, env: dict[str, str]) -> None:

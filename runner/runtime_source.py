@@ -67,9 +67,11 @@ def find_executorch(workspace: Path | None = None, *, online: bool = True) -> Ru
     given = os.environ.get(ENV_SOURCE)
     if given:
         return _from_path(Path(given).expanduser(), "env", given)
-    configured = _workspace_setting(workspace or Path.cwd(), "executorch_src")
+    configured, ignored = _workspace_setting(workspace or Path.cwd(), "executorch_src")
     if configured:
         return _from_path(configured, "workspace", str(configured))
+    if ignored:  # an untrusted workspace file chose the source: say so, build nothing of it
+        raise SourceError(ignored)
     if online and not os.environ.get("ETU_NO_DOWNLOAD"):
         try:
             return download_pinned()
@@ -133,8 +135,9 @@ def _find_marker(folder: Path, marker: str) -> Path | None:
     return None
 
 
-def _workspace_setting(workspace: Path, key: str) -> Path | None:
-    """A path setting from the workspace's etu.toml / the user's config file."""
+def _workspace_setting(workspace: Path, key: str) -> tuple[Path | None, str | None]:
+    """A path setting from the workspace's etu.toml / the user's config file, and the
+    warning when an untrusted workspace file set it (then ignored)."""
     from runner.config import ConfigError, load_settings
 
     try:
@@ -142,7 +145,8 @@ def _workspace_setting(workspace: Path, key: str) -> Path | None:
     except ConfigError as error:
         raise SourceError(str(error)) from None
     value = getattr(settings, key, None)
-    return Path(value) if value else None
+    warning = next((w for w in settings.warnings if f": {key} = " in w), None)
+    return (Path(value) if value else None), warning
 
 
 def _from_path(path: Path, origin: str, given: str) -> RuntimeSource:

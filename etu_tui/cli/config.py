@@ -7,10 +7,18 @@ import json
 from pathlib import Path
 from typing import TextIO
 
+from parsers.text import printable
+
 HELP = "print the effective settings (etu.toml, user file, defaults, environment)"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "action", nargs="?", choices=["trust"],
+        help="trust: let DIR's etu.toml choose what etu runs (fvp_dir, executorch_src), "
+        "recorded by its path and content hash in your user config",
+    )  # fmt: skip
+    parser.add_argument("dir", nargs="?", type=Path, help="with trust: the workspace folder")
     parser.add_argument(
         "--workspace", type=Path, default=Path("."),
         help="the workspace whose etu.toml is read (default: the current folder)",
@@ -21,6 +29,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     from runner.config import SETTINGS, ConfigError, load_settings, user_config_file
 
+    if args.action == "trust":
+        return _trust(args.dir or args.workspace, out=out, err=err)
+    if args.dir is not None:
+        err.write("etu: config: a folder is given only with `trust` (use --workspace)\n")
+        return 2
+    if not args.workspace.is_dir():
+        err.write(f"etu: --workspace {args.workspace}: no such folder\n")
+        return 2
     try:
         settings = load_settings(args.workspace)
     except ConfigError as error:
@@ -30,7 +46,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     warnings = [
         f"keymap.{binding} ({settings.origin('keymap.' + binding)}): no console key has this id"
         for binding in unknown
-    ]
+    ] + settings.warnings
     if args.json:
         record = settings.to_json()
         record["user_file"] = str(user_config_file())
@@ -50,11 +66,24 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     for binding, key in sorted(settings.keymap.items()):
         out.write(f"  {binding} = {key}  [{settings.origin('keymap.' + binding)}]\n")
     for warning in warnings:
-        err.write(f"etu: warning: {warning}\n")
+        err.write(f"etu: warning: {printable(warning)}\n")
     if settings.env:
         out.write("\nenvironment (wins over the files)\n")
         for name, value in sorted(settings.env.items()):
             out.write(f"  {name}={value}\n")
+    return 0
+
+
+def _trust(folder: Path, *, out: TextIO, err: TextIO) -> int:
+    from runner.config import ConfigError, trust_workspace
+
+    try:
+        trusted = trust_workspace(folder)
+    except (ConfigError, OSError) as error:
+        err.write(f"etu: {printable(str(error))}\n")
+        return 2
+    out.write(f"etu: trusted {printable(str(trusted))} as it is now (a change to it needs "
+              "trusting again)\n")  # fmt: skip
     return 0
 
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from etu_tui.cli.common import add_target_option
+from etu_tui.cli.common import add_target_option, stoppable
 
 # With --json, statuses other than 2 are the run's ending, already in the JSON outcome.
 JSON_ERROR_STATUSES = (2,)
@@ -51,7 +51,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    return run_command(args, out=out, err=err)
+    if args.dry_run:
+        return run_command(args, out=out, err=err)
+    return stoppable(lambda: run_command(args, out=out, err=err), err)
 
 
 def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
@@ -71,6 +73,8 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     except ConfigError as error:
         err.write(f"etu: {error}\n")
         return 2
+    for warning in settings.warnings:
+        err.write(f"etu: warning: {printable(warning)}\n")
     try:
         params = tuple(parse_param(p) for p in args.param)
         options = FvpOptions(timelimit=args.timelimit, fast=args.fast, extra_params=params)
@@ -100,7 +104,7 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 def _stream_run(launch, args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     from parsers.text import printable
-    from runner.run import RunController, install_stop_signals
+    from runner.run import RunController
 
     if launch.simulated and not args.json:  # --json: the events say "simulated"
         shown = printable(str(launch.executable))
@@ -115,8 +119,7 @@ def _stream_run(launch, args: argparse.Namespace, *, out: TextIO, err: TextIO) -
         where = printable(str(error.filename or args.sessions))
         err.write(f"etu: {where}: cannot record a session: {error.strerror or error}\n")
         return 2
-    install_stop_signals()  # SIGTERM/SIGHUP: stopped and recorded like Ctrl+C
-    controller.start()
+    controller.start()  # SIGTERM/SIGHUP (run()): stopped and recorded like Ctrl+C
     return _finish(controller, args, out=out, err=err)
 
 
@@ -216,11 +219,12 @@ def _printer(args: argparse.Namespace, out: TextIO, err: TextIO):
 
 def _finish(controller, args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     from etu_tui.safe_text import printable
+    from runner.run import stop_reason
 
     try:
         outcome = controller.wait()
-    except KeyboardInterrupt:
-        controller.stop("stopped by SIGINT (Ctrl+C)")
+    except KeyboardInterrupt as interrupt:
+        controller.stop(stop_reason(interrupt))
         outcome = controller.wait()
     controller.listener.close()  # the echo prints what waits first
     if args.json:

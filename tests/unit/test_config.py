@@ -15,7 +15,13 @@ from fvp.discovery import find_fvps
 from fvp.launch import prepare_fvp_launch
 from fvp.standin import install_standin
 from fvp.targets import SSE300_U55
-from runner.config import ConfigError, load_settings, user_config_file, workspace_template
+from runner.config import (
+    ConfigError,
+    load_settings,
+    trust_workspace,
+    user_config_file,
+    workspace_template,
+)
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 ELF = ROOT / "etu_tui" / "demo" / "firmware" / "arm_executor_runner.elf"
@@ -108,6 +114,7 @@ def test_template_is_valid_and_changes_nothing(tmp_path: Path, user_file: Path) 
 def test_fvp_dir_setting_is_searched_after_the_variable(tmp_path: Path, user_file) -> None:
     install_standin(tmp_path / "fvps")
     (tmp_path / "etu.toml").write_text('fvp_dir = "fvps"\n')
+    trust_workspace(tmp_path, user_file.parent)  # a workspace file choosing a simulator
     settings = load_settings(tmp_path, env={}, user_file=user_file)
     launch = prepare_fvp_launch(
         "ethos-u55-128", ELF, env={"PATH": "/nonexistent"}, settings=settings
@@ -166,6 +173,7 @@ def test_runtime_source_and_board_profiles_read_the_settings(tmp_path: Path, mon
     (tree / "runtime").mkdir(parents=True)
     (tree / "CMakeLists.txt").write_text("project(executorch)\n")
     (tmp_path / "etu.toml").write_text('executorch_src = "src/executorch"\nboards_dir = "lab"\n')
+    trust_workspace(tmp_path)
     monkeypatch.delenv("ETU_EXECUTORCH_SRC", raising=False)
     monkeypatch.delenv("ETU_BOARDS_DIR", raising=False)
     monkeypatch.chdir(tmp_path)
@@ -187,3 +195,64 @@ def test_config_warns_about_keymap_ids_the_console_does_not_have(tmp_path: Path)
     assert [w.split(" ")[0] for w in record["warnings"]] == ["keymap.strat_run"]
     text = etu("config", cwd=tmp_path)
     assert "etu: warning: keymap.strat_run" in text.stderr and "sort_sessions" not in text.stderr
+
+
+# ------------------------------------------------------------------ workspace trust (issue 20.4)
+
+
+def test_a_workspace_file_cannot_plant_a_simulator_until_trusted(tmp_path: Path) -> None:
+    """A cloned workspace's etu.toml with fvp_dir = "tools": `etu run` warns and does not
+    use its tools/ until the user trusts that file; a change to the file revokes it."""
+    ws = tmp_path / "cloned"
+    planted = ws / "tools" / SSE300_U55
+    planted.parent.mkdir(parents=True)
+    planted.write_text(f"#!/bin/sh\ntouch {tmp_path}/RAN\n")
+    planted.chmod(0o755)
+    (ws / "etu.toml").write_text('fvp_dir = "tools"\n')
+    env = {"ETU_FVP_DIR": "", "PATH": os.environ["PATH"]}
+    shown = etu("run", "--dry-run", "--elf", str(ELF), cwd=ws, env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert str(planted) not in shown.stdout
+    (warning,) = [line for line in shown.stderr.splitlines() if "warning" in line]
+    assert "fvp_dir" in warning and "etu config trust" in warning and "etu.toml:1" in warning
+    real = etu("run", "--elf", str(ELF), "--timelimit", "5", cwd=ws, env=env)
+    assert real.returncode != 0 and not (tmp_path / "RAN").exists()
+    assert "fvp_dir = 'tools' ignored" in real.stderr
+
+    trusted = etu("config", "trust", str(ws), cwd=tmp_path)
+    assert trusted.returncode == 0 and "trusted" in trusted.stdout
+    assert str(planted) in etu("run", "--dry-run", "--elf", str(ELF), cwd=ws, env=env).stdout
+    (ws / "etu.toml").write_text('fvp_dir = "tools"\n# changed after trusting\n')
+    again = etu("run", "--dry-run", "--elf", str(ELF), cwd=ws, env=env)
+    assert str(planted) not in again.stdout and "ignored" in again.stderr
+    record = json.loads(etu("config", "--json", cwd=ws).stdout)
+    assert record["ignored"]["fvp_dir"]["value"] == "tools"
+    assert record["settings"]["fvp_dir"]["value"] is None
+
+
+def test_a_workspace_file_cannot_choose_the_code_a_firmware_build_runs(tmp_path: Path) -> None:
+    tree = tmp_path / "src" / "executorch"
+    (tree / "runtime").mkdir(parents=True)
+    (tree / "CMakeLists.txt").write_text("execute_process(COMMAND touch RAN)\n")
+    (tmp_path / "etu.toml").write_text('executorch_src = "src/executorch"\n')
+    program = ROOT / "etu_tui" / "demo" / "demo_cnn_cpu.pte"
+    if not program.is_file():
+        program = next((ROOT / "etu_tui" / "demo").glob("*.pte"))
+    result = etu("firmware", "build", str(program), "--board", "corstone-300", "--out",
+                 str(tmp_path / "fw"), cwd=tmp_path,
+                 env={"ETU_EXECUTORCH_SRC": "", "ETU_NO_DOWNLOAD": "1"})  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "executorch_src" in result.stderr and "etu config trust" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not list(tmp_path.rglob("RAN"))
+
+
+def test_bad_config_arguments_and_deep_files_are_status_2(tmp_path: Path) -> None:
+    missing = etu("config", "--workspace", "nope", cwd=tmp_path)
+    assert missing.returncode == 2 and "nope" in missing.stderr
+    (tmp_path / "etu.toml").write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")
+    deep = etu("config", cwd=tmp_path)
+    assert deep.returncode == 2 and "nested too deeply" in deep.stderr
+    assert "Traceback" not in deep.stderr and "RecursionError" not in deep.stderr
+    untrustable = etu("config", "trust", str(tmp_path / "nowhere"), cwd=tmp_path)
+    assert untrustable.returncode == 2 and "no such workspace file" in untrustable.stderr
