@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from parsers.errors import FormatError, ParseError, TruncatedError, WrongKindError
-from parsers.files import GiB, check_regular
+from parsers.files import GiB, check_regular, open_regular
 
 ELF_MAGIC = b"\x7fELF"
 MAX_ELF_BYTES = 2 * GiB  # read on demand, not whole: the cap only refuses absurd files
@@ -309,6 +309,24 @@ def read_elf(path: str | os.PathLike[str]) -> ElfImage:
         raise
     image._closer = data
     return image
+
+
+def check_arm_firmware(path: str | os.PathLike[str]) -> None:
+    """Raise ParseError (naming ``path``) unless it is a regular file holding a 32-bit Arm
+    ELF: checked before anything loads it (QEMU runs any other file as raw bytes)."""
+    source = os.fsdecode(path)
+    fd, _size = open_regular(path, "a firmware ELF", 2 * GiB)
+    try:
+        head = os.pread(fd, 20, 0)
+    except OSError as error:
+        raise ParseError(error.strerror or str(error), source=source) from None
+    finally:
+        os.close(fd)
+    if not head.startswith(ELF_MAGIC):
+        raise WrongKindError(identify(head) if head else "empty file, not an ELF", source=source)
+    if len(head) < 20 or head[4] != 1 or head[18:20] != b"\x28\x00":
+        raise WrongKindError("an ELF for another machine, not a 32-bit Arm firmware",
+                             source=source)  # fmt: skip
 
 
 def identify(head: bytes) -> str:

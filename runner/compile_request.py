@@ -48,6 +48,9 @@ DTYPES = ("float32", "float16", "bfloat16", "int8", "uint8", "int16", "int32", "
 BUILTIN_MODELS = ("add", "add2", "softmax", "cnn", "mv2")
 
 
+MAX_INPUT_ELEMENTS = 1 << 28  # an example input bigger than this is a typo, not a model
+
+
 class RequestError(ValueError):
     """The request cannot work; the message says why (one line)."""
 
@@ -66,9 +69,19 @@ class InputSpec:
             raise RequestError(f"input {text!r}: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
         if not re.fullmatch(r"\d+(x\d+)*", shape_text):
             raise RequestError(f"input {text!r}: expected a shape like 1x3x224x224[:float32]")
+        if len(shape_text) > 200:
+            raise RequestError(f"input {text[:40]!r}...: a shape of at most 200 characters")
         shape = tuple(int(d) for d in shape_text.split("x"))
         if 0 in shape:
             raise RequestError(f"input {text!r}: dimensions must be positive")
+        elements = 1
+        for dim in shape:
+            elements *= dim
+        if elements > MAX_INPUT_ELEMENTS:
+            raise RequestError(
+                f"input {text!r}: {elements:,} elements; an example input holds at most "
+                f"{MAX_INPUT_ELEMENTS:,} (2^28)"
+            )
         return cls(shape, dtype)
 
     def __str__(self) -> str:
@@ -197,8 +210,11 @@ def _digest_file(digest, path: Path, what: str) -> None:
     except ParseError as error:
         raise RequestError(str(error)) from None
     with open(fd, "rb", closefd=True) as handle:
-        while block := handle.read(1 << 20):
-            digest.update(block)
+        try:
+            while block := handle.read(1 << 20):
+                digest.update(block)
+        except OSError as error:  # /proc/self/mem and the like: regular, yet unreadable
+            raise RequestError(f"{path}: unreadable: {error.strerror or error}") from None
 
 
 def cache_key(request: CompileRequest) -> str:

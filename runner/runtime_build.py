@@ -91,6 +91,18 @@ def check_plain_path(path: Path, what: str, variable: str) -> None:
         )
 
 
+def _check_program_file(pte: Path) -> None:
+    """A regular, readable file (not a FIFO, a device, a link loop), before anything else."""
+    from parsers.errors import ParseError, describe_error
+    from parsers.files import GiB, open_regular
+
+    try:
+        fd, _size = open_regular(pte, "an ExecuTorch program", 4 * GiB)
+    except ParseError as error:
+        raise BuildInputError(describe_error(error)) from None
+    os.close(fd)
+
+
 def stage_program(program: Path, build_dir: Path) -> Path:
     """The program copied to a fixed name in the build tree, so no user path reaches a
     build command. Rewritten (with a new mtime, which ninja follows) only when it changed."""
@@ -326,9 +338,10 @@ def build_runner(
     say = progress or (lambda _text: None)
     if board not in BOARDS:
         raise RuntimeBuildError(f"--board {board}: expected one of {', '.join(BOARDS)}")
-    pte = Path(pte).resolve()
-    if not pte.is_file():
+    if not Path(pte).exists() and not Path(pte).is_symlink():
         raise RuntimeBuildError(f"{pte}: no such program file")
+    _check_program_file(Path(pte))
+    pte = Path(pte).resolve()
     started = time.monotonic()
     facts = program_facts(pte)
     refuse_delegated(pte, facts, board)

@@ -27,6 +27,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    if args.elf is not None:
+        from parsers.elf_map import check_arm_firmware
+        from parsers.errors import ParseError, describe_error
+
+        try:
+            check_arm_firmware(args.elf)
+        except ParseError as error:
+            err.write(f"etu: --elf {describe_error(error)}\n")
+            return 2
     return log_command(
         args.path, as_json=args.json, events=args.events, out=out, err=err, elf=args.elf
     )
@@ -131,15 +140,11 @@ def log_command(
 
 def _session_meta(path: Path) -> dict:
     """A session folder's meta.json ({} for a plain log or an unreadable meta)."""
-    from runner.session import META
+    from runner.history import read_meta
 
     if not path.is_dir():
         return {}
-    try:
-        meta = json.loads((path / META).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return meta if isinstance(meta, dict) else {}
+    return read_meta(path)  # a FIFO or a device refused, the fields type-checked
 
 
 def _session_elf(path: Path) -> Path | None:

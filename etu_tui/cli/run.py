@@ -63,6 +63,8 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     if args.elf is None:
         err.write("etu: run: --elf is required (or --board qemu-an547 with a PROGRAM.pte)\n")
         return 2
+    if not _is_arm_firmware(args.elf, err):
+        return 2
     from fvp.command import FvpOptions, format_command, parse_param
     from fvp.launch import LaunchError, prepare_fvp_launch
     from parsers.text import printable
@@ -123,6 +125,22 @@ def _stream_run(launch, args: argparse.Namespace, *, out: TextIO, err: TextIO) -
     return _finish(controller, args, out=out, err=err)
 
 
+def _is_arm_firmware(elf: Path, err: TextIO) -> bool:
+    """Checked before any simulator or QEMU starts (and for a dry run): one line if not."""
+    from parsers.elf_map import check_arm_firmware
+    from parsers.errors import ParseError, describe_error
+
+    if not Path(elf).exists():
+        err.write(f"etu: {elf}: no such firmware file\n")
+        return False
+    try:
+        check_arm_firmware(elf)
+    except ParseError as error:
+        err.write(f"etu: {describe_error(error)}\n")
+        return False
+    return True
+
+
 def _board_run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     """`etu run --board qemu-an547 [PROGRAM.pte | --elf ELF]`: build if needed, run."""
     from runner.runtime_run import QEMU_LABEL, QemuMissing, qemu_argv, run_on_qemu
@@ -135,8 +153,7 @@ def _board_run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         elf = _build_if_needed(args, err=err)
         if isinstance(elf, int):
             return elf
-    if not Path(elf).is_file():
-        err.write(f"etu: {elf}: no such firmware file\n")
+    if not _is_arm_firmware(Path(elf), err):
         return 2
     try:
         argv = qemu_argv(Path(elf))

@@ -10,18 +10,34 @@ from typing import TextIO
 HELP = "list the workspace's recorded sessions (simulator, emulated board, board)"
 
 
+ENDING_CHOICES = ("success", "runner_error", "hard_fault", "time_limit", "crash", "killed",
+                  "incomplete", "unfinished", "failed")  # fmt: skip
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     add_workspace_options(parser)
     parser.add_argument("--program", help="only this program (name, part of it, or hash prefix)")
     parser.add_argument("--target", help="only this target, e.g. ethos-u55-128")
     parser.add_argument(
         "--ending",
+        choices=ENDING_CHOICES,
+        metavar="ENDING",
         help="only runs that ended so: success, runner_error, hard_fault, time_limit, crash, "
         "killed, incomplete, unfinished, or failed (anything but success)",
     )
     parser.add_argument("--kind", help="only this kind of session: fvp, qemu, board")
-    parser.add_argument("--limit", type=int, help="at most this many (the newest)")
+    parser.add_argument("--limit", type=_positive, help="at most this many (the newest)")
     parser.add_argument("--json", action="store_true", help="one JSON object per session")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: must be 1 or more")
+    return value
 
 
 def add_workspace_options(parser: argparse.ArgumentParser) -> None:
@@ -71,6 +87,9 @@ def format_rows(rows) -> str:
     for row in rows:
         line = row.ending["proof_line"]
         ending = row.ending["reason"] + (f" @{line}" if line else "")
+        proof = row.ending["proof"]
+        if row.problem:  # a session that cannot be read is listed, saying why
+            ending, proof = "unreadable", row.problem
         kind = row.kind + ("*" if row.simulated else "")
         table.append((
             row.started_text, kind, row.target,
@@ -79,7 +98,7 @@ def format_rows(rows) -> str:
             ending, _num(row.npu_cycles), _num(row.cpu_cycles),
             _num(row.method_allocator_used), _num(row.temp_allocator),
             "-" if row.duration_s is None else f"{row.duration_s:.1f}s",
-            printable(row.ending["proof"]),
+            printable(proof),
         ))  # fmt: skip
     widths = [max(len(r[i]) for r in table) for i in range(len(header) - 1)]
     numeric = {6, 7, 8, 9, 10}

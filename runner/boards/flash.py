@@ -264,6 +264,8 @@ def flash_mps3(
     images = mps3_images(profile, files)
     software = Path(drive) / "SOFTWARE"
     config_dir = Path(drive) / str(profile.transfer["images_dir"])
+    if not config_dir.resolve().is_relative_to(Path(drive).resolve()):
+        raise FlashError(f"{profile.transfer['images_dir']!r}: images_dir leaves the drive {drive}")
     software.mkdir(exist_ok=True)
     config_dir.mkdir(parents=True, exist_ok=True)
     result = FlashResult(port=app_port)

@@ -256,7 +256,13 @@ class _Reader:
                 raise self.fail("transfer", "block", f"{block}: XMODEM blocks are 128 or 1024")
             self.get(transfer, "transfer", "retries", int, default=16)
         if method == "mps3-drive":
-            self.get(transfer, "transfer", "images_dir", str, required=True)
+            images_dir = self.get(transfer, "transfer", "images_dir", str, required=True)
+            parts = Path(images_dir).parts
+            if Path(images_dir).is_absolute() or ".." in parts or not parts:
+                raise self.fail(
+                    "transfer", "images_dir",
+                    f"{images_dir!r}: a folder inside the board's drive (relative, no '..')",
+                )  # fmt: skip
             for entry in self.get(transfer, "transfer", "address_map", list, default=[]):
                 if not (isinstance(entry, dict) and {"cpu", "mcc", "size"} <= set(entry)):
                     raise self.fail("transfer", "address_map", "entries are {cpu, mcc, size}")

@@ -6,8 +6,11 @@ opens a board's USB serial port. "Flashing" this board is loading the ELF.
 
 QEMU starts paused (``-S``) because a pty nobody has opened drops what the guest writes:
 open the port first, then :meth:`QemuBoard.resume`. The monitor is on QEMU's stdin/stdout
-(``-monitor stdio``), which is how ``cont`` and ``quit`` reach it. QEMU runs in its own
-process group, so :meth:`QemuBoard.stop` ends it and anything it started.
+(``-monitor stdio``), which is how ``cont`` and ``quit`` reach it. QEMU is started through
+:func:`runner.process.spawn`, in its own process group: it dies with etu (even when etu is
+SIGKILLed: parent-death signal and etu's reaper), and :meth:`QemuBoard.stop` ends it and
+anything it started: ``quit``, then SIGKILL of the group (SIGTERM would not do: with
+``-action shutdown=pause`` QEMU takes it as a shutdown request and pauses).
 
 The stand-in firmware ends with SYSRESETREQ; ``-no-reboot`` makes that a shutdown. If QEMU
 exited then, the pty would hang up and the kernel would throw away what the reader had not
@@ -22,11 +25,12 @@ import contextlib
 import os
 import re
 import shutil
-import signal
 import subprocess
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+
+from runner.process import kill_group, spawn
 
 QEMU = "qemu-system-arm"
 MACHINE = "mps3-an547"
@@ -90,6 +94,7 @@ class QemuBoard:
         self._pty_found = threading.Event()
         self._readers: list[threading.Thread] = []
         self.guest_ended = threading.Event()  # the firmware reset/shut the machine down
+        self._swept = False
 
     @property
     def pid(self) -> int | None:
@@ -111,17 +116,20 @@ class QemuBoard:
         """Start QEMU (paused unless told otherwise) and return the pty of UART0."""
         if not self.elf.is_file():
             raise QemuError(f"{self.elf}: no such firmware ELF")
-        with open(self.elf, "rb") as handle:
-            header = handle.read(20)
         # QEMU would load anything else as a raw image at 0 and run garbage.
-        if header[:4] != b"\x7fELF" or header[18:20] != b"\x28\x00":
-            raise QemuError(f"{self.elf}: not an Arm ELF (QEMU would run it as raw bytes)")
+        from parsers.elf_map import check_arm_firmware
+        from parsers.errors import ParseError, describe_error
+
+        try:
+            check_arm_firmware(self.elf)
+        except ParseError as error:
+            raise QemuError(f"{describe_error(error)} (QEMU would run it as raw bytes)") from None
         qemu = find_qemu(self._qemu)
         self.argv = qemu_argv(
             self.elf, qemu=qemu, machine=self.machine, paused=paused, extra_args=self.extra_args
         )
         try:
-            self._popen = subprocess.Popen(
+            self._popen = spawn(
                 self.argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -130,20 +138,24 @@ class QemuBoard:
             )
         except OSError as error:
             raise QemuError(f"{qemu}: could not start: {error.strerror or error}") from None
-        for stream in (self._popen.stdout, self._popen.stderr):
-            reader = threading.Thread(target=self._read, args=(stream,), daemon=True)
-            reader.start()
-            self._readers.append(reader)
-        waited = 0.0
-        while not self._pty_found.wait(0.05):
-            waited += 0.05
-            if self._popen.poll() is not None or waited >= self.start_timeout:
-                for reader in self._readers:
-                    reader.join(0.5)
-                self.stop()
-                last = [line for line in self.messages().splitlines() if line.strip()]
-                why = last[-1].strip() if last else "no message"
-                raise QemuError(f"{self.elf}: QEMU gave no pty: {why}")
+        try:
+            for stream in (self._popen.stdout, self._popen.stderr):
+                reader = threading.Thread(target=self._read, args=(stream,), daemon=True)
+                reader.start()
+                self._readers.append(reader)
+            waited = 0.0
+            while not self._pty_found.wait(0.05):
+                waited += 0.05
+                if self._popen.poll() is not None or waited >= self.start_timeout:
+                    for reader in self._readers:
+                        reader.join(0.5)
+                    self.stop()
+                    last = [line for line in self.messages().splitlines() if line.strip()]
+                    why = last[-1].strip() if last else "no message"
+                    raise QemuError(f"{self.elf}: QEMU gave no pty: {why}")
+        except BaseException:  # a stop signal (or Ctrl+C) while it starts: no QEMU left
+            self.stop()
+            raise
         return self.pty  # type: ignore[return-value]
 
     def _read(self, stream) -> None:
@@ -196,25 +208,22 @@ class QemuBoard:
             return None
 
     def stop(self, grace: float = 2.0) -> int | None:
-        """``quit`` on the monitor, then SIGTERM, then SIGKILL of the process group."""
+        """``quit`` on the monitor, then SIGKILL of the process group (which also takes
+        anything QEMU started)."""
         if self._popen is None:
             return None
         if self._popen.poll() is None:
             self.monitor("quit")
             if self.wait(grace) is None:
-                self._signal(signal.SIGTERM)
-                if self.wait(grace) is None:
-                    self._signal(signal.SIGKILL)
-                    self.wait(grace)
+                kill_group(self._popen.pid)
+                self.wait(grace)
+        if not self._swept:  # whatever outlived QEMU in its group (once: the id is free now)
+            self._swept = True
+            kill_group(self._popen.pid)
         for stream in (self._popen.stdin, self._popen.stdout, self._popen.stderr):
             with contextlib.suppress(OSError, ValueError, AttributeError):
                 stream.close()
         return self._popen.returncode
-
-    def _signal(self, sig: int) -> None:
-        if self._popen is not None and self._popen.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._popen.pid, sig)
 
     def __enter__(self) -> QemuBoard:
         return self

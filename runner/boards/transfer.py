@@ -9,6 +9,7 @@ records (bytes, rate, ETA, block, retries), and failures as one line naming the 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -75,12 +76,17 @@ class _EotUnanswered(Exception):
     """Every block was acknowledged but the EOT never was (the peer left at once)."""
 
 
+class _Stalled(Exception):
+    """The receiver said nothing for STALL seconds once blocks were flowing."""
+
+
 class _Port:
     """getc/putc for the xmodem package over a pyserial handle, counting every byte."""
 
     EOT_TRIES = 3
     EOT_WAIT = 1.0
     START_PAUSE = 0.05
+    STALL = 30.0  # silence from the receiver, once blocks flow, that ends the transfer
 
     def __init__(self, handle: serial.SerialBase, pending: bytes = b"") -> None:
         self.handle = handle
@@ -90,6 +96,7 @@ class _Port:
         self.wire_out = 0
         self.wire_in = 0
         self.last_answer = b""
+        self.last_heard = time.monotonic()  # when the receiver last sent anything
         self.lost: str | None = None
 
     def getc(self, size: int, timeout: float = 1) -> bytes | None:
@@ -98,6 +105,11 @@ class _Port:
         package would resend block 1 for each queued ``C``."""
         if self.all_acked:
             timeout = min(timeout, self.EOT_WAIT)
+        if self.wire_out:  # blocks flow: the whole silence is bounded, not each retry
+            left = self.STALL - (time.monotonic() - self.last_heard)
+            if left <= 0:
+                raise _Stalled
+            timeout = min(timeout, left)
         deadline = time.monotonic() + timeout
         while True:
             if self.pending:
@@ -118,6 +130,7 @@ class _Port:
             self.wire_in += len(data)
             if data:
                 self.last_answer = data
+                self.last_heard = time.monotonic()
             if data == b"C" and self.wire_out and time.monotonic() < deadline:
                 timeout = max(deadline - time.monotonic(), 0.001)
                 continue
@@ -189,6 +202,15 @@ def xmodem_send(
     previous, logger.disabled = logger.disabled, True  # its errors become our one line
     try:
         ok = modem.send(stream, retry=retries, timeout=timeout, quiet=True, callback=callback)
+    except _Stalled:
+        with contextlib.suppress(serial.SerialException, OSError):
+            handle.write(CAN + CAN)
+        block = state["acked"] + 1
+        raise TransferError(
+            f"{name}: the receiver fell silent at block {block} of {blocks}: nothing for "
+            f"{port.STALL:.0f} s (last received {_answer_name(port.last_answer)}"
+            f"{' for block ' + str(state['acked']) if state['acked'] else ''}); sent CAN CAN"
+        ) from None
     except _EotUnanswered:
         # lrzsz's rx behind a pty exits right after ACKing the EOT and the pty's hang-up
         # can swallow that ACK: every block was acknowledged, so the file is there.
@@ -217,6 +239,11 @@ def xmodem_send(
             f"(last answer {port.last_answer[-8:]!r}); sent CAN CAN"
         )
     return _done(name, total, blocks, block_size, state, port, started, on_progress, True)
+
+
+def _answer_name(answer: bytes) -> str:
+    names = {ACK: "ACK", NAK: "NAK", CAN: "CAN", b"C": "'C'"}
+    return names.get(answer[-1:], repr(answer[-8:])) if answer else "nothing"
 
 
 def _done(name, total, blocks, block_size, state, port, started, on_progress, eot_acked):

@@ -152,3 +152,39 @@ def test_port_unplugged_mid_transfer_aborts_cleanly_then_retry_from_start(tmp_pa
         again.close()
     received(out2, data, 1024)
     assert stats.blocks == 59
+
+
+def test_a_receiver_that_falls_silent_mid_file_ends_in_bounded_time(tmp_path, monkeypatch):
+    """rx stops answering (its process stopped) after 20 KB: the whole silence is bounded
+    (here 2 s; 30 s by default), not 16 retries of 10 s, and the line names what came last."""
+    import signal
+    import time
+
+    from runner.boards import transfer
+
+    monkeypatch.setattr(transfer._Port, "STALL", 2.0)
+    data = payload(60_000, seed=9)
+    pty = Pty()
+    rx = start_rx(pty, tmp_path / "silent.bin")
+    stopped = threading.Event()
+
+    def freeze_the_receiver(progress) -> None:
+        if progress.sent >= 20_000 and not stopped.is_set():
+            stopped.set()
+            os.kill(rx.pid, signal.SIGSTOP)
+
+    started = time.monotonic()
+    try:
+        with serial.Serial(pty.path, 921600, timeout=1) as port:
+            with pytest.raises(TransferError) as caught:
+                xmodem_send(port, data, name="fw.img", block_size=1024, timeout=10,
+                            on_progress=freeze_the_receiver)  # fmt: skip
+    finally:
+        os.kill(rx.pid, signal.SIGCONT)
+        rx.kill()
+        pty.close()
+    elapsed = time.monotonic() - started
+    assert stopped.is_set() and elapsed < 8, elapsed
+    text = str(caught.value)
+    assert "fell silent at block" in text and "nothing for 2 s" in text
+    assert "last received ACK for block" in text and "\n" not in text
