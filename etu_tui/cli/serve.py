@@ -93,8 +93,10 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     if not 0 < args.port < 65536:
         err.write(f"etu: --port {args.port}: not a TCP port\n")
         return 2
-    given, origin = (args.token, "--token") if args.token is not None else (
-        os.environ.get(TOKEN_ENV), TOKEN_ENV
+    given, origin = (
+        (args.token, "--token")
+        if args.token is not None
+        else (os.environ.get(TOKEN_ENV), TOKEN_ENV)
     )
     try:
         token = checked_token(given, origin)
