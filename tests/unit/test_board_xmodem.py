@@ -175,10 +175,12 @@ def test_a_receiver_that_falls_silent_mid_file_ends_in_bounded_time(tmp_path, mo
 
     started = time.monotonic()
     try:
-        with serial.Serial(pty.path, 921600, timeout=1) as port:
-            with pytest.raises(TransferError) as caught:
-                xmodem_send(port, data, name="fw.img", block_size=1024, timeout=10,
-                            on_progress=freeze_the_receiver)  # fmt: skip
+        with (
+            serial.Serial(pty.path, 921600, timeout=1) as port,
+            pytest.raises(TransferError) as caught,
+        ):
+            xmodem_send(port, data, name="fw.img", block_size=1024, timeout=10,
+                        on_progress=freeze_the_receiver)  # fmt: skip
     finally:
         os.kill(rx.pid, signal.SIGCONT)
         rx.kill()
