@@ -230,7 +230,7 @@ def _size(text: str) -> int:
 
 def refuse_delegated(pte: Path, facts: ProgramFacts, board: str) -> None:
     if board == "qemu-an547" and facts.delegated:
-        raise RuntimeBuildError(
+        raise BuildInputError(
             f"{pte}: the program delegates to {', '.join(sorted(set(facts.delegate_ids)))}; "
             "the emulated board (QEMU mps3-an547) has no NPU. Compile the CPU twin with "
             "`etu compile ... --no-delegate` and run that, or build for corstone-300/-320 "

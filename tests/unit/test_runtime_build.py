@@ -49,8 +49,11 @@ def test_delegated_program_is_refused_for_qemu_before_building(real_program, tmp
     env.pop("ETU_EXECUTORCH_SRC", None)
     result = etu(["firmware", "build", real_program("u55"), "--board", "qemu-an547",
                   "--out", tmp_path], env)  # fmt: skip
-    assert result.returncode == 1
+    assert result.returncode == 2  # as `etu run --board qemu-an547 PROGRAM.pte` says it
     assert "no NPU" in result.stderr and "--no-delegate" in result.stderr
+    ran = etu(["run", "--board", "qemu-an547", real_program("u55"), "--sessions",
+               tmp_path / "s"], env, cwd=tmp_path)  # fmt: skip
+    assert ran.returncode == 2 and "no NPU" in ran.stderr
     assert not (tmp_path / "arm_executor_runner.elf").exists()
 
 
