@@ -48,6 +48,7 @@ from etu_tui.widgets.run_log import TIME_MODES
 from etu_tui.widgets.run_model import LEVELS
 from parsers.errors import describe_error
 from parsers.pte import ExecutionPlan
+from runner.firmware import rebuild_command
 from runner.workspace import (
     ProgramFacts,
     VelaResult,
@@ -315,7 +316,7 @@ class EtuApp(App[int]):
             fit = self.query_one(FitPanel)
         except NoMatches:  # the console is closing: the panels are already gone
             return
-        rebuild = rebuild_command(self.facts, message.result)
+        rebuild = rebuild_command(message.result.path if message.result else None)
         await fit.show(message, rebuild)
         self.query_one(TabbedContent).get_tab(FIT_TAB).label = tab_label(message.result)
         self.run_panel.set_firmware(message.result)
@@ -501,20 +502,6 @@ def console_settings(target: Path | None) -> tuple[dict[str, str], str | None, s
         return {}, None, printable(str(error))
     ignored = "; ".join(printable(w) for w in settings.warnings) or None
     return dict(settings.keymap), settings.theme, ignored
-
-
-def rebuild_command(facts: ProgramFacts | None, result) -> str | None:
-    """The runner rebuild command for the open program, when ``runner.firmware`` can make
-    one (it arrives with the firmware build step); else None."""
-    from runner import firmware
-
-    make = getattr(firmware, "rebuild_command", None)
-    if make is None or facts is None:
-        return None
-    try:
-        return make(facts.path, facts.select_ops, result)
-    except Exception:
-        return None
 
 
 def _close(facts: ProgramFacts) -> None:

@@ -362,3 +362,22 @@ def upstream_rebuild_command(
     configure += [f"-D{name}={value}" for name, value in defines.items() if value]
     build = ["cmake", "--build", build_dir, "--target", "arm_executor_runner"]
     return f"{shlex.join(configure)} && {shlex.join(build)}"
+
+
+def rebuild_command(elf: Path | None) -> str | None:
+    """The command lines of the ``rebuild.sh`` a firmware build (stand-in or real runner)
+    wrote beside ``elf``: what rebuilds this firmware; None when there is none."""
+    from parsers.errors import ParseError
+    from parsers.files import read_regular
+
+    if elf is None:
+        return None
+    try:
+        text = read_regular(Path(elf).with_name(REBUILD_NAME), "a rebuild script", 1 << 20)
+    except ParseError:
+        return None
+    lines = [
+        line for line in text.decode("utf-8", "replace").splitlines()
+        if line.strip() and not line.startswith("#") and line.strip() != "set -e"
+    ]  # fmt: skip
+    return "\n".join(lines) or None

@@ -382,3 +382,29 @@ async def test_picked_firmware_stays_for_the_next_program(
         )
         assert app.query_one(FitChecks).verdicts[0].check == "ethosu_scratch"
         assert _fit_label(app) == "Fit ✗"
+
+
+async def test_fit_copies_the_rebuild_command_a_firmware_build_wrote(tmp_path: Path) -> None:
+    """`b` copies what rebuilds the shown firmware (the rebuild.sh a firmware build wrote
+    beside the ELF); without one the key is not offered. It never fired before: the console
+    asked runner.firmware for a function that did not exist."""
+    shutil.copyfile(DEMO, tmp_path / DEMO.name)
+    (tmp_path / "firmware").mkdir()
+    for source in (DEMO_ELF, DEMO_MAP, DEMO_LD):
+        shutil.copyfile(source, tmp_path / "firmware" / source.name)
+    app = EtuApp(tmp_path / DEMO.name)
+    async with app.run_test(size=SIZE) as pilot:
+        await _tab(pilot, "f")
+        assert not app.query_one("FitPanel").check_action("copy_rebuild", ())
+    (tmp_path / "firmware" / "rebuild.sh").write_text(
+        "#!/bin/sh\n# a comment\nset -e\ncmake -S src -B out -DET_PTE_FILE_PATH=demo.pte\n"
+        "cmake --build out\n"
+    )
+    app = EtuApp(tmp_path / DEMO.name)
+    async with app.run_test(size=SIZE) as pilot:
+        await _tab(pilot, "f")
+        await pilot.press("b")
+        await pilot.pause()
+        assert app.clipboard == (
+            "cmake -S src -B out -DET_PTE_FILE_PATH=demo.pte\ncmake --build out"
+        )
