@@ -52,6 +52,11 @@ GOT_SECTIONS = (".got", ".got.plt")
 
 _OPERATOR_NAME = re.compile(rb"([A-Za-z0-9_]+)::[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)?\x00")
 _NOT_KERNEL_NAMESPACES = {"std", "__gnu_cxx", "__cxxabiv1"}
+# A registered kernel is ``namespace::name.overload`` with a lower-case namespace; the two
+# prim ops upstream registers without an overload are the exceptions. Anything else among
+# the image's strings is C++ (``Error::Ok``, ``vector::reserve``, ``basic_string::_S_create``).
+_KERNEL_NAME = re.compile(r"[a-z][a-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z0-9_]+\Z")
+_PRIM_OPS_WITHOUT_OVERLOAD = {"aten::sym_numel", "aten::_local_scalar_dense"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -552,7 +557,9 @@ def _registry_names(elf: ElfImage, skip: list[tuple[int, int]]) -> set[str]:
         chosen = [a for a in starts if a in pointed] or starts[:1]
         for address in chosen:
             name = texts[base][address - base :].decode("ascii")
-            if name.split("::", 1)[0] not in _NOT_KERNEL_NAMESPACES:
+            if name.split("::", 1)[0] in _NOT_KERNEL_NAMESPACES:
+                continue
+            if _KERNEL_NAME.match(name) or name in _PRIM_OPS_WITHOUT_OVERLOAD:
                 names.add(name)
     return names
 

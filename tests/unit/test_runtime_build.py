@@ -347,3 +347,15 @@ def test_a_program_path_full_of_shell_syntax_builds_and_runs_nothing(
     for folder in (tmp_path, build_dir, Path(firmware["source"]["root"])):
         assert not [p for p in folder.rglob("pwned*") if p.name in {"pwned1", "pwned2",
                                                                       "pwned3"}]  # fmt: skip
+
+
+@runtime_build
+def test_the_memory_map_of_a_real_runner_lists_only_kernels(float_firmware):
+    """Before, the kernel list of a real runner ELF held C++ strings: ``Error::Ok``,
+    ``ScalarType::Long``, ``vector::reserve``, ``basic_string::_S_create``."""
+    from parsers.memory_map import load_memory_map
+    from parsers.program_facts import PRIM_OPS
+
+    names = set(load_memory_map(Path(float_firmware["elf"])).kernels.names)
+    assert set(float_firmware["select_ops"]) <= names
+    assert names - set(float_firmware["select_ops"]) <= PRIM_OPS | {"aten::_local_scalar_dense"}
