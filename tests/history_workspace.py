@@ -66,12 +66,18 @@ def fallback_programs() -> tuple[Path, Path]:
     import hashlib
     import inspect
 
-    from tests.real_programs import cache_dir
+    from tests.real_programs import cache_dir, cache_lock
 
-    key = hashlib.sha256(inspect.getsource(fallback_programs).encode()).hexdigest()[:8]
+    source = inspect.getsource(fallback_programs) + inspect.getsource(_lower_fallback_programs)
+    key = hashlib.sha256(source.encode()).hexdigest()[:8]
     paths = tuple(cache_dir() / f"history-fallback-{key}-{n}.pte" for n in (0, 1))
-    if all(p.exists() for p in paths):
-        return paths
+    with cache_lock(f"history-fallback-{key}"):
+        if not all(p.exists() for p in paths):
+            _lower_fallback_programs(paths)
+    return paths
+
+
+def _lower_fallback_programs(paths: tuple[Path, Path]) -> None:
     import torch
     from torch import nn
 
@@ -95,4 +101,3 @@ def fallback_programs() -> tuple[Path, Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         model = FallbackNet(fallback).eval()
         lower_to_pte(model, example_inputs_for([(1, 3, 8, 8)]), LoweringSpec(), path)
-    return paths

@@ -6,8 +6,11 @@ so a change to any of them rebuilds; an unchanged checkout reuses the files at o
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 
@@ -50,8 +53,24 @@ def build(name: str) -> Path:
     """Path of program ``name`` (``NAME.bpte`` for the bundled form), lowered once."""
     base, _, suffix = name.partition(".")
     out = cache_dir() / f"{base}.{suffix or 'pte'}"
-    if out.exists():
-        return out
+    with cache_lock(base):
+        if not out.exists():
+            _lower(base, out)
+    return out
+
+
+@contextmanager
+def cache_lock(name: str) -> Iterator[None]:
+    """Test workers (pytest-xdist) share the artifact cache: one builds ``name``, the others
+    wait and reuse it. Check for the artifact under the lock too: a file being written
+    exists before it is whole."""
+    CACHE_ROOT.mkdir(parents=True, exist_ok=True)
+    with open(CACHE_ROOT / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _lower(base: str, out: Path) -> None:
     from runner.aot import example_inputs_for, lower_to_pte
     from runner.example_models import EXAMPLES
 
@@ -63,4 +82,3 @@ def build(name: str) -> Path:
     bundled = cache_dir() / f"{base}.bpte" if base in BUNDLED else None
     lower_to_pte(factory(), example_inputs_for(shapes), spec, out.with_suffix(".pte"),
                  bundled_out=bundled)  # fmt: skip
-    return out

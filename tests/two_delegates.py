@@ -14,7 +14,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from tests.real_programs import CACHE_ROOT, ROOT
+from tests.real_programs import CACHE_ROOT, ROOT, cache_lock
 
 MODEL = ROOT / "tests" / "data" / "models" / "two_delegates.py"
 
@@ -31,8 +31,13 @@ def _cache_dir() -> Path:
 def build() -> Path:
     """The compile job folder: ``TwoDelegates.pte`` with its ``vela/`` output beside it."""
     done = _cache_dir()
-    if (done / "TwoDelegates.pte").is_file():
-        return done
+    with cache_lock("two_delegates"):
+        if not (done / "TwoDelegates.pte").is_file():
+            _compile(done)
+    return done
+
+
+def _compile(done: Path) -> None:
     work = done.with_name(done.name + f".partial{os.getpid()}")
     shutil.rmtree(work, ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -45,4 +50,3 @@ def build() -> Path:
     shutil.rmtree(done, ignore_errors=True)
     job.rename(done)
     shutil.rmtree(work, ignore_errors=True)
-    return done
