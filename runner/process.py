@@ -4,6 +4,14 @@ Spawned in its own session (process group) so stopping it also stops anything it
 stdout and stderr are read by two threads in raw chunks (no line buffering, nothing lost);
 psutil samples CPU, memory and threads once a second. Callbacks run on those threads: the
 caller hands the data to its own loop (a Textual app posts messages, the CLI prints).
+
+When etu dies, even by SIGKILL, its children die too: each child gets ``PR_SET_PDEATHSIG``
+(which reaches the child itself only) and each child that leads a process group of its own
+registers that group with etu's *reaper* before it execs: a tiny process started once per
+etu, in a session of its own, ignoring the terminal's signals, that holds one end of a socket
+whose other end only etu holds. When etu is gone, by any means, the reaper reads end-of-file
+and SIGKILLs every group still registered, so a simulator's own children (its terminal
+servers, helpers) go with it. Groups nobody is left in are forgotten every second or two.
 """
 
 from __future__ import annotations
@@ -12,7 +20,9 @@ import contextlib
 import os
 import queue
 import signal
+import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -34,17 +44,105 @@ except (OSError, AttributeError, ImportError):  # not Linux: the watchdog and st
     _PRCTL = None
 
 
-def _die_with_parent(parent: int) -> Callable[[], None]:
+# The reaper: it reads "+PGID" lines; at end-of-file (etu gone) it SIGKILLs those groups.
+# Python with -I -S and nothing but os/select/signal: it starts in a few milliseconds.
+REAPER_NAME = "etu-reaper"
+REAPER_CODE = """\
+import os, select, signal, time
+for name in ("SIGINT", "SIGHUP", "SIGTERM", "SIGQUIT", "SIGTSTP", "SIGTTIN", "SIGTTOU"):
+    signal.signal(getattr(signal, name), signal.SIG_IGN)
+groups, pending, pruned = set(), b"", time.monotonic()
+while True:
+    ready, _, _ = select.select([0], [], [], 2.0)
+    if ready:
+        try:
+            data = os.read(0, 4096)
+        except OSError:
+            data = b""
+        if not data:
+            break
+        pending += data
+        *lines, pending = pending.split(b"\\n")
+        for line in lines:
+            if line[:1] == b"+" and line[1:].isdigit():
+                groups.add(int(line[1:]))
+    if time.monotonic() - pruned >= 2.0:
+        pruned = time.monotonic()
+        for group in list(groups):
+            try:
+                os.killpg(group, 0)
+            except ProcessLookupError:
+                groups.discard(group)
+            except OSError:
+                pass
+for group in groups:
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+_reaper_lock = threading.Lock()
+_reaper_socket: socket.socket | None = None
+_reaper_pid: int | None = None  # -1: could not be started (PR_SET_PDEATHSIG remains)
+
+
+def reaper_pid() -> int | None:
+    """The reaper's process id once one has been started (tests look for it)."""
+    return _reaper_pid if _reaper_pid and _reaper_pid > 0 else None
+
+
+def _reaper() -> socket.socket | None:
+    """etu's end of the reaper's socket, the reaper started on first use."""
+    global _reaper_socket, _reaper_pid
+    with _reaper_lock:
+        if _reaper_pid is None:
+            _reaper_pid = -1
+            if sys.executable:
+                ours, theirs = socket.socketpair()  # both close on exec: no child inherits one
+                try:
+                    reaper = subprocess.Popen(
+                        [sys.executable, "-I", "-S", "-c", REAPER_CODE, REAPER_NAME],
+                        stdin=theirs, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                        start_new_session=True, close_fds=True,
+                    )  # fmt: skip
+                except OSError:
+                    ours.close()
+                else:
+                    _reaper_pid, _reaper_socket = reaper.pid, ours
+                    _reapers.append(reaper)  # never waited for: it outlives etu by design
+                finally:
+                    theirs.close()
+        return _reaper_socket
+
+
+_reapers: list[subprocess.Popen] = []
+
+
+def _forget_reaper() -> None:
+    """In a forked copy of etu: its own reaper on first use (the socket object is left
+    alone: a child about to exec still registers through it)."""
+    global _reaper_socket, _reaper_pid
+    _reaper_socket, _reaper_pid = None, None
+
+
+os.register_at_fork(after_in_child=_forget_reaper)
+
+
+def _die_with_parent(parent: int, reaper: socket.socket | None = None) -> Callable[[], None]:
     """The child's last step before exec: be SIGKILLed when etu dies, even by SIGKILL.
 
     A child in its own session survives its parent; a simulator left running after the
     console was killed would hold the UART, the license and a core. The death signal fires
     when the *thread* that forked exits, so children are forked by one long-lived thread
-    (:func:`spawn`)."""
+    (:func:`spawn`). ``reaper``: the child leads its own group and registers it (before
+    exec, so no window is left where etu could die with the group unknown)."""
 
     def preexec() -> None:
         if _PRCTL is not None:
             _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if reaper is not None:
+            with contextlib.suppress(OSError):  # MSG_NOSIGNAL: a gone reaper is no SIGPIPE
+                reaper.send(b"+%d\n" % os.getpid(), socket.MSG_NOSIGNAL)
         if os.getppid() != parent:  # etu died between fork and prctl
             os._exit(1)
 
@@ -76,7 +174,9 @@ def spawn(argv: Sequence[str], **popen_kwargs) -> subprocess.Popen:
     box: dict = {}
     done = threading.Event()
     parent = os.getpid()
-    kwargs = {"preexec_fn": _die_with_parent(parent), **popen_kwargs}
+    own_group = popen_kwargs.get("start_new_session") or popen_kwargs.get("process_group") == 0
+    reaper = _reaper() if own_group else None
+    kwargs = {"preexec_fn": _die_with_parent(parent, reaper), **popen_kwargs}
     _spawn_queue.put((lambda: subprocess.Popen(list(argv), **kwargs), box, done))
     done.wait()
     if "error" in box:
@@ -204,11 +304,20 @@ class StreamingProcess:
         return self.returncode
 
     def stop(self, grace: float = 3.0) -> None:
-        """SIGTERM the whole process group, then SIGKILL what is left after ``grace``."""
+        """SIGTERM the whole process group, then SIGKILL what is left after ``grace``
+        (also what outlived the child itself: its group is its own, nothing else is in it)."""
         self.stopped_by_user = True
         self._signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace
         if not self._exited.wait(grace):
             self._signal(signal.SIGKILL)
+            return
+        group = self._popen.pid if self._popen is not None else None
+        while group is not None and time.monotonic() < deadline:
+            if not group_alive(group):
+                return
+            time.sleep(0.05)
+        kill_group(group)
 
     def kill(self) -> None:
         self.stopped_by_user = True
@@ -219,3 +328,21 @@ class StreamingProcess:
             return
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self._popen.pid, sig)
+
+
+def group_alive(group: int) -> bool:
+    """Is anyone left in process group ``group``?"""
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def kill_group(group: int | None, sig: int = signal.SIGKILL) -> None:
+    """Signal a child's own process group; nothing if it is empty or gone."""
+    if group is not None and group > 0:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, sig)

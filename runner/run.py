@@ -238,7 +238,15 @@ class RunController:
         """``time_limit``: stop the source after that many seconds (for emulators that,
         unlike the FVP, have no --timelimit of their own). ``watchdog_limit`` (default: the
         ``--timelimit`` in ``argv``) + ``grace``: the source is killed if it is still running
-        then, whatever it does with its own limit."""
+        then, whatever it does with its own limit.
+
+        A run is one of this process's runs (:func:`stop_all_runs`) from here on: a stop
+        signal that comes before :meth:`start` is kept, and the run is stopped as it starts
+        (its session still ends, ``killed``)."""
+        self._started = False
+        self._stop_requested = False
+        self._stop_reason = "stopped by the user"
+        _ACTIVE.add(self)
         if source is None:
             if argv is None:
                 raise ValueError("RunController needs argv or a source")
@@ -252,7 +260,6 @@ class RunController:
         )
         self.grace = grace
         self._watchdog_fired = False
-        self._stop_reason = "stopped by the user"
         self._record_stopped = False
         self.listener = listener or RunListener()
         self._lock = threading.Lock()
@@ -284,6 +291,7 @@ class RunController:
         return process.pid if process is not None else None
 
     def start(self) -> RunController:
+        self._started = True  # from here, a stop reaches the source
         try:
             self._source.start()
         except OSError as error:
@@ -291,6 +299,7 @@ class RunController:
             text = f"{what}: could not start: {error.strerror or error}"
             self.outcome = RunOutcome("crash", None, text, None, self._summary.to_json())
             self.session.finish(exit_reason="crash", proof=text, returncode=None)
+            _ACTIVE.discard(self)
             self._done.set()
             self.listener.on_end(self.outcome)
             return self
@@ -298,9 +307,10 @@ class RunController:
             self._timer = threading.Timer(self.time_limit, self._time_up)
             self._timer.daemon = True
             self._timer.start()
-        _ACTIVE.add(self)
         if self.watchdog_limit is not None:
             threading.Thread(target=self._watchdog, name="etu-watchdog", daemon=True).start()
+        if self._stop_requested:  # a stop signal came while it was being set up
+            self.stop_soon(self._stop_reason)
         return self
 
     def _watchdog(self) -> None:
@@ -320,14 +330,22 @@ class RunController:
             self._source.stop()
 
     def stop(self, reason: str | None = None) -> None:
-        """Stop the source (a simulator's process group: SIGTERM, then SIGKILL)."""
-        if reason:
-            self._stop_reason = reason
-        self._source.stop()
+        """Stop the source (a simulator's process group: SIGTERM, then SIGKILL). Before
+        :meth:`start`, the stop is kept: the run is stopped as soon as it starts."""
+        self._request_stop(reason)
+        if self._started:
+            self._source.stop()
 
     def stop_soon(self, reason: str) -> None:
         """:meth:`stop` from a thread of its own: safe in a signal handler or a reader."""
-        threading.Thread(target=self.stop, args=(reason,), name="etu-stop", daemon=True).start()
+        self._request_stop(reason)
+        if self._started:
+            threading.Thread(target=self._source.stop, name="etu-stop", daemon=True).start()
+
+    def _request_stop(self, reason: str | None) -> None:
+        if reason:
+            self._stop_reason = reason
+        self._stop_requested = True
 
     def kill(self) -> None:
         self._source.kill()
@@ -469,26 +487,54 @@ def stop_all_runs(reason: str) -> list[RunController]:
 
 
 def wait_all_runs(timeout: float = 10.0) -> bool:
-    """Wait until every run has ended and recorded its end; False on timeout."""
+    """Wait until every started run has ended and recorded its end; False on timeout."""
     deadline = time.monotonic() + timeout
     for controller in active_runs():
+        if not controller._started:
+            continue
         if controller.wait(max(0.0, deadline - time.monotonic())) is None:
             return False
     return True
 
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+INTERRUPTED = "stopped by SIGINT (Ctrl+C)"
+
+
+def signal_reason(signum: int) -> str:
+    """A stop signal as a run's ending proof: ``stopped by SIGTERM``."""
+    return INTERRUPTED if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+
+
+class StopSignal(KeyboardInterrupt):
+    """SIGTERM or SIGHUP while no run was going (etu was building firmware, flashing a
+    board, opening a port): raised in the main thread as SIGINT raises KeyboardInterrupt (it
+    is one), so the same clean-up runs on the way out. :func:`stop_reason` names either."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def stop_reason(interrupt: KeyboardInterrupt) -> str:
+    """``stopped by SIGTERM`` for a :class:`StopSignal`, Ctrl+C's words for SIGINT."""
+    return signal_reason(getattr(interrupt, "signum", signal.SIGINT))
 
 
 def install_stop_signals(after: Callable[[int], None] | None = None) -> None:
     """SIGTERM and SIGHUP end runs as SIGINT does: every run is stopped (process group
     signalled, session finished with the signal's name as the reason), then ``after(signum)``
-    runs (the console uses it to exit). Main thread only, as Python requires."""
+    runs (the console uses it to exit). Without ``after``, a signal that finds no run going
+    is raised in the main thread as :class:`StopSignal`. Main thread only, as Python
+    requires. An ignored SIGTERM or SIGHUP (``nohup``) stays ignored."""
 
     def handler(signum: int, _frame) -> None:
-        stop_all_runs(f"stopped by {signal.Signals(signum).name}")
+        runs = stop_all_runs(signal_reason(signum))
         if after is not None:
             after(signum)
+        elif not runs:
+            raise StopSignal(signum)
 
     for sig in STOP_SIGNALS:
-        signal.signal(sig, handler)
+        if signal.getsignal(sig) != signal.SIG_IGN:
+            signal.signal(sig, handler)

@@ -82,3 +82,20 @@ def board_profiles_or_error(err) -> dict | None:
     except ProfileError as error:
         err.write(f"etu: {error}\n")
         return None
+
+
+def stoppable(body, err) -> int:
+    """``body()`` for a command that owns a child or a port (run, monitor, flash): SIGTERM
+    and SIGHUP stop its run as Ctrl+C does (the child's process group stopped, the session
+    ended ``killed`` with the signal named, exit status 6); one that comes before any run
+    (building firmware, flashing, opening the port) stops the command there, its clean-up
+    run on the way out, with the same status. An ignored SIGINT (a background job) stays
+    ignored."""
+    from runner.run import EXIT_STATUS, install_stop_signals, stop_reason
+
+    install_stop_signals()
+    try:
+        return body()
+    except KeyboardInterrupt as interrupt:  # StopSignal is one
+        err.write(f"etu: {stop_reason(interrupt)}\n")
+        return EXIT_STATUS["killed"]

@@ -65,6 +65,12 @@ class ProgressPrinter:
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    from etu_tui.cli.common import stoppable
+
+    return stoppable(lambda: _flash_command(args, out=out, err=err), err)
+
+
+def _flash_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     from runner.boards.flash import FlashError, parse_file_spec
     from runner.boards.profiles import ProfileError, get_profile
 
@@ -89,16 +95,23 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     except _NoPort as error:
         err.write(f"etu: {error}\n")
         return 2
-    if args.json:
-        out.write(json.dumps({"type": "flashed", "board": profile.name, "port": result.port,
-                              "files": result.files}) + "\n")  # fmt: skip
-    else:
-        printer.status(f"flashed {', '.join(f.name for f in files)} to {profile.name}")
-    if not (args.monitor or result.source is not None):
-        if result.handle is not None:
+    try:
+        if args.json:
+            out.write(json.dumps({"type": "flashed", "board": profile.name,
+                                  "port": result.port, "files": result.files}) + "\n")  # fmt: skip
+        else:
+            printer.status(f"flashed {', '.join(f.name for f in files)} to {profile.name}")
+        if not (args.monitor or result.source is not None):
+            if result.handle is not None:
+                result.handle.close()
+            return 0
+        return _monitor(profile, result, args, out, err)
+    except BaseException:  # a stop signal before the monitoring began: QEMU and the port go
+        if result.source is not None:
+            result.source.close()
+        elif result.handle is not None:
             result.handle.close()
-        return 0
-    return _monitor(profile, result, args, out, err)
+        raise
 
 
 class _NoPort(Exception):

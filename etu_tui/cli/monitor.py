@@ -37,6 +37,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    from etu_tui.cli.common import stoppable
+
+    return stoppable(lambda: _monitor_port(args, out=out, err=err), err)
+
+
+def _monitor_port(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     from runner.boards.profiles import ProfileError, get_profile
     from runner.boards.source import PortError, SerialSource
 
@@ -73,7 +79,7 @@ def follow(source, meta: dict, sessions: Path, *, as_json: bool, out: TextIO, er
     from etu_tui.safe_text import printable
     from parsers.runner_events import LogLine
     from parsers.runner_log import parse_log_bytes, summarize
-    from runner.run import RunController, RunListener
+    from runner.run import RunController, RunListener, stop_reason
     from runner.session import RAW
 
     def render(event) -> str | None:
@@ -92,8 +98,8 @@ def follow(source, meta: dict, sessions: Path, *, as_json: bool, out: TextIO, er
     ).start()
     try:
         outcome = controller.wait()
-    except KeyboardInterrupt:
-        controller.stop()
+    except KeyboardInterrupt as interrupt:
+        controller.stop(stop_reason(interrupt))
         outcome = controller.wait()
     if isinstance(printer, Echo):
         printer.close()

@@ -187,6 +187,12 @@ class SerialSource:
 
     kill = stop
 
+    def close(self) -> None:
+        """Let go of a source that was opened but never started (the port; QEMU)."""
+        if self._thread is None:
+            self._stop.set()
+            self._close()
+
     def verdict_reached(self) -> None:
         self._verdict_at = time.monotonic()
 
@@ -285,10 +291,11 @@ class QemuSource(SerialSource):
 
             try:
                 self.port = self.board.start(paused=True)
-                super().open()
             except QemuError as error:
                 raise PortError(str(error)) from None
-            except PortError:
+            try:
+                super().open()
+            except BaseException:  # the port, or a stop signal while it opened: no QEMU left
                 self.board.stop()
                 raise
         return self

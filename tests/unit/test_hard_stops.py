@@ -1,17 +1,27 @@
-"""Hard stops (issue 9): SIGTERM/SIGHUP end a run like Ctrl+C, SIGKILL of etu leaves no
-simulator behind, a watchdog kills a simulator that outlives its time limit, and a full disk
-or an unwritable sessions folder stops the run with the reason instead of hanging.
+"""Hard stops (issues 9 and 20): SIGTERM/SIGHUP end a run like Ctrl+C, SIGKILL of etu leaves
+no child behind (nor a child's children), a watchdog kills a simulator that outlives its time
+limit, and a full disk or an unwritable sessions folder stops the run with the reason instead
+of hanging.
 
-All with real processes: ``etu run`` as a subprocess, the stand-in FVP or shell scripts as
-the simulator, a real tmpfs when the tests run as root (and RLIMIT_FSIZE otherwise)."""
+All with real processes: ``etu run`` (the stand-in FVP, the emulated board), ``etu monitor``
+on a pty and ``etu flash --board qemu-an547 --monitor`` as subprocesses, each sent TERM, HUP,
+INT and KILL, then every process etu had started looked for (psutil); shell scripts as
+simulators; a real tmpfs when the tests run as root (and RLIMIT_FSIZE otherwise).
+
+Every process a test starts is started with SIGINT, SIGTERM and SIGHUP at their defaults (a
+test run as a background job inherits SIGINT ignored, and etu rightly keeps an inherited
+ignore), and killed with everything it started when the test ends, passed or failed: a red
+test leaves no orphan behind to slow or break the rest of the run."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
 import resource
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,12 +33,89 @@ import psutil
 import pytest
 
 from fvp.standin import install_standin
+from runner.process import REAPER_NAME
 from runner.run import RunController, install_stop_signals
 from runner.session import read_session
+from tests.board_peers import Pty, runner_log
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 ELF = ROOT / "etu_tui" / "demo" / "firmware" / "arm_executor_runner.elf"
 SIM = "FVP_Corstone_SSE-300_Ethos-U55"
+STOPS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)  # etu ends the run: status 6, killed
+SIGNALS = (*STOPS, signal.SIGKILL)
+needs_qemu = pytest.mark.skipif(
+    not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")),
+    reason="needs qemu-system-arm and arm-none-eabi-gcc (make system-deps)",
+)
+
+
+class Family:
+    """The processes a test started and every process they started, as far as it has seen
+    them: killed (SIGKILL, identity checked by psutil) when the test ends."""
+
+    def __init__(self) -> None:
+        self.roots: list[int] = []
+        self.seen: dict[int, psutil.Process] = {}
+
+    def add(self, pid: int) -> None:
+        self.roots.append(pid)
+        self.note()
+
+    def note(self) -> list[psutil.Process]:
+        """Look again (call it when a test has seen its processes start); the descendants."""
+        found = []
+        for pid in self.roots:
+            with contextlib.suppress(psutil.Error):
+                root = self.seen.setdefault(pid, psutil.Process(pid))
+                for child in root.children(recursive=True):
+                    found.append(self.seen.setdefault(child.pid, child))
+        return found
+
+    def kill_all(self) -> None:
+        self.note()
+        killed = []
+        for process in self.seen.values():
+            with contextlib.suppress(psutil.Error):
+                if process.status() != psutil.STATUS_ZOMBIE or process.ppid() == os.getpid():
+                    process.kill()
+                    killed.append(process)
+        psutil.wait_procs(killed, timeout=5)
+
+
+_FAMILIES: list[Family] = []
+
+
+@pytest.fixture(autouse=True)
+def family():
+    current = Family()
+    _FAMILIES.append(current)
+    try:
+        yield current
+    finally:
+        _FAMILIES.remove(current)
+        current.kill_all()
+
+
+def default_signals() -> None:
+    """In the child before exec: SIGINT (and TERM, HUP) as a terminal's foreground job has
+    them, whatever the shell that started the tests left ignored."""
+    for sig in STOPS:
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def start(argv: list, **kwargs) -> subprocess.Popen:
+    """A process of the test's family, its stop signals at their defaults."""
+    first = kwargs.pop("preexec_fn", None)
+
+    def preexec() -> None:
+        default_signals()
+        if first is not None:
+            first()
+
+    process = subprocess.Popen([*map(str, argv)], preexec_fn=preexec, **kwargs)
+    if _FAMILIES:
+        _FAMILIES[-1].add(process.pid)
+    return process
 
 
 @pytest.fixture(scope="module")
@@ -38,28 +125,63 @@ def standin(tmp_path_factory) -> Path:
     return folder / SIM
 
 
+@pytest.fixture(scope="module")
+def fvp_with_a_child(standin: Path) -> Path:
+    """The stand-in FVP started by a script that first starts a helper of its own (as an FVP
+    starts its terminal servers): a child of the simulator, detached from its output, that
+    only a kill of the simulator's whole process group ends."""
+    script = standin.parent / "fvp-with-a-child"
+    script.write_text(f'#!/bin/sh\nsleep 600 </dev/null >/dev/null 2>&1 &\nexec "{standin}" "$@"\n')
+    script.chmod(0o755)
+    return script
+
+
+@pytest.fixture(scope="module")
+def endless_elf(tmp_path_factory) -> Path:
+    """The stub runner (cross-compiled here, a second) told to run 4e9 inferences: it
+    prints its start, then computes on QEMU for hours."""
+    from runner.firmware import build_stub_firmware
+
+    if not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")):
+        pytest.skip("needs qemu-system-arm and arm-none-eabi-gcc (make system-deps)")
+    out = tmp_path_factory.mktemp("endless-fw")
+    return build_stub_firmware(ROOT / "etu_tui" / "demo" / "demo_cnn.pte", out,
+                               ops=["quantized_decomposed::quantize_per_tensor.out"],
+                               num_inferences=4_000_000_000).elf  # fmt: skip
+
+
 def env(**extra: str) -> dict[str, str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("ETU_STANDIN")}
     return {**clean, "PYTHONPATH": str(ROOT), **extra}
 
 
 def start_etu(args: list, cwd: Path, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "etu_tui.cli", *map(str, args)], cwd=cwd,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs,
-    )  # fmt: skip
+    return start([sys.executable, "-m", "etu_tui.cli", *args], cwd=cwd,
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)  # fmt: skip
+
+
+def is_reaper(process: psutil.Process) -> bool:
+    with contextlib.suppress(psutil.Error):
+        return REAPER_NAME in process.cmdline()
+    return False
+
+
+def wait_for_lines(sessions: Path, lines: int = 5, timeout: float = 60) -> None:
+    """Until the run's session has recorded ``lines`` lines."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        raws = list(sessions.glob("*/raw.log"))
+        if raws and raws[0].read_bytes().count(b"\n") >= lines:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the run never printed")
 
 
 def wait_for_simulator(etu: subprocess.Popen, sessions: Path) -> psutil.Process:
-    """The simulator child once it has printed its first lines."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        raws = list(sessions.glob("*/raw.log"))
-        if raws and raws[0].read_bytes().count(b"\n") >= 5:
-            (child,) = psutil.Process(etu.pid).children()
-            return child
-        time.sleep(0.05)
-    raise AssertionError("the simulator never printed")
+    """The simulator child once it has printed its first lines (etu's reaper aside)."""
+    wait_for_lines(sessions)
+    (child,) = [c for c in psutil.Process(etu.pid).children() if not is_reaper(c)]
+    return child
 
 
 def gone(process: psutil.Process, timeout: float = 10.0) -> bool:
@@ -74,34 +196,124 @@ def gone(process: psutil.Process, timeout: float = 10.0) -> bool:
     return False
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
-def test_signals_end_a_cli_run_and_finish_the_session(sig, standin, tmp_path: Path) -> None:
-    sessions = tmp_path / "sessions"
-    etu = start_etu(
-        ["run", "--elf", ELF, "--fvp-path", standin, "--sessions", sessions],
-        tmp_path, env=env(ETU_STANDIN_FAULT="hang"),
-    )  # fmt: skip
-    simulator = wait_for_simulator(etu, sessions)
+def signal_and_check(etu: subprocess.Popen, sig: signal.Signals, family: Family,
+                     sessions: Path, children: tuple[str, ...] = ()) -> None:  # fmt: skip
+    """Send ``sig`` to etu; then nothing etu started is left (its reaper neither), and
+    for a stop signal: exit status 6, the signal named, the session ended ``killed``.
+    ``children``: names that must be among what etu had started (the check checks them)."""
+    started = family.note()
+    names = " ".join(" ".join(p.cmdline()) for p in started if p.is_running())
+    for name in children:
+        assert name in names, f"{name} was not running under etu: {names}"
     etu.send_signal(sig)
     _, err = etu.communicate(timeout=30)
+    survivors = [p for p in started if not gone(p)]
+    assert not survivors, f"{sig.name} left {[' '.join(p.cmdline()) for p in survivors]}"
+    if sig == signal.SIGKILL:
+        assert etu.returncode == -signal.SIGKILL
+        return
     assert etu.returncode == 6, err  # killed
-    assert f"stopped by {sig.name}".encode() in err
-    assert gone(simulator)
+    assert f"stopped by {sig.name}".encode() in err, err
     (folder,) = sessions.iterdir()
     meta = read_session(folder).meta
-    assert meta["ended"] is not None and meta["exit_reason"] == "killed"
+    assert meta["ended"] is not None and meta["exit_reason"] == "killed", meta
+    assert meta["proof"].startswith(f"stopped by {sig.name}"), meta
 
 
-def test_sigkill_of_etu_leaves_no_simulator(standin, tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
+def test_signals_end_a_cli_run_and_finish_the_session(
+    sig, fvp_with_a_child, family, tmp_path: Path
+) -> None:
+    """`etu run` on the stand-in FVP, whose own child only a group kill ends."""
     sessions = tmp_path / "sessions"
     etu = start_etu(
-        ["run", "--elf", ELF, "--fvp-path", standin, "--sessions", sessions],
+        ["run", "--elf", ELF, "--fvp-path", fvp_with_a_child, "--sessions", sessions],
         tmp_path, env=env(ETU_STANDIN_FAULT="hang"),
     )  # fmt: skip
-    simulator = wait_for_simulator(etu, sessions)
-    etu.kill()
-    etu.wait(10)
-    assert gone(simulator), "the simulator outlived a SIGKILLed etu"
+    wait_for_simulator(etu, sessions)
+    signal_and_check(etu, sig, family, sessions, children=("fvp.standin", "sleep 600"))
+
+
+@needs_qemu
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
+def test_signals_end_a_run_on_the_emulated_board(sig, endless_elf, family, tmp_path) -> None:
+    """`etu run --board qemu-an547 --elf ...`: QEMU stopped, the session ended killed."""
+    sessions = tmp_path / "sessions"
+    etu = start_etu(["run", "--board", "qemu-an547", "--elf", endless_elf, "--sessions",
+                     sessions], tmp_path, env=env())  # fmt: skip
+    wait_for_lines(sessions)
+    signal_and_check(etu, sig, family, sessions, children=("qemu-system-arm",))
+
+
+@needs_qemu
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
+def test_signals_end_flash_and_monitor_of_the_emulated_board(
+    sig, endless_elf, family, tmp_path
+) -> None:
+    """`etu flash --board qemu-an547 --monitor`: QEMU (paused on a shutdown, deaf to
+    SIGTERM) quit or killed, never orphaned."""
+    sessions = tmp_path / "sessions"
+    etu = start_etu(["flash", "--board", "qemu-an547", "--monitor", "--sessions", sessions,
+                     endless_elf], tmp_path, env=env())  # fmt: skip
+    wait_for_lines(sessions)
+    signal_and_check(etu, sig, family, sessions, children=("qemu-system-arm",))
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
+def test_signals_end_a_monitored_port(sig, family, tmp_path: Path) -> None:
+    """`etu monitor` on a pty: it owns a port, not a child; the session ends killed."""
+    port = Pty()
+    sessions = tmp_path / "sessions"
+    try:
+        etu = start_etu(["monitor", port.path, "--sessions", sessions, "--timelimit", "120"],
+                        tmp_path, env=env())  # fmt: skip
+        deadline = time.monotonic() + 30
+        while not list(sessions.glob("*/raw.log")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        port.write(runner_log(8, verdict=False))
+        wait_for_lines(sessions)
+        signal_and_check(etu, sig, family, sessions)
+    finally:
+        port.close()
+
+
+@needs_qemu
+def test_a_stop_signal_before_the_run_stops_the_command_and_its_qemu(
+    endless_elf, family, tmp_path: Path
+) -> None:
+    """SIGTERM while `etu flash` waits for QEMU's pty (no run yet to stop): the command
+    stops there, exit status 6, and the QEMU it started (here one that never gives a pty,
+    with a child of its own) is gone."""
+    fake = tmp_path / "qemu-that-hangs"
+    fake.write_text("#!/bin/sh\nsleep 600 </dev/null >/dev/null 2>&1 &\nexec sleep 601\n")
+    fake.chmod(0o755)
+    etu = start_etu(["flash", "--board", "qemu-an547", "--monitor", "--sessions",
+                     tmp_path / "sessions", endless_elf], tmp_path,
+                    env=env(ETU_QEMU=str(fake)))  # fmt: skip
+    deadline = time.monotonic() + 30
+    while "sleep 601" not in " ".join(" ".join(p.cmdline()) for p in family.note()):
+        assert time.monotonic() < deadline, "the fake QEMU never started"
+        time.sleep(0.05)
+    started = family.note()
+    etu.send_signal(signal.SIGTERM)
+    _, err = etu.communicate(timeout=30)
+    assert etu.returncode == 6 and err.endswith(b"etu: stopped by SIGTERM\n"), err
+    assert not [p for p in started if not gone(p)]
+    assert not (tmp_path / "sessions").exists()  # no run began
+
+
+def test_a_run_stopped_before_it_starts_ends_killed_as_it_starts(tmp_path: Path) -> None:
+    """A stop signal between a run's set-up and its start is kept: the run is stopped as
+    it starts, and its session ends killed with the signal's name."""
+    looping = tmp_path / "looping-fvp"
+    looping.write_text("#!/bin/sh\nwhile :; do echo tick; sleep 0.05; done\n")
+    looping.chmod(0o755)
+    controller = RunController([str(looping)], sessions=tmp_path / "s", kind="fvp", meta={})
+    controller.stop("stopped by SIGTERM")
+    outcome = controller.start().wait(30)
+    assert outcome is not None and outcome.reason == "killed", outcome
+    assert outcome.proof == "stopped by SIGTERM"
+    assert read_session(controller.folder).meta["exit_reason"] == "killed"
 
 
 RUN_FROM_A_WORKER_THREAD = """
@@ -134,8 +346,8 @@ def test_console_style_run_survives_its_thread_and_stops_on_sigterm(standin, tmp
     script = tmp_path / "console_like.py"
     script.write_text(RUN_FROM_A_WORKER_THREAD)
     sessions = tmp_path / "sessions"
-    host = subprocess.Popen(
-        [sys.executable, str(script), str(standin), str(ELF), str(sessions)],
+    host = start(
+        [sys.executable, script, standin, ELF, sessions],
         stdout=subprocess.PIPE, text=True, env=env(ETU_STANDIN_FAULT="hang"), cwd=tmp_path,
     )  # fmt: skip
     pid = int(host.stdout.readline())
@@ -150,14 +362,16 @@ def test_console_style_run_survives_its_thread_and_stops_on_sigterm(standin, tmp
     assert read_session(folder).meta["exit_reason"] == "killed"
 
 
-def test_console_exits_cleanly_on_sigterm(tmp_path: Path) -> None:
+def test_console_exits_cleanly_on_sigterm(family, tmp_path: Path) -> None:
     """The console itself: SIGTERM leaves it as `q` would, the terminal restored."""
     pid, fd = pty.fork()
     if pid == 0:  # the child: the console on the demo program
+        default_signals()
         os.chdir(tmp_path)
         os.environ["PYTHONPATH"] = str(ROOT)
         os.execv(sys.executable, [sys.executable, "-m", "etu_tui.cli",
                                   str(ROOT / "etu_tui" / "demo" / "demo_cnn.pte")])  # fmt: skip
+    family.add(pid)
     output = b""
 
     def read_for(seconds: float) -> None:
