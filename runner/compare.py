@@ -13,7 +13,7 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from runner.session import read_session
+from runner.session import EVENTS, read_session
 
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-5
@@ -81,15 +81,44 @@ def metrics(
 
 
 def session_outputs(folder: Path) -> tuple[dict[int, dict], dict]:
-    """``{output index: OutputTensor event}`` of the session's last inference, and its meta."""
-    session = read_session(Path(folder))
+    """``{output index: OutputTensor event}`` of the session's last inference, and its meta.
+    A session file that cannot be read, or an output whose fields have the wrong types, is
+    a CompareError naming it."""
+    from parsers.errors import ParseError
+
+    try:
+        session = read_session(Path(folder), with_log=False)  # the events are enough
+    except ParseError as error:
+        raise CompareError(str(error)) from None
     outputs: dict[int, dict] = {}
     for event in session.events:
         if event.get("type") == "OutputTensor":
-            outputs[int(event["index"])] = event
+            problem = _output_problem(event)
+            if problem is not None:
+                raise CompareError(f"{Path(folder) / EVENTS}: an OutputTensor event {problem}")
+            outputs[event["index"]] = event
     if not outputs:
         raise CompareError(f"{folder}: the run printed no Output[i][j] lines")
     return outputs, session.meta
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _output_problem(event: dict) -> str | None:
+    """What is wrong with an OutputTensor event's fields (None: nothing)."""
+    index, values = event.get("index"), event.get("values")
+    if not _whole(index) or index < 0:
+        return f"has index {index!r:.40}, not a whole number"
+    if not isinstance(values, list):
+        return f"(output {index}) has values that are not a list"
+    if not all(v is None or isinstance(v, int | float) for v in values):
+        return f"(output {index}) has values that are not numbers"
+    for key in ("numel", "printed"):
+        if event.get(key) is not None and not _whole(event.get(key)):
+            return f"(output {index}) has {key} {event.get(key)!r:.40}, not a whole number"
+    return None
 
 
 def firmware_options(meta: dict) -> dict:
@@ -194,7 +223,7 @@ def compare_session(
         if index >= len(refs):
             raise CompareError(f"output {index}: the reference has only {len(refs)} outputs")
         event = outputs[index]
-        values = [float(v) for v in event.get("values") or []]
+        values = [math.nan if v is None else float(v) for v in event["values"]]
         result = metrics(index, values, refs[index], rtol=rtol, atol=atol,
                          numel=event.get("numel"))  # fmt: skip
         if event.get("printed") is not None and event.get("numel") not in (None, len(values)):

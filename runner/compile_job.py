@@ -71,18 +71,24 @@ def job_folder(out_dir: Path, request: CompileRequest, key: str) -> Path:
 
 
 def find_cached(out_dir: Path, request: CompileRequest, key: str) -> CompileResult | None:
+    from parsers.errors import ParseError
+    from parsers.files import MiB, read_json
+
     folder = job_folder(out_dir, request, key)
-    try:
-        record = json.loads((folder / JOB_RECORD).read_text())
-    except (OSError, ValueError):
+    try:  # a FIFO, a device, a huge or hostile record: no cache hit, never a hang
+        record = read_json(folder / JOB_RECORD, "a compile job's record", 16 * MiB)
+    except ParseError:
         return None
-    pte = folder / Path(record.get("pte") or "").name
+    if not isinstance(record, dict) or not isinstance(record.get("pte"), str):
+        return None
+    pte = folder / Path(record["pte"]).name
     if record.get("key") != key or record.get("status") != "ok" or not pte.is_file():
         return None
     vela = folder / "vela"
+    stages = record.get("stages")
     return CompileResult(
         request, "ok", folder, pte, vela if vela.is_dir() else None, cached=True, key=key,
-        stages=record.get("stages", {}),
+        stages=stages if isinstance(stages, dict) else {},
     )  # fmt: skip
 
 

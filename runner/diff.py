@@ -14,14 +14,18 @@ compared through the figures, within the tolerances).
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from parsers.errors import ParseError
+from parsers.files import read_pieces
 from runner.history import load_summary, read_meta, session_row, workspace_programs
-from runner.session import RAW
+from runner.session import LOG_CAP, RAW
 
 # Text in a log line that differs between identical runs.
 VOLATILE = re.compile(
@@ -39,6 +43,7 @@ STAMP_PREFIX = re.compile(
     rb"|\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?)\s*"
 )
 NUMBER = re.compile(rb"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+PIECE = 1 << 16  # bytes of a line compared at once (a line longer than this, in pieces)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,33 +139,51 @@ def _as_float(value: Any) -> float:
 
 def first_divergence(a: Path, b: Path) -> tuple[dict | None, bool]:
     """The first line where the logs part with volatile text masked (or None), and whether
-    they also part with every number masked (text changed, not just figures)."""
+    they also part with every number masked (text changed, not just figures).
+
+    Lines are compared in pieces of at most PIECE bytes (parsers.files.read_pieces), so a log
+    without a newline (a device that never sent one) costs two pieces of memory, not its
+    size; a divergence shows the piece where the lines part. Raises ParseError when a log is
+    not a regular file of at most LOG_CAP bytes."""
     found: dict | None = None
     text_differs = False
-    with open(a, "rb") as left, open(b, "rb") as right:
-        number = 0
-        for number, (x, y) in enumerate(zip(left, right), 1):  # noqa: B905 (lengths differ)
-            if x == y:
+    pieces = [read_pieces(p, "a session log", LOG_CAP, PIECE, follow=False) for p in (a, b)]
+    with contextlib.closing(pieces[0]) as left, contextlib.closing(pieces[1]) as right:
+        number = 1  # the line the next pieces belong to
+        at_start = True  # whether they start it
+        for (x, x_ends), (y, y_ends) in zip(left, right):  # noqa: B905 (lengths differ)
+            line, starts = number, at_start
+            if x_ends == y_ends:
+                number += x_ends
+                at_start = x_ends
+                if x == y:
+                    continue
+                sx, sy = (STAMP_PREFIX.match(x), STAMP_PREFIX.match(y)) if starts else (None, None)
+                if sx and sy and x[sx.end() :] == y[sy.end() :]:
+                    continue
+                mx = VOLATILE.sub(b"~", x.rstrip(b"\r\n"))
+                my = VOLATILE.sub(b"~", y.rstrip(b"\r\n"))
+                if mx == my:
+                    continue
+                if found is None:
+                    found = {"line": line, "a": _text(x), "b": _text(y)}
+                if NUMBER.sub(b"#", mx) != NUMBER.sub(b"#", my):
+                    text_differs = True
+                    break
                 continue
-            sx, sy = STAMP_PREFIX.match(x), STAMP_PREFIX.match(y)
-            if sx and sy and x[sx.end() :] == y[sy.end() :]:
-                continue
-            mx, my = VOLATILE.sub(b"~", x.rstrip(b"\r\n")), VOLATILE.sub(b"~", y.rstrip(b"\r\n"))
-            if mx == my:
-                continue
+            # One line ends where the other goes on: they part here, and so does the text.
             if found is None:
-                found = {"line": number, "a": _text(x), "b": _text(y)}
-            if NUMBER.sub(b"#", mx) != NUMBER.sub(b"#", my):
-                text_differs = True
-                break
-        rest_a, rest_b = left.readline(), right.readline()
+                found = {"line": line, "a": _text(x), "b": _text(y)}
+            text_differs = True
+            break
+        rest_a, rest_b = next(left, None), next(right, None)
         if (rest_a or rest_b) and not text_differs:
             text_differs = True
             if found is None:
                 found = {
-                    "line": number + 1,
-                    "a": _text(rest_a) if rest_a else None,
-                    "b": _text(rest_b) if rest_b else None,
+                    "line": number,
+                    "a": _text(rest_a[0]) if rest_a else None,
+                    "b": _text(rest_b[0]) if rest_b else None,
                 }
     return found, text_differs
 
@@ -170,12 +193,19 @@ def _text(line: bytes) -> str:
 
 
 def diff_sessions(a: Path, b: Path, tol: Tolerance | None = None) -> dict[str, Any]:
-    """The ``etu diff A B --json`` object for two session folders."""
-    tol = tol or Tolerance()
+    """The ``etu diff A B --json`` object for two session folders. A file of either that
+    cannot be read is a DiffError naming it (one line)."""
+    try:
+        return _diff_sessions(a, b, tol or Tolerance())
+    except ParseError as error:
+        raise DiffError(str(error)) from None
+
+
+def _diff_sessions(a: Path, b: Path, tol: Tolerance) -> dict[str, Any]:
     meta_a, meta_b = read_meta(a), read_meta(b)
-    if not meta_a and not (a / RAW).is_file():
+    if not meta_a and not os.path.lexists(a / RAW):
         raise DiffError(f"{a}: not a recorded session")
-    if not meta_b and not (b / RAW).is_file():
+    if not meta_b and not os.path.lexists(b / RAW):
         raise DiffError(f"{b}: not a recorded session")
     sum_a, sum_b = load_summary(a, meta_a), load_summary(b, meta_b)
     programs = {}
@@ -199,7 +229,7 @@ def diff_sessions(a: Path, b: Path, tol: Tolerance | None = None) -> dict[str, A
         sum_a.get("output_values") or {}, sum_b.get("output_values") or {}, tol
     )
     diverge, text_differs = (None, False)
-    if (a / RAW).is_file() and (b / RAW).is_file():
+    if os.path.lexists(a / RAW) and os.path.lexists(b / RAW):
         diverge, text_differs = first_divergence(a / RAW, b / RAW)
     ending = {
         "a": row_a["ending"]["reason"],

@@ -48,6 +48,7 @@ def etdump_operators(data: bytes) -> list[dict]:
     return rows
 
 
+ETDUMP_CAP = 64 << 20  # the parser keeps at most 64 MiB of base64 text per block
 EMULATED_TIME_NOTE = "no cycle counter on the emulated board (QEMU): times not measured"
 
 
@@ -60,20 +61,16 @@ def session_etdump(folder: Path) -> Path | None:
 def session_operators(folder: Path) -> dict:
     """``{"rows": [...], "time_note": ...}`` for a session's ETDump. On the emulated board the
     runner's tick source reads 0: times are None there, with the note saying why."""
-    import json
-
-    from runner.session import META
+    from parsers.files import read_regular
+    from runner.history import read_meta
 
     path = session_etdump(folder)
     if path is None:
         return {"rows": [], "time_note": None}
-    rows = etdump_operators(path.read_bytes())
-    try:
-        meta = json.loads((Path(folder) / META).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        meta = {}
+    rows = etdump_operators(read_regular(path, "an ETDump", ETDUMP_CAP, follow=False))
+    meta = read_meta(Path(folder))
     note = None
-    if isinstance(meta, dict) and meta.get("emulated"):
+    if meta.get("emulated"):
         note = EMULATED_TIME_NOTE
         for row in rows:
             row["time"] = None

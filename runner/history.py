@@ -10,7 +10,6 @@ and modification time, so they list fast too.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -19,7 +18,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.session import META, RAW, list_sessions
+from parsers.errors import ParseError, describe_error
+from parsers.files import read_blocks, read_json, sha256_regular
+from runner.session import (
+    LOG_CAP,
+    META,
+    META_CAP,
+    PROGRAM_CAP,
+    RAW,
+    SUMMARY_CAP,
+    list_sessions,
+)
+from runner.session_fields import check_figures, check_meta, check_summary
 
 SESSION_FORMAT = 2
 SUMMARY = "summary.json"
@@ -81,34 +91,51 @@ def summarize_raw(folder: Path, npu: str | None) -> dict[str, Any]:
                 outputs.append(event)
 
     path = folder / RAW
-    if path.is_file():
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                take(parser.feed(block))
+    if os.path.lexists(path):  # a FIFO, a device or a link is refused, not skipped
+        for block in read_blocks(path, "a session log", LOG_CAP, follow=False):
+            take(parser.feed(block))
     take(parser.close())
     return run_summary(summary.to_json(), outputs)
 
 
-def load_summary(folder: Path, meta: dict | None = None) -> dict[str, Any]:
-    """``summary.json`` when the session has one, else re-parsed from ``raw.log``."""
-    try:
-        return json.loads((folder / SUMMARY).read_text())
-    except (OSError, ValueError):
-        pass
-    meta = meta if meta is not None else read_meta(folder)
-    return summarize_raw(folder, _npu(meta))
+def load_summary(
+    folder: Path, meta: dict | None = None, notes: list[str] | None = None
+) -> dict[str, Any]:
+    """``summary.json`` when the session has one, else re-parsed from ``raw.log``; its
+    fields type-checked (a field dropped for its type is said in ``notes``). Raises
+    ParseError when a file that is there cannot be read."""
+    path = folder / SUMMARY
+    if os.path.lexists(path):
+        what = "a session's summary.json"  # NaN allowed: an output's value may be NaN
+        found = read_json(path, what, SUMMARY_CAP, follow=False, allow_nan=True)
+    else:
+        meta = meta if meta is not None else read_meta(folder)
+        found = summarize_raw(folder, _npu(meta))
+    summary, problems = check_summary(found)
+    if notes is not None:
+        notes.extend(f"{path}: {problem}" for problem in problems)
+    return summary
 
 
 def _npu(meta: dict) -> str | None:
     return str(meta.get("target") or "").rpartition("-")[0] or None
 
 
+def load_meta(folder: Path) -> tuple[dict, list[str]]:
+    """A session's ``meta.json``, its fields type-checked, and a note per field dropped for
+    its type. Raises ParseError (one line, naming the file) when it cannot be read: not
+    there, not a regular file, too large, not JSON, nested too deeply, NaN or Infinity."""
+    path = folder / META
+    meta, notes = check_meta(read_json(path, "a session's meta.json", META_CAP, follow=False))
+    return meta, [f"{path}: {note}" for note in notes]
+
+
 def read_meta(folder: Path) -> dict:
+    """:func:`load_meta`'s object, or {} when it cannot be read."""
     try:
-        meta = json.loads((folder / META).read_text())
-    except (OSError, ValueError):
+        return load_meta(folder)[0]
+    except ParseError:
         return {}
-    return meta if isinstance(meta, dict) else {}
 
 
 # --------------------------------------------------------------------------- rows
@@ -136,6 +163,7 @@ class SessionRow:
     duration_s: float | None
     format: int
     warnings: list[str] = field(default_factory=list)
+    problem: str | None = None  # why the session could not be read (one line), if it could not
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -150,10 +178,15 @@ def _number(value: object) -> int | None:
 
 
 def session_row(
-    folder: Path, meta: dict, figures_: dict, programs: dict[str, str] | None = None
+    folder: Path,
+    meta: dict,
+    figures_: dict,
+    programs: dict[str, str] | None = None,
+    problem: str | None = None,
 ) -> SessionRow:
     """A row from what the session recorded; ``programs`` maps a .pte's sha256 to its name
-    (the workspace's programs) for sessions that did not record the name."""
+    (the workspace's programs) for sessions that did not record the name. ``problem``: why
+    the session could not be read (the row says it, and shows what could be)."""
     started = meta.get("started") if isinstance(meta.get("started"), int | float) else None
     ended = meta.get("ended") if isinstance(meta.get("ended"), int | float) else None
     program_sha = meta.get("program_sha256")
@@ -164,7 +197,9 @@ def session_row(
         program_name = (programs or {}).get(program_sha)
     elf = meta.get("elf") or meta.get("firmware")
     warnings = []
-    if not meta:
+    if problem:
+        warnings.append(problem)
+    elif not meta:
         warnings.append("meta.json is unreadable")
     elif ended is None:
         warnings.append("no end recorded (the console or the run was killed)")
@@ -175,7 +210,7 @@ def session_row(
         id=folder.name,
         folder=str(folder),
         started=started,
-        started_text=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)) if started else "",
+        started_text=_time_text(started),
         kind=str(meta.get("kind") or "?"),
         target=str(meta.get("target") or ""),
         simulated=bool(meta.get("simulated")),
@@ -203,11 +238,23 @@ def session_row(
         duration_s=round(ended - started, 3) if started and ended else None,
         format=int(meta.get("format") or 1) if isinstance(meta.get("format"), int) else 1,
         warnings=warnings,
+        problem=problem,
     )
 
 
-def workspace_programs(workspace: Path) -> dict[str, str]:
-    """sha256 → file name of the workspace's ``.pte`` programs (to name older sessions)."""
+def _time_text(when: float | None) -> str:
+    if not when:
+        return ""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
+    except (OverflowError, OSError, ValueError):
+        return ""
+
+
+def workspace_programs(workspace: Path, skipped: list[str] | None = None) -> dict[str, str]:
+    """sha256 → file name of the workspace's ``.pte`` programs (to name older sessions),
+    each hashed in blocks. One that is not a regular file of at most PROGRAM_CAP bytes (a
+    FIFO, a device, a folder, a link loop) is left out, and said in ``skipped``."""
     names: dict[str, str] = {}
     try:
         candidates = sorted(Path(workspace).glob("*.pte"))
@@ -215,9 +262,12 @@ def workspace_programs(workspace: Path) -> dict[str, str]:
         return names
     for path in candidates:
         try:
-            names.setdefault(hashlib.sha256(path.read_bytes()).hexdigest(), path.name)
-        except OSError:
+            digest = sha256_regular(path, "an ExecuTorch program", PROGRAM_CAP)
+        except ParseError as error:
+            if skipped is not None:
+                skipped.append(f"{error}; not used to name programs")
             continue
+        names.setdefault(digest, path.name)
     return names
 
 
@@ -227,8 +277,8 @@ class _Cache:
     def __init__(self, root: Path) -> None:
         self.path = root / CACHE
         try:
-            self.data = json.loads(self.path.read_text())
-        except (OSError, ValueError):
+            self.data = read_json(self.path, "etu's summary cache", SUMMARY_CAP, follow=False)
+        except ParseError:  # a cache: rebuilt when it cannot be read
             self.data = {}
         if not isinstance(self.data, dict):
             self.data = {}
@@ -241,8 +291,8 @@ class _Cache:
         except OSError:
             key = "missing"
         hit = self.data.get(folder.name)
-        if isinstance(hit, dict) and hit.get("key") == key:
-            return hit.get("figures") or {}
+        if isinstance(hit, dict) and hit.get("key") == key and isinstance(hit.get("figures"), dict):
+            return check_figures(hit["figures"])[0]
         result = figures(load_summary(folder, meta))
         self.data[folder.name] = {"key": key, "figures": result}
         self.changed = True
@@ -278,20 +328,33 @@ def list_rows(
     cache: _Cache | None = None
     rows: list[SessionRow] = []
     for folder in list_sessions(root):
-        meta = read_meta(folder)
+        # One session that cannot be read is a row saying why; it never hides the others.
+        problem = None
+        try:
+            meta, notes = load_meta(folder)
+        except ParseError as error:
+            meta, notes, problem = {}, [], describe_error(error)
         if target and meta.get("target") != target:
             continue
         if kind and meta.get("kind") != kind:
             continue
         if not meta.get("program") and meta.get("program_sha256") and programs is None:
             programs = workspace_programs(workspace)
+        found: dict = {}
         stored = meta.get("summary")
         if isinstance(stored, dict):
             found = stored
-        else:
+        elif problem is None:
             cache = cache or _Cache(root)
-            found = cache.figures(folder, meta)
-        row = session_row(folder, meta, found, programs)
+            try:
+                found = cache.figures(folder, meta)
+            except Exception as error:  # any unreadable session: a row saying why
+                problem = describe_error(error)
+        try:
+            row = session_row(folder, meta, found, programs, problem)
+        except Exception as error:  # belt and braces: the fields are checked
+            row = session_row(folder, {}, {}, None, describe_error(error))
+        row.warnings.extend(notes)
         if program and not _program_matches(row, program):
             continue
         if ending and not _ending_matches(row, ending):
@@ -335,6 +398,7 @@ __all__ = [
     "SessionRow",
     "figures",
     "list_rows",
+    "load_meta",
     "load_summary",
     "read_meta",
     "resolve_session",

@@ -15,7 +15,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from runner.history import load_summary, read_meta, session_row, workspace_programs
+from runner.history import load_meta, load_summary, session_row, workspace_programs
+from runner.session import PROGRAM_CAP
 
 SECTIONS = ("session", "program", "fit", "vela", "ending", "pmu", "allocators", "outputs", "tools")
 OUTPUT_VALUES_SHOWN = 64
@@ -28,13 +29,23 @@ def _dist_version(name: str) -> str | None:
         return None
 
 
-def _program_bytes(workspace: Path, meta: dict) -> tuple[bytes | None, str]:
-    """The bytes of the program that ran and where they came from."""
+def _program_bytes(
+    workspace: Path, meta: dict, programs: dict[str, str]
+) -> tuple[bytes | None, str]:
+    """The bytes of the program that ran and where they came from (``programs``: the
+    workspace's, sha256 → name)."""
+    from parsers.errors import ParseError
+    from parsers.files import read_regular
+
     wanted = meta.get("program_sha256")
     if isinstance(wanted, str):
-        name = workspace_programs(workspace).get(wanted)
+        name = programs.get(wanted)
         if name:
-            return (workspace / name).read_bytes(), str(workspace / name)
+            try:
+                data = read_regular(workspace / name, "an ExecuTorch program", PROGRAM_CAP)
+            except ParseError as error:  # changed since it was hashed
+                return None, str(error)
+            return data, str(workspace / name)
     elf = meta.get("elf")
     if elf and Path(elf).is_file():
         from parsers.elf_map import read_elf
@@ -128,13 +139,24 @@ def _vela(workspace: Path):
 
 def build_report(folder: Path, workspace: Path | None = None) -> dict[str, Any]:
     """The report's data for the session in ``folder`` (``workspace``: where to look for
-    the program and Vela's output; default: the folder holding ``.etu/sessions``)."""
+    the program and Vela's output; default: the folder holding ``.etu/sessions``). A
+    session file that cannot be read is a ParseError (one line, naming it); a field of the
+    wrong type, or a workspace ``.pte`` that cannot be hashed, is a warning."""
+    from parsers.errors import ParseError, describe_error
+
     folder = Path(folder)
     workspace = Path(workspace) if workspace is not None else folder.parent.parent.parent
-    meta = read_meta(folder)
-    summary = load_summary(folder, meta)
-    row = session_row(folder, meta, {}, workspace_programs(workspace)).to_json()
-    data, source = _program_bytes(workspace, meta)
+    warnings: list[str] = []
+    problem = None
+    try:
+        meta, notes = load_meta(folder)
+        warnings.extend(notes)
+    except ParseError as error:
+        meta, problem = {}, describe_error(error)
+    summary = load_summary(folder, meta, warnings)
+    programs = workspace_programs(workspace, warnings)
+    row = session_row(folder, meta, {}, programs, problem).to_json()
+    data, source = _program_bytes(workspace, meta, programs)
     vela, vela_source = _vela(workspace)
     pmu = (summary.get("pmu") or [{}])[-1]
     headline = vela.headline() if vela is not None else None
@@ -143,7 +165,7 @@ def build_report(folder: Path, workspace: Path | None = None) -> dict[str, Any]:
             **{k: row[k] for k in ("id", "folder", "kind", "target", "simulated", "started_text")},
             "duration_s": row["duration_s"],
             "format": row["format"],
-            "warnings": row["warnings"],
+            "warnings": row["warnings"] + warnings,
         },
         "program": {"name": row["program"]["name"], **_program_section(data, source)},
         "fit": _fit_section(data, meta, vela),

@@ -12,29 +12,43 @@ what the OS had not yet been handed: nothing that reached ``write_output``.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
+import math
+import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from parsers.errors import ParseError
-from parsers.files import read_regular
+from parsers.files import GiB, MiB, loads_json, read_json, read_lines, read_regular, sha256_regular
 
 RAW, INDEX, EVENTS, META = "raw.log", "raw.index", "events.jsonl", "meta.json"
+# What etu reads of a session (its files are refused when they are not regular files, or
+# links: etu writes them itself, never as links). A log is streamed up to LOG_CAP; where it
+# is held whole (a replay's lines, ``read_session(with_log=True)``) up to LOG_IN_MEMORY_CAP.
+META_CAP = 16 * MiB
+SUMMARY_CAP = 256 * MiB
+LOG_CAP = 4 * GiB
+LOG_IN_MEMORY_CAP = 1 * GiB
+INDEX_CAP = 1 * GiB
+INDEX_LINE = 256  # bytes of one raw.index line ("<offset> <time>", a few dozen)
+EVENTS_CAP = 1 * GiB
+EVENT_LINE = 256 * MiB  # bytes of one events.jsonl line (an output of a million values)
+PROGRAM_CAP = 4 * GiB  # a program or firmware hashed to name it (parsers.pte's cap)
 # stderr of a simulator is kept apart from its UART (stdout), so neither splits the other's lines
 STREAM_FILES = {"stdout": (RAW, INDEX), "stderr": ("stderr.log", "stderr.index")}
 
 
 def file_sha256(path: Path | None) -> str | None:
-    if path is None or not Path(path).is_file():
+    """The SHA-256 of a program or firmware file, streamed; None when there is no regular
+    file of at most PROGRAM_CAP bytes to hash (its reader says why)."""
+    if path is None:
         return None
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    try:
+        return sha256_regular(path, "a file to hash", PROGRAM_CAP)
+    except ParseError:
+        return None
 
 
 def _write_json_atomically(path: Path, data: dict) -> None:
@@ -165,40 +179,76 @@ def read_session(folder: Path, *, with_log: bool = True) -> RecordedSession:
     """Read a session back, including one cut short by a crash (a torn last line is
     reported, not fatal: the raw bytes are the record and are always complete).
     ``with_log=False`` leaves ``raw.log`` and ``raw.index`` on disk (``raw`` is empty, no
-    line times): the console maps them instead of holding a long run in memory."""
+    line times): the console maps them instead of holding a long run in memory.
+
+    A file that is there but cannot be read (not a regular file, a link, past its cap) is a
+    ParseError naming it; an unreadable ``meta.json`` is a warning (the run did not finish),
+    and its fields are type-checked (runner.session_fields: a wrong one is dropped, said)."""
+    from runner.session_fields import check_meta
+
     folder = Path(folder)
     warnings: list[str] = []
     try:
-        meta = json.loads(read_regular(folder / META, "a session's meta.json", 16 << 20))
+        found = read_json(folder / META, "a session's meta.json", META_CAP, follow=False)
+        meta, notes = check_meta(found)
+        warnings.extend(f"{folder / META}: {note}" for note in notes)
     except ParseError as error:
         meta = {}
         warnings.append(f"{error}; the run did not finish?")
-    except (OSError, ValueError) as error:
-        meta = {}
-        warnings.append(f"{folder / META}: unreadable ({error}); the run did not finish?")
-    if not isinstance(meta, dict):
-        warnings.append(f"{folder / META}: not a JSON object ({type(meta).__name__}); ignored")
-        meta = {}
-    raw = (folder / RAW).read_bytes() if with_log and (folder / RAW).exists() else b""
+    raw = b""
+    if with_log and _present(folder / RAW):
+        what = "a session log read whole"
+        raw = read_regular(folder / RAW, what, LOG_IN_MEMORY_CAP, follow=False)
     line_times = []
-    if with_log and (folder / INDEX).exists():
-        index_text = (folder / INDEX).read_bytes().decode("utf-8", "replace")  # torn or not
-        for number, line in enumerate(index_text.splitlines(), 1):
-            try:
-                offset, when = line.split()
-                line_times.append((int(offset), float(when)))
-            except ValueError:
-                warnings.append(f"{folder / INDEX}: line {number} is torn")
+    if with_log and _present(folder / INDEX):
+        line_times = read_index(folder / INDEX, warnings)
     events = []
-    if (folder / EVENTS).exists():
-        for number, line in enumerate((folder / EVENTS).read_bytes().splitlines(), 1):
+    if _present(folder / EVENTS):
+        what = "a session's events"
+        lines = read_lines(folder / EVENTS, what, EVENTS_CAP, EVENT_LINE, follow=False)
+        for number, (line, whole) in enumerate(lines, 1):
+            if not whole:
+                longer = f"longer than {EVENT_LINE // MiB} MiB"
+                warnings.append(f"{folder / EVENTS}: line {number} is {longer}; skipped")
+                continue
             try:
-                events.append(json.loads(line))
-            except ValueError:
+                event = loads_json(line, allow_nan=True)  # an output may be NaN
+            except ParseError:
                 warnings.append(f"{folder / EVENTS}: line {number} is torn")
+                continue
+            if isinstance(event, dict) and isinstance(event.get("type"), str):
+                events.append(event)
+            else:
+                warnings.append(f"{folder / EVENTS}: line {number} is not an event; skipped")
     if meta and meta.get("ended") is None:
         warnings.append("the run has no end recorded (the console or the run was killed)")
     return RecordedSession(folder, meta, raw, line_times, events, warnings)
+
+
+def _present(path: Path) -> bool:
+    """Whether there is anything at ``path`` (a link too, even a dangling one or a loop: its
+    reader then says what is wrong with it)."""
+    return os.path.lexists(path)
+
+
+def read_index(path: Path, warnings: list[str] | None = None) -> list[tuple[int, float]]:
+    """``raw.index`` as (byte offset, host time) pairs; a torn line is skipped (and said in
+    ``warnings``). Raises ParseError when the file cannot be read."""
+    line_times = []
+    lines = read_lines(path, "a session's raw.index", INDEX_CAP, INDEX_LINE, follow=False)
+    for number, (line, whole) in enumerate(lines, 1):
+        try:
+            if not whole:
+                raise ValueError(line)
+            offset, when = line.split()
+            entry = (int(offset), float(when))
+            if entry[0] < 0 or not math.isfinite(entry[1]):
+                raise ValueError(line)
+            line_times.append(entry)
+        except ValueError:
+            if warnings is not None:
+                warnings.append(f"{path}: line {number} is torn")
+    return line_times
 
 
 def list_sessions(root: Path) -> list[Path]:
@@ -222,6 +272,7 @@ __all__ = [
     "SessionWriter",
     "file_sha256",
     "list_sessions",
+    "read_index",
     "read_session",
     "sessions_root",
 ]

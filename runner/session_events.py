@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from parsers.errors import ParseError
+from parsers.files import read_blocks
 from parsers.runner_events import Event, LogLine
 from parsers.runner_log import RunnerLogParser
 from runner.isolated import ChildError, isolated_python, last_line
@@ -39,9 +41,11 @@ def events_of_file(path: Path, npu: str | None) -> tuple[list[Event], int]:
             else:
                 others.append(event)
 
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(_PARSE_BLOCK), b""):
-            keep(parser.feed(block))
+    from runner.session import LOG_CAP
+
+    # a FIFO, a device or a link is refused; a log past the session cap too
+    for block in read_blocks(path, "a session log", LOG_CAP, follow=False, block=_PARSE_BLOCK):
+        keep(parser.feed(block))
     keep(parser.close())
     return others, errors
 
@@ -86,6 +90,9 @@ def main(argv: list[str]) -> int:
         os.nice(10)
     try:
         result = events_of_file(path, npu)
+    except ParseError as error:
+        print(error, file=sys.stderr)
+        return 1
     except OSError as error:
         print(f"{path}: {error.strerror or error}", file=sys.stderr)
         return 1

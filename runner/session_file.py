@@ -4,9 +4,14 @@
 per line start, in the same order. Neither is loaded. ``raw.log`` is scanned once in blocks
 (a C-level ``bytes.count`` per 64 KiB chunk) into an ``array('Q')`` of how many lines start
 before each chunk (16 bytes per 64 KiB of log, so 10 million lines index in ~150 KB), and
-read back through a read-only ``mmap`` only for the lines asked for; ``raw.index`` is not
-scanned at all: a line's time is found by bisecting its sorted offsets in place. A search
-and a filter by level run over the file in blocks, holding one block at a time.
+read back with ``os.pread`` only for the lines asked for; ``raw.index`` is not scanned at
+all: a line's time is found by bisecting its sorted offsets in place. A search and a filter
+by level run over the file in blocks, holding one block at a time.
+
+Both are opened once, as regular files (a FIFO, a device or a link is refused, and a log
+past the session cap when first opened), and read with ``pread``, never mapped: a file cut
+short under the console (truncated, replaced) reads back shorter, where a map of it would
+kill the process with SIGBUS.
 
 A search of a big file runs in a child process (:func:`offsets_in_child`): the scan is
 C-level ``bytes`` work that holds the GIL, and in the console's process it would share one
@@ -18,7 +23,6 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import mmap
 import os
 import re
 import subprocess
@@ -48,6 +52,28 @@ _MAYBE = rb"(?P<maybe>(?!" + _PLAIN + rb")(?:[\x1b\x04\[<(0-9]|[^\n]{0,640}?exec
 
 NAMED_LEVELS = "DIEF"
 _LINE_READ = 1 << 16  # bytes of a line a level is read from (a view's longest line)
+_INDEX_LINE = 256  # bytes of a raw.index line past which it is torn (runner.session's)
+_NO_CAP = 1 << 62  # a file etu already opened, read again while it grows
+
+
+def _open_regular(path: Path, what: str, cap: int) -> int:
+    """A descriptor of ``path`` if it is a regular file (not a link) of at most ``cap``
+    bytes; else a ParseError naming it. (parsers.files is imported here: the search child
+    imports nothing it does not use.)"""
+    from parsers.files import open_regular
+
+    return open_regular(path, what, cap, follow=False)[0]
+
+
+def _open_log(path: Path):
+    """``path`` (a session log) opened for reading, refused unless a regular file."""
+    return open(_open_regular(path, "a session log", _NO_CAP), "rb", closefd=True)
+
+
+def _log_cap() -> int:
+    from runner.session import LOG_CAP
+
+    return LOG_CAP
 
 
 class _LevelScan:
@@ -85,7 +111,8 @@ class LineFile:
         self.starts = array("Q")  # lines starting before chunk c (c * CHUNK)
         self.size = 0  # bytes indexed
         self.newlines = 0  # newlines in the first ``size`` bytes
-        self._map: mmap.mmap | None = None
+        self._fd: int | None = None  # opened at the first growth (the file may not exist yet)
+        self._last = (0, 0x0A)  # (size, the last byte of the first ``size`` bytes)
         self._chunks: OrderedDict[int, list[int]] = OrderedDict()  # chunk → its newlines
         # A search or filter worker reads lines while the UI thread grows the file's map.
         self._lock = threading.RLock()
@@ -98,8 +125,20 @@ class LineFile:
         return self.newlines + (1 if tail else 0)
 
     def _last_byte(self) -> int:
-        assert self._map is not None
-        return self._map[self.size - 1]
+        size = self.size
+        if self._last[0] != size:
+            last = self._read(size - 1, 1)
+            self._last = (size, last[0] if last else 0x0A)  # cut short since: no line added
+        return self._last[1]
+
+    def _read(self, at: int, size: int) -> bytes:
+        """Bytes ``at:at+size`` of the file as it is now (fewer if it was cut short)."""
+        if self._fd is None or size <= 0:
+            return b""
+        try:
+            return os.pread(self._fd, size, at)
+        except OSError:
+            return b""
 
     def grow(self) -> bool:
         """Index bytes appended since the last call; True when there were any."""
@@ -107,8 +146,12 @@ class LineFile:
             return self._grow()
 
     def _grow(self) -> bool:
+        if self._fd is None:
+            if not os.path.lexists(self.path):
+                return False  # not written yet
+            self._fd = _open_regular(self.path, "a session log", _log_cap())
         try:
-            size = self.path.stat().st_size
+            size = os.fstat(self._fd).st_size
         except OSError:
             return False
         if size <= self.size:
@@ -121,10 +164,9 @@ class LineFile:
             at = (len(self.starts) - 1) * CHUNK
             count = self.starts.pop()
         buffer = bytearray(min(_BLOCK, size - at))  # read into, not allocated per block
-        with open(self.path, "rb") as handle, memoryview(buffer) as view:
-            handle.seek(at)
+        with memoryview(buffer) as view:
             while at < size:
-                got = handle.readinto(view[: min(len(buffer), size - at)])
+                got = os.preadv(self._fd, [view[: min(len(buffer), size - at)]], at)
                 if not got:
                     break
                 for offset in range(0, got, CHUNK):
@@ -132,10 +174,6 @@ class LineFile:
                     count += buffer.count(b"\n", offset, min(offset + CHUNK, got))
                 at += got
         self.size, self.newlines = at, count
-        if self._map is not None:
-            self._map.close()
-        with open(self.path, "rb") as handle:
-            self._map = mmap.mmap(handle.fileno(), at, access=mmap.ACCESS_READ)
         for chunk in [c for c in self._chunks if c >= len(self.starts) - 2]:
             del self._chunks[chunk]
         return True
@@ -147,9 +185,9 @@ class LineFile:
 
     def close(self) -> None:
         with self._lock:
-            if self._map is not None:
-                self._map.close()
-                self._map = None
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
     def _newlines_in(self, chunk: int) -> list[int]:
         """Offsets of the newlines in ``chunk`` (the last few chunks asked for are kept)."""
@@ -158,12 +196,12 @@ class LineFile:
             if found is not None:
                 self._chunks.move_to_end(chunk)
                 return found
-            data = self._map
-            assert data is not None
+            first = chunk * CHUNK
+            data = self._read(first, min((chunk + 1) * CHUNK, self.size) - first)
             found = []
-            at, end = chunk * CHUNK, min((chunk + 1) * CHUNK, self.size)
-            while (at := data.find(b"\n", at, end)) != -1:
-                found.append(at)
+            at = 0
+            while (at := data.find(b"\n", at)) != -1:
+                found.append(first + at)
                 at += 1
             self._chunks[chunk] = found
             if len(self._chunks) > _CACHED_CHUNKS:
@@ -176,7 +214,11 @@ class LineFile:
             return self.size
         starts = self.starts
         chunk = bisect.bisect_left(starts, number) - 1  # the last with fewer before it
-        return self._newlines_in(chunk)[number - starts[chunk] - 1]
+        found = self._newlines_in(chunk)
+        nth = number - starts[chunk] - 1
+        if nth >= len(found):  # the file was cut short since it was indexed
+            return min((chunk + 1) * CHUNK, self.size)
+        return found[nth]
 
     def span(self, line: int) -> tuple[int, int]:
         """(start, end) of line ``line`` (0-based), the end past its newline."""
@@ -190,8 +232,7 @@ class LineFile:
             start, end = self.span(line)
             if limit is not None:
                 end = min(end, start + limit)
-            assert self._map is not None
-            return self._map[start:end]
+            return self._read(start, end - start)
 
     def line_at(self, offset: int) -> int:
         """The line holding byte ``offset``."""
@@ -251,12 +292,14 @@ class LineFile:
         at = self.span(start_line)[0]
         end = self.span(complete - 1)[1]
         line = start_line
-        with open(self.path, "rb") as handle:
+        with _open_log(self.path) as handle:
             while at < end:
                 if stop is not None and stop():
                     break
                 handle.seek(at)
                 block = handle.read(min(_LEVEL_BLOCK, end - at))
+                if not block:
+                    break  # cut short since
                 cut = block.rfind(b"\n") + 1
                 if cut == 0:  # a line longer than a block: only its start can match
                     if scan.holds(block, 0):
@@ -287,38 +330,51 @@ class LineTimes:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.size = 0
-        self._map: mmap.mmap | None = None
+        self._fd: int | None = None
         self.grow()
 
     def grow(self) -> None:
+        if self._fd is None:
+            if not os.path.lexists(self.path):
+                return
+            # bisected in place, never read whole: the log's cap, not the whole index's
+            self._fd = _open_regular(self.path, "a session's raw.index", _log_cap())
         try:
-            size = self.path.stat().st_size
+            size = os.fstat(self._fd).st_size
         except OSError:
             return
-        if size <= self.size:
-            return
-        self.close()
-        with open(self.path, "rb") as handle:
-            self._map = mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ)
-        self.size = size
+        self.size = max(size, self.size)
 
     def close(self) -> None:
-        if self._map is not None:
-            self._map.close()
-            self._map = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _read(self, at: int, size: int) -> bytes:
+        if self._fd is None or size <= 0:
+            return b""
+        try:
+            return os.pread(self._fd, size, at)
+        except OSError:
+            return b""
 
     def time_of(self, offset: int) -> float | None:
         """The host time of the last index line at or before byte ``offset`` of the log."""
-        data = self._map
-        if data is None:
+        if self._fd is None:
             return None
         lo, hi, found = 0, self.size, None
         while lo < hi:  # [lo, hi) always holds whole index lines
-            start = data.rfind(b"\n", 0, (lo + hi) // 2) + 1
-            end = data.find(b"\n", start, hi)
-            end = hi if end == -1 else end
+            middle = (lo + hi) // 2
+            back = max(lo, middle - _INDEX_LINE)
+            window = self._read(back, min(hi, middle + _INDEX_LINE + 1) - back)  # one read
+            first = window.rfind(b"\n", 0, middle - back) + 1  # 0: none, ``back`` starts it
+            start = back + first
+            newline = window.find(b"\n", first)
+            end = back + (newline if newline != -1 else len(window))
             try:
-                at, when = data[start:end].split()
+                if newline == -1 and end < hi:  # longer than any index line, or cut short
+                    raise ValueError(window)
+                at, when = window[first : end - back].split()
                 key, stamp = int(at), float(when)
             except ValueError:  # a torn line (the run was killed mid-write): skip it
                 hi = start
@@ -342,13 +398,15 @@ def find_offsets(
     fold = folded != needle.upper().encode("utf-8")
     overlap = len(folded) - 1
     after = start  # hits before this are in a line already counted
-    with open(path, "rb") as handle:
+    with _open_log(path) as handle:
         at = start
         while at < end:
             if stop is not None and stop():
                 break
             handle.seek(at)
             block = handle.read(min(_BLOCK + overlap, end - at))
+            if not block:
+                break  # cut short since
             if fold:
                 block = block.lower()
             pos = block.find(folded, max(after - at, 0))
@@ -369,6 +427,8 @@ def _line_end(handle, at: int, end: int) -> int:
     while at < end:
         handle.seek(at)
         piece = handle.read(min(_BLOCK, end - at))
+        if not piece:
+            return end  # cut short since
         newline = piece.find(b"\n")
         if newline != -1:
             return at + newline + 1
@@ -383,7 +443,7 @@ def offsets_in_child(path: Path, needle: str, start: int, end: int) -> array:
     from runner.isolated import ChildError, isolated_python, last_line
 
     cuts = [start]
-    with open(path, "rb") as handle:
+    with _open_log(path) as handle:
         parts = max(min(os.cpu_count() or 1, 8), 1)
         for n in range(1, parts):
             cut = _line_end(handle, start + (end - start) * n // parts, end)
@@ -412,8 +472,13 @@ def offsets_in_child(path: Path, needle: str, start: int, end: int) -> array:
 
 def main(argv: list[str]) -> int:
     path, needle, start, end = Path(argv[0]), argv[1], int(argv[2]), int(argv[3])
+    from parsers.errors import ParseError
+
     try:
         hits = find_offsets(path, needle, start, end)
+    except ParseError as error:
+        print(error, file=sys.stderr)
+        return 1
     except OSError as error:
         print(f"{path}: {error.strerror or error}", file=sys.stderr)
         return 1

@@ -22,6 +22,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     from etu_tui.report_format import render_html, render_markdown
+    from parsers.errors import ParseError
     from runner.history import resolve_session
     from runner.report import build_report
 
@@ -31,7 +32,11 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         err.write(f"etu: {args.session}: not a session under {root}\n")
         return 2
     workspace = args.workspace if args.sessions is None else None
-    report = build_report(folder, workspace)
+    try:
+        report = build_report(folder, workspace)
+    except ParseError as error:  # a session file that cannot be read: one line
+        err.write(f"etu: {error}\n")
+        return 2
     text = render_html(report) if args.format == "html" else render_markdown(report)
     if args.output is None:
         out.write(text)

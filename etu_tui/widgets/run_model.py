@@ -10,7 +10,7 @@ reachable while the console's memory stays flat.
 from __future__ import annotations
 
 import bisect
-import json
+import os
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
+from parsers.errors import ParseError
 from parsers.runner_events import (
     Event,
     HardFault,
@@ -28,10 +29,11 @@ from parsers.runner_events import (
     PmuReport,
 )
 from parsers.runner_log import LogSummary, parse_log_bytes
+from runner.history import read_meta
 from runner.process import ProcessStats
 from runner.run import RunOutcome
-from runner.session import META, list_sessions, read_session
 from runner.session import RAW as RAW_LOG
+from runner.session import list_sessions, read_session
 from runner.session_events import events_of_file
 
 RING_LINES = 100_000  # lines kept on screen; the session's raw.log keeps every byte
@@ -286,21 +288,28 @@ def read_past_run(folder: Path, capacity: int = RING_LINES, *, events: bool = Tr
     record = RunRecord(folder.name, live=False, capacity=capacity)
     record.folder = folder
     try:
-        session = read_session(folder, with_log=False)
+        return _read_past(record, folder, events)
+    except ParseError as error:  # a session file that cannot be read (a FIFO, a device...)
+        record.failure = str(error).replace(str(folder), folder.name)
+        return record
     except OSError as error:
         record.failure = f"{folder.name}: {error.strerror or error}"
         return record
+
+
+def _read_past(record: RunRecord, folder: Path, events: bool) -> RunRecord:
+    session = read_session(folder, with_log=False)
     meta = session.meta
     target = str(meta.get("target") or "")
     npu = target.rpartition("-")[0] or None
     started = meta.get("started")
     record.started = float(started) if isinstance(started, int | float) else None
-    if (folder / RAW_LOG).is_file():
+    if os.path.lexists(folder / RAW_LOG):  # its reader refuses a FIFO, a device, a link
         from etu_tui.widgets.run_store import FileLogStore  # run_store imports this module
 
+        record.store = FileLogStore(folder, record.started)
         others, errors = events_of_file(folder / RAW_LOG, npu) if events else ([], 0)
         record.errors += errors
-        record.store = FileLogStore(folder, record.started)
         record.outcome = _outcome_from(meta, others)
         record.add([], others)
         _finish_past(record, folder, meta, target, session.warnings)
@@ -369,11 +378,8 @@ def list_past_runs(root: Path, limit: int = 50) -> list[PastRun]:
     """The newest recorded sessions under ``root`` with how each ended. Blocking."""
     runs = []
     for folder in list_sessions(root)[:limit]:
-        try:
-            meta = json.loads((folder / META).read_text())
-        except (OSError, ValueError):
-            meta = {}
-        reason = meta.get("exit_reason") if isinstance(meta, dict) else None
-        target = meta.get("target", "") if isinstance(meta, dict) else ""
+        meta = read_meta(folder)  # {} when it cannot be read; its fields type-checked
+        reason = meta.get("exit_reason")
+        target = meta.get("target") or ""
         runs.append(PastRun(folder, reason if isinstance(reason, str) else None, str(target)))
     return runs
