@@ -519,31 +519,36 @@ _NINJA_STEP = re.compile(rb"^\[(\d+)/(\d+)\] (.*)$")
 
 def _run_step(argv: list[str], step: str, cwd: Path, say: Progress) -> None:
     """Run one step, reporting ninja's ``[n/N]`` lines; keep the tail for the error."""
+    from runner.process import kill_group, spawn
+
     tail: list[str] = []
     try:
-        process = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
+        # its own process group, the parent-death signal and etu's reaper: a stopped or
+        # killed etu takes cmake, ninja and every compiler they started with it
+        process = spawn(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
     except FileNotFoundError:
         raise RuntimeBuildError(f"{argv[0]}: not found ({step})") from None
     deadline = time.monotonic() + BUILD_TIMEOUT
     assert process.stdout is not None
-    for raw in process.stdout:
-        line = raw.rstrip(b"\r\n")
-        tail.append(line.decode("utf-8", "replace"))
-        del tail[:-400]
-        match = _NINJA_STEP.match(line)
-        if match:
-            what = match.group(3).decode("utf-8", "replace")
-            say(f"[{int(match.group(1))}/{int(match.group(2))}] {what}")
-        if time.monotonic() > deadline:
-            process.kill()
-            raise RuntimeBuildError(f"{step}: took over {BUILD_TIMEOUT} s")
-    returncode = process.wait()
+    try:
+        for raw in process.stdout:
+            line = raw.rstrip(b"\r\n")
+            tail.append(line.decode("utf-8", "replace"))
+            del tail[:-400]
+            match = _NINJA_STEP.match(line)
+            if match:
+                what = match.group(3).decode("utf-8", "replace")
+                say(f"[{int(match.group(1))}/{int(match.group(2))}] {what}")
+            if time.monotonic() > deadline:
+                raise RuntimeBuildError(f"{step}: took over {BUILD_TIMEOUT} s")
+        returncode = process.wait()
+    except BaseException:  # a time-out, a stop signal, Ctrl+C: the whole build goes
+        kill_group(process.pid)
+        process.wait()
+        raise
+    finally:
+        process.stdout.close()
     if returncode != 0:
         raise RuntimeBuildError(f"{step} failed (status {returncode}): {_first_error(tail)}")
 

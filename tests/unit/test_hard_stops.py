@@ -522,3 +522,38 @@ def test_install_stop_signals_is_main_thread_only() -> None:
     thread.start()
     thread.join()
     assert "main thread" in str(box["error"])
+
+
+@pytest.mark.runtime_build
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+def test_a_stopped_firmware_build_leaves_no_compiler_behind(sig, family, tmp_path: Path):
+    """cmake, ninja and the compilers they start are in their own process group, which etu
+    (or, when etu is killed outright, its reaper) kills: nothing keeps building."""
+    from tests.real_programs import build as real_program
+    from tests.real_runner import runtime_environment
+
+    program = real_program("float_cpu")
+    build_env = {**runtime_environment(), "ETU_BUILD_CACHE": str(tmp_path / "cache")}
+    etu = start_etu(["firmware", "build", program, "--board", "qemu-an547", "--out",
+                     tmp_path / "fw"], tmp_path, env=build_env)  # fmt: skip
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and etu.poll() is None:
+        names = " ".join(_cmdline(p) for p in family.note())
+        if "ninja" in names and ("cc1plus" in names or "cc1" in names):
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError("the build never reached the compilers")
+    started = family.note()
+    etu.send_signal(sig)
+    etu.communicate(timeout=60)
+    builders = [p for p in started if not is_reaper(p)]  # the reaper goes on its own time
+    survivors = [p for p in builders if not gone(p, timeout=3)]  # a compile takes longer
+    survivors += [p for p in started if is_reaper(p) and not gone(p, timeout=15)]
+    assert not survivors, f"{sig.name} left {[_cmdline(p) or p.pid for p in survivors]}"
+
+
+def _cmdline(process: psutil.Process) -> str:
+    with contextlib.suppress(psutil.Error):
+        return " ".join(process.cmdline())
+    return ""
