@@ -44,7 +44,8 @@ except (OSError, AttributeError, ImportError):  # not Linux: the watchdog and st
     _PRCTL = None
 
 
-# The reaper: it reads "+PGID" lines; at end-of-file (etu gone) it SIGKILLs those groups.
+# The reaper: it reads "+PGID" lines; at end-of-file (etu gone) it stops those groups
+# (SIGTERM, then SIGKILL after a second).
 # Python with -I -S and nothing but os/select/signal: it starts in a few milliseconds.
 REAPER_NAME = "etu-reaper"
 REAPER_CODE = """\
@@ -75,11 +76,18 @@ while True:
                 groups.discard(group)
             except OSError:
                 pass
-for group in groups:
-    try:
-        os.killpg(group, signal.SIGKILL)
-    except OSError:
-        pass
+# TERM first, so a group's leader can stop what it put in groups of its own (ninja runs
+# each compiler in a group of its own and kills them on TERM), then KILL what is left.
+for sig in (signal.SIGTERM, signal.SIGKILL):
+    for group in groups:
+        try:
+            os.killpg(group, sig)
+        except OSError:
+            pass
+    if sig == signal.SIGTERM:
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end and any(os.path.exists(f"/proc/{g}") for g in groups):
+            time.sleep(0.02)
 """
 _reaper_lock = threading.Lock()
 _reaper_socket: socket.socket | None = None

@@ -13,6 +13,7 @@ is one line naming the step and the first error line.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -20,6 +21,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -544,6 +546,11 @@ def _run_step(argv: list[str], step: str, cwd: Path, say: Progress) -> None:
                 raise RuntimeBuildError(f"{step}: took over {BUILD_TIMEOUT} s")
         returncode = process.wait()
     except BaseException:  # a time-out, a stop signal, Ctrl+C: the whole build goes
+        # TERM first: ninja puts each compiler in a process group of its own and kills
+        # those groups when it is told to stop; then KILL whatever is left of ours
+        kill_group(process.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=2)
         kill_group(process.pid)
         process.wait()
         raise
