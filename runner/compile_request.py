@@ -201,20 +201,15 @@ def source_digest(source: str) -> str:
 
 
 def _digest_file(digest, path: Path, what: str) -> None:
-    """Hash a regular file in blocks (a FIFO, a device or a folder is a RequestError)."""
-    from parsers.errors import ParseError
-    from parsers.files import GiB, open_regular
+    """Hash a regular file in blocks (a FIFO, a device, a folder or an unreadable file is a
+    RequestError, one line)."""
+    from parsers.errors import ParseError, describe_error
+    from parsers.files import GiB, digest_regular
 
     try:
-        fd, _size = open_regular(path, what, 64 * GiB)
+        digest_regular(digest, path, what, 64 * GiB)
     except ParseError as error:
-        raise RequestError(str(error)) from None
-    with open(fd, "rb", closefd=True) as handle:
-        try:
-            while block := handle.read(1 << 20):
-                digest.update(block)
-        except OSError as error:  # /proc/self/mem and the like: regular, yet unreadable
-            raise RequestError(f"{path}: unreadable: {error.strerror or error}") from None
+        raise RequestError(describe_error(error)) from None
 
 
 def cache_key(request: CompileRequest) -> str:

@@ -166,7 +166,7 @@ def load_settings(
     if settings.workspace is not None:
         layers.append((settings.workspace / WORKSPACE_FILE, "workspace"))
     for path, source in layers:
-        if path.is_file():
+        if os.path.lexists(path):  # a FIFO, a device, a folder is an error, not skipped
             trusted = source == "user" or is_trusted(path, user_file.parent)
             _apply_file(settings, path, Origin(source, str(path)), trusted=trusted)
     _apply_env(settings, env)
@@ -174,10 +174,15 @@ def load_settings(
 
 
 def _apply_file(settings: Settings, path: Path, origin: Origin, *, trusted: bool) -> None:
+    from parsers.errors import ParseError
+    from parsers.files import MiB, read_regular
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(path, None, None, f"unreadable: {error}") from None
+        text = read_regular(path, "a settings file", 16 * MiB).decode("utf-8")
+    except ParseError as error:
+        raise ConfigError(path, None, None, error.detail) from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(path, None, None, f"not UTF-8 text: {error.reason}") from None
     try:
         data = tomllib.loads(text)
     except RecursionError:

@@ -501,11 +501,17 @@ def build_runner(
 
 
 def load_record(folder: Path) -> dict | None:
+    from parsers.errors import ParseError
+    from parsers.files import MiB, read_json
+
     path = Path(folder) / RECORD_NAME
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+    if not path.exists():
         return None
+    try:
+        record = read_json(path, "a firmware build record", 16 * MiB)
+    except ParseError:
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def _project_hash() -> str:

@@ -7,7 +7,6 @@ model: sessions say so in their label. The run ends when the runner exits (SYSRE
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from pathlib import Path
 
@@ -49,12 +48,14 @@ def run_on_qemu(
 
 def qemu_meta(elf: Path) -> dict:
     """What a session on the emulated board records about it (label, ELF and its hash)."""
+    from parsers.files import GiB, sha256_regular
+
     elf = Path(elf).resolve()
     return {
         "board": QEMU_BOARD,
         "label": QEMU_LABEL,
         "elf": str(elf),
-        "elf_sha256": hashlib.sha256(elf.read_bytes()).hexdigest(),
+        "elf_sha256": sha256_regular(elf, "a firmware ELF", 2 * GiB),
         "simulated": False,
         "emulated": True,
     }

@@ -78,7 +78,6 @@ def follow(source, meta: dict, sessions: Path, *, as_json: bool, out: TextIO, er
     from etu_tui.cli.echo import Echo
     from etu_tui.safe_text import printable
     from parsers.runner_events import LogLine
-    from parsers.runner_log import parse_log_bytes, summarize
     from runner.run import RunController, RunListener, stop_reason
     from runner.session import RAW
 
@@ -104,7 +103,7 @@ def follow(source, meta: dict, sessions: Path, *, as_json: bool, out: TextIO, er
     if isinstance(printer, Echo):
         printer.close()
     if as_json:
-        summary = summarize(parse_log_bytes((controller.folder / RAW).read_bytes()))
+        summary = _streamed_summary(controller.folder / RAW)
         record = {**summary, "session": str(controller.folder), "reason": outcome.reason,
                   "proof": outcome.proof, "exit_status": outcome.exit_status,
                   "label": meta.get("label")}  # fmt: skip
@@ -114,3 +113,19 @@ def follow(source, meta: dict, sessions: Path, *, as_json: bool, out: TextIO, er
         err.write(f"etu: run ended: {outcome.reason}{line}: {printable(outcome.proof)}\n")
         err.write(f"etu: session recorded in {controller.folder}\n")
     return outcome.exit_status
+
+
+def _streamed_summary(raw: Path) -> dict:
+    """The ``etu log --json`` summary of a session's raw.log, read in blocks: a flood of
+    gigabytes from a device costs the summary, not the log's size, in memory."""
+    from parsers.files import GiB, read_blocks
+    from parsers.log_summary import LogSummary
+    from parsers.runner_log import RunnerLogParser
+
+    parser, summary = RunnerLogParser(), LogSummary()
+    for block in read_blocks(raw, "a session log", 64 * GiB, follow=False):
+        for event in parser.feed(block):
+            summary.add(event)
+    for event in parser.close():
+        summary.add(event)
+    return summary.to_json()

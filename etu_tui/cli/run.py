@@ -180,9 +180,15 @@ def _explain_fault(controller, elf: Path, err: TextIO) -> None:
 
     if controller.outcome is None or controller.outcome.reason != "hard_fault":
         return
-    for line in (controller.folder / "events.jsonl").read_text().splitlines():
+    from parsers.files import GiB, MiB, read_lines
+
+    events = read_lines(controller.folder / "events.jsonl", "a session's events", GiB, MiB,
+                        follow=False)  # fmt: skip
+    for line, whole in events:
+        if not whole or b'"HardFault"' not in line:
+            continue
         event = json.loads(line)
-        if event.get("type") == "HardFault":
+        if isinstance(event, dict) and event.get("type") == "HardFault":
             err.write(f"etu: fault: {describe_fault(event.get('registers', {}), elf)}\n")
             return
 

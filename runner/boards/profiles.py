@@ -126,14 +126,21 @@ def get_profile(name: str, user_dir: Path | None = None) -> BoardProfile:
 
 def load_profile(path: Path, *, builtin: bool = False) -> BoardProfile:
     path = Path(path)
+    from parsers.errors import ParseError, describe_error
+    from parsers.files import MiB, read_regular
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ProfileError(f"{path}: {getattr(error, 'strerror', None) or error}") from None
+        text = read_regular(path, "a board profile", MiB).decode("utf-8")
+    except ParseError as error:
+        raise ProfileError(describe_error(error)) from None
+    except UnicodeDecodeError as error:
+        raise ProfileError(f"{path}: not UTF-8 text: {error.reason}") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ProfileError(f"{path}: {error}") from None
+    except RecursionError:
+        raise ProfileError(f"{path}: not valid TOML: nested too deeply") from None
     return _Reader(path, text).profile(data, builtin)
 
 

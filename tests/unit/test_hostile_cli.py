@@ -94,3 +94,18 @@ def test_an_mps3_profile_images_dir_stays_on_the_drive(tmp_path: Path, images_di
     hostile.write_text(text.replace('"MB/HBI0309C/AN552"', f'"{images_dir}"'))
     with pytest.raises(ProfileError, match="inside the board's drive"):
         load_profile(hostile)
+
+
+def test_settings_profiles_and_build_records_refuse_fifos(tmp_path: Path) -> None:
+    """Read through the one bounded reader: a FIFO is refused at once, not waited on (nor,
+    for etu.toml, silently skipped)."""
+    from runner.runtime_build import RECORD_NAME, load_record
+
+    os.mkfifo(tmp_path / "etu.toml")
+    config = etu("config", cwd=tmp_path)
+    assert config.returncode == 2 and "FIFO" in one_line(config)
+    os.mkfifo(tmp_path / "board.toml")
+    with pytest.raises(ProfileError, match="FIFO"):
+        load_profile(tmp_path / "board.toml")
+    os.mkfifo(tmp_path / RECORD_NAME)
+    assert load_record(tmp_path) is None
