@@ -53,8 +53,17 @@ def file_sha256(path: Path | None) -> str | None:
 
 def _write_json_atomically(path: Path, data: dict) -> None:
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(data, indent=2) + "\n")
-    partial.replace(path)
+    try:
+        partial.write_text(json.dumps(data, indent=2) + "\n")
+        partial.replace(path)
+    except OSError:
+        with contextlib.suppress(OSError):  # no empty or torn .partial stays behind
+            partial.unlink()
+        raise
+
+
+RESERVE = ".meta.reserve"  # room kept for the last meta.json when the disk fills up
+RESERVE_BYTES = 16 * 1024
 
 
 class SessionWriter:
@@ -75,6 +84,8 @@ class SessionWriter:
         self.folder = folder
         self.meta = {"format": 2, "kind": kind, "started": time.time(), "ended": None, **meta}
         _write_json_atomically(folder / META, self.meta)
+        with contextlib.suppress(OSError):  # best effort: a run is recorded without it too
+            (folder / RESERVE).write_bytes(bytes(RESERVE_BYTES))
         self._streams = {name: _StreamFile(folder, *files) for name, files in STREAM_FILES.items()}
         self._events = open(folder / EVENTS, "a", buffering=1)  # noqa: SIM115 (held for the run)
         self.failure: str | None = None  # why recording stopped (disk full, folder gone)
@@ -126,8 +137,16 @@ class SessionWriter:
             fields = {**fields, "incomplete": True, "record_error": self.failure}
         try:
             self.update_meta(ended=time.time(), bytes=sizes, **fields)
-        except OSError as error:
-            self.failure = self.failure or f"{self.folder / META}: {error.strerror or error}"
+        except OSError:
+            # the disk is full: give back the room kept for this moment and write again
+            with contextlib.suppress(OSError):
+                (self.folder / RESERVE).unlink()
+            try:
+                self.update_meta(ended=time.time(), bytes=sizes, **fields)
+            except OSError as error:
+                self.failure = self.failure or f"{self.folder / META}: {error.strerror or error}"
+        with contextlib.suppress(OSError):
+            (self.folder / RESERVE).unlink()
         for closing in (*(s.close for s in self._streams.values()), self._events.close):
             with contextlib.suppress(OSError):
                 closing()
