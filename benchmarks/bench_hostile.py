@@ -6,6 +6,13 @@ every line, huge literals, printf garbage, deep nesting, a debug XML that forces
 regex fallback, a CSV with one enormous cell) are parsed at 1 MB and 10 MB. Goal: each
 hostile input's time per MB within 3x of the typical one's, and its peak memory (tracemalloc)
 within 3x: parsers stay linear and bounded whatever they are fed.
+
+Shapes (issue 20): long runs of one character class (spaces, one letter, digits, ``<debug ``,
+``=``, quotes, blank lines ...) placed where each parser's patterns look
+(tests/hostile_shapes.py), parsed at N = 16,000 and 4N characters (4N stays under the runner
+log's 64 KiB line cap, so its lines are parsed whole). Printed: time per byte at 4N / time per
+byte at N, the worst run of each place and each shape issue 20 names. Goal: <= 3 (a
+quadratic regex gives about 4).
 """
 
 from __future__ import annotations
@@ -25,6 +32,9 @@ DATA = ROOT / "tests" / "data"
 DEMO = ROOT / "etu_tui" / "demo"
 SIZES = (1 << 20, 10 << 20)
 GOAL_RATIO = 3.0
+SHAPE_N = 16_000
+SHAPE_GROWTH = 4
+SHAPE_STOP = 30.0  # seconds: a parse still running then is reported as over
 ESC = "\x1b]0;pwned\x07\x1b[2J\x1b]52;c;aGk=\x07\u202e"
 
 
@@ -52,6 +62,11 @@ def log_cases(size: int) -> dict[str, bytes]:
         # a line per byte (a UART stuck on CR): runs of empty lines are one event each
         "empty-line flood (CR)": _fill(b"\r", size),
         "empty-line flood (LF)": _fill(b"\n", size),
+        # issue 20: a fault line's register scan and a pool line's search, 32 KB of one letter
+        "fault lines of one letter": _fill(b"Hard fault " + b"a" * 32000 + b"\n", size),
+        "pool lines of one letter": _fill(
+            b"I [executorch:f.cpp:1 f()] method_allocator_used: " + b"a" * 32000 + b"\n", size
+        ),
     }
 
 
@@ -68,6 +83,9 @@ def ld_map_cases(size: int) -> dict[str, bytes]:
         + _fill(b" .text." + b"a" * 60000 + b"\n  0x10 0x20 x.o\n", size - len(head)),
         "many symbols": head + b"Linker script and memory map\n" + _fill(rows, size - len(head)),
         "garbage": _fill(b"0x 0x 0x ( ) *(.text*) \x1b[2J\n", size),
+        "spaces inside rows": head + b"Linker script and memory map\n.text 0x0 0x10\n"
+        + _fill(b" .text.a 0x0 0x10 a" + b" " * 40000 + b"b\n  0x0 f" + b" " * 40000 + b"g\n",
+                size - len(head)),
     }  # fmt: skip
 
 
@@ -88,7 +106,10 @@ def script_cases(size: int) -> dict[str, bytes]:
         "deep expressions": _fill(b"A = " + b" + ".join([deep] * 15) + b";\n", size),
         "huge literals": _fill(b"B = " + b"9" * 4000 + b";\n", size),
         "unclosed braces": _fill(b"SECTIONS { .x : { *(.x) \n", size),
-    }
+        "spaces in headers": head + b"SECTIONS\n{\n"
+        + _fill(b"  .x a" + b" " * 80000 + b"y : { *(.x) }\n", size - len(head) - 16) + b"\n}\n",
+        "blank lines before MEMORY": _fill(b"\n", size) + b"MEMORY { R : ORIGIN = 0, LENGTH = 1 }",
+    }  # fmt: skip
 
 
 def debug_xml_cases(size: int) -> dict[str, bytes]:
@@ -104,6 +125,8 @@ def debug_xml_cases(size: int) -> dict[str, bytes]:
         "malformed (regex fallback)": valid.replace(b"</debug>", b"<oops>"),
         "unclosed tables": head + _fill(b'<table name="perf"><![CDATA[a,b\n1,2\n', size),
         "lone angle brackets": head + _fill(b"<table <table </table <<<<", size),
+        "long root attribute": b"<debug " + _fill(b"x", size) + b">" + tables + b"<oops>",
+        "many '<debug '": tables + _fill(b"<debug ", size),
     }
 
 
@@ -125,6 +148,7 @@ def stdout_cases(size: int) -> dict[str, bytes]:
         "typical": _fill(real + b"\n", size),
         "one endless line": _fill(b"Total SRAM used " * 64, size),
         "escapes": _fill(ESC.encode() + b" cycles " + b"9" * 400 + b"\n", size),
+        "spaces inside lines": _fill(b"Memory mode x" + b" " * 40000 + b"y\n", size),
     }
 
 
@@ -187,6 +211,54 @@ def measure(parse: Callable[[bytes], None], data: bytes) -> tuple[float, int]:
     return best / (len(data) / (1 << 20)), peak
 
 
+def shape_ratio(fmt: str, context: str, run: str, n: int = SHAPE_N) -> float:
+    """Time per byte at SHAPE_GROWTH * n over time per byte at n (inf: stopped)."""
+    from tests.hostile_shapes import TooSlow, best_time, parser, shape, stop_after
+
+    parse = parser(fmt)
+    small = shape(fmt, context, run, n)
+    large = shape(fmt, context, run, SHAPE_GROWTH * n)
+    try:
+        with stop_after(SHAPE_STOP):
+            parse(small)  # warm-up
+            t_small = best_time(parse, small, budget=0.02)
+        with stop_after(SHAPE_STOP):
+            t_large = best_time(parse, large, repeats=1 if t_small > 1 else 3, budget=0.02)
+    except TooSlow:
+        return float("inf")
+    return (t_large / len(large)) / (t_small / len(small))
+
+
+def shapes() -> dict:
+    """Per place (format / context): the run with the worst ratio; then issue 20's shapes."""
+    from tests.hostile_shapes import CONTEXTS, ISSUE_SHAPES, RUNS
+
+    places: dict = {}
+    for fmt, contexts in CONTEXTS.items():
+        for context in contexts:
+            ratios = {run: shape_ratio(fmt, context, run) for run in RUNS}
+            run = max(ratios, key=ratios.__getitem__)
+            key = f"{fmt} / {context}"
+            places[key] = {"worst_run": run, "ratio": round(ratios[run], 2)}
+            mark = "" if ratios[run] <= GOAL_RATIO else "  OVER"
+            print(f"shape {key:<48} worst {run!r:<22} x{ratios[run]:5.2f}{mark}", flush=True)
+    issue: dict = {}
+    for name, case in ISSUE_SHAPES.items():
+        ratio = shape_ratio(*case)
+        issue[name] = round(ratio, 2)
+        mark = "" if ratio <= GOAL_RATIO else "  OVER"
+        print(f"issue 20 shape {name:<45} x{ratio:5.2f}{mark}", flush=True)
+    worst = max([v["ratio"] for v in places.values()] + list(issue.values()))
+    return {
+        "shape_n": SHAPE_N,
+        "shape_growth": SHAPE_GROWTH,
+        "places": places,
+        "issue_shapes": issue,
+        "worst_shape_ratio": worst,
+        "shapes_meet_goal": worst <= GOAL_RATIO,
+    }
+
+
 def main() -> dict:
     results: dict = {}
     over: list[str] = []
@@ -219,15 +291,20 @@ def main() -> dict:
                     f"peak {peak / 2**20:7.1f} MB  x{memory_ratio:5.2f}{mark}",
                     flush=True,
                 )
+    shape_summary = shapes()
     summary = {
         "cases": results,
         "worst_time_ratio": round(worst_time, 2),
         "worst_memory_ratio": round(worst_memory, 2),
         "goal_ratio": GOAL_RATIO,
         "over_goal": over,
-        "meets_goal": worst_time <= GOAL_RATIO and worst_memory <= GOAL_RATIO,
+        "shapes": shape_summary,
+        "meets_goal": worst_time <= GOAL_RATIO
+        and worst_memory <= GOAL_RATIO
+        and shape_summary["shapes_meet_goal"],
     }
-    print(json.dumps({k: v for k, v in summary.items() if k != "cases"}))
+    print(json.dumps({k: v for k, v in summary.items() if k not in ("cases", "shapes")}))
+    print(json.dumps({k: v for k, v in shape_summary.items() if k != "places"}))
     return summary
 
 

@@ -88,8 +88,11 @@ _REGION_ROW = re.compile(
 _ADDR_SIZE = re.compile(
     rf"\s*(?P<address>{_HEX})\s+(?P<size>{_HEX})(?:\s+load address (?P<load>{_HEX}))?\s*$"
 )
-_INPUT_ROW = re.compile(rf"\s*(?P<address>{_HEX})\s+(?P<size>{_HEX})\s+(?P<file>\S.*?)\s*$")
-_SYMBOL_ROW = re.compile(rf"\s+(?P<address>{_HEX})\s+(?P<name>\S.*?)\s*$")
+# Rows are matched whole (fullmatch) on right-stripped lines: the file or symbol name is the
+# rest of the row, ``\S.*``, right-stripped in Python. A lazy ``\S.*?\s*$`` retried ``\s*$`` at
+# every character, quadratic on a row with a long run of spaces inside (issue 20).
+_INPUT_ROW = re.compile(rf"\s*+(?P<address>{_HEX})\s++(?P<size>{_HEX})\s++(?P<file>\S.*)")
+_SYMBOL_ROW = re.compile(rf"\s++(?P<address>{_HEX})\s++(?P<name>\S.*)")
 _ASSIGNMENT = re.compile(r"^(?:[\w.$]+\s*=|PROVIDE|ASSERT|\.\s*=|\[!provide\])")
 _NOT_SECTIONS = ("LOAD ", "OUTPUT(", "START GROUP", "END GROUP", "OUTPUT_FORMAT", "TARGET(")
 
@@ -201,7 +204,7 @@ def _parse_body(ld_map: LdMap, lines: list[str], index: int) -> None:
             continue
         symbol = _SYMBOL_ROW.fullmatch(line)
         if symbol and current_input is not None and output is not None:
-            name = symbol.group("name")
+            name = symbol.group("name").rstrip()
             if name.startswith(("0x", "(size before relaxing)")) or _ASSIGNMENT.match(name):
                 continue
             if " = " in name:
@@ -222,7 +225,7 @@ def _output(name: str, numbers: re.Match[str], line: int) -> MapOutputSection:
 def _input(output: str, name: str, row: re.Match[str], line: int) -> MapInputSection:
     return MapInputSection(
         output, name, int(row.group("address"), 16), int(row.group("size"), 16),
-        row.group("file"), line,
+        row.group("file").rstrip(), line,
     )  # fmt: skip
 
 

@@ -274,13 +274,21 @@ def _matching_brace(text: str, open_at: int) -> int:
     return -1
 
 
-_ENTRY = re.compile(
-    r"(?P<name>[A-Za-z_.$][\w.$-]*)\s*(?:\(\s*(?P<attr>[^)]*?)\s*\))?\s*:\s*"
-    r"(?:ORIGIN|org|o)\s*=\s*(?P<origin>.+?)\s*,\s*"
-    r"(?:LENGTH|len|l)\s*=\s*(?P<length>.+?)\s*[,;]?\s*$"
+# A MEMORY line, ``NAME (attr) : ORIGIN = origin, LENGTH = length``, is read as its head (up
+# to ORIGIN's "=") and the first ``, LENGTH =`` after it, the values stripped in Python
+# (_entry). Lazy ``(.+?)\s*,`` groups retried ``\s*`` at every character: quadratic on a line
+# with a long run of spaces inside (issue 20). Possessive quantifiers where giving characters
+# back cannot help a match keep every pattern here linear.
+_ENTRY_HEAD = re.compile(
+    r"(?P<name>[A-Za-z_.$][\w.$-]*+)\s*+(?:\((?P<attr>[^)]*+)\))?+\s*+:\s*+"
+    r"(?:ORIGIN|org|o)\s*+="
 )
-_ATTRIBUTES = re.compile(r"!?[rwxailRWXAIL]+(?:\s*!?[rwxailRWXAIL]+)*")
-_ASSIGNMENT = re.compile(r"^\s*(?P<name>[A-Za-z_][\w.$]*)\s*=\s*(?P<expr>[^;=\n]+);", re.M)
+_ENTRY_LENGTH = re.compile(r",\s*+(?:LENGTH|len|l)\s*+=")
+# Nested repetitions of the same letters (``[rwx]+`` inside ``(...)*``) backtrack
+# exponentially on a long run of letters that then fails; possessive runs read it once.
+_ATTRIBUTES = re.compile(r"!?[rwxailRWXAIL]++(?:\s*+!?[rwxailRWXAIL]++)*+")
+# ``^\s*`` would cross newlines: every line of a run of blank lines rescanned all the rest.
+_ASSIGNMENT = re.compile(r"^[^\S\n]*+(?P<name>[A-Za-z_][\w.$]*+)\s*+=\s*+(?P<expr>[^;=\n]+);", re.M)
 _KEYWORD_BLOCK = re.compile(r"\b(MEMORY|SECTIONS)\s*\{")
 
 
@@ -376,6 +384,35 @@ def _lines(text: str) -> Iterator[str]:
     yield text[position:]
 
 
+def _entry(line: str) -> tuple[str, str, str, str] | None:
+    """(name, attributes, origin, length) of a stripped MEMORY line, or None. The origin runs
+    to the first ``, LENGTH =`` with text after it, whitespace around each value is not
+    part of it, and one ``,`` or ``;`` may end the line."""
+    head = _ENTRY_HEAD.match(line)
+    if head is None:
+        return None
+    attributes = (head.group("attr") or "").strip()
+    start = head.end()
+    while start < len(line) and line[start].isspace():
+        start += 1
+    length_at = _ENTRY_LENGTH.search(line, start + 1)
+    while length_at is not None and length_at.end() == len(line):  # nothing after "="
+        length_at = _ENTRY_LENGTH.search(line, length_at.start() + 1)
+    if length_at is None and start > head.end():
+        # "ORIGIN = , LENGTH = y": the origin is the space before the comma (an error later)
+        length_at = _ENTRY_LENGTH.match(line, start)
+        if length_at is None or length_at.end() == len(line):
+            return None
+        start -= 1
+    if length_at is None:
+        return None
+    origin = line[start : length_at.start()].rstrip() or line[start]
+    length = line[length_at.end() :].strip()
+    if length[-1:] in (",", ";") and length[:-1].rstrip():
+        length = length[:-1].rstrip()
+    return head.group("name"), attributes, origin, length
+
+
 def _parse_memory(script: LinkerScript, clean: str, open_at: int, close_at: int) -> None:
     first_line = clean.count("\n", 0, open_at) + 1
     body = clean[open_at + 1 : close_at]
@@ -392,27 +429,26 @@ def _parse_memory(script: LinkerScript, clean: str, open_at: int, close_at: int)
                 "(arm-none-eabi-gcc -E -P -x c script.ld)",
                 field=where,
             ).with_source(script.source)
-        match = _ENTRY.fullmatch(line)
-        if not match:
+        entry = _entry(line)
+        if entry is None:
             raise FormatError(
                 f"cannot read {line!r} (expected NAME (attr) : ORIGIN = x, LENGTH = y)",
                 field=where,
             ).with_source(script.source)
-        attributes = match.group("attr") or ""
+        name, attributes, *texts = entry
         if attributes and not _ATTRIBUTES.fullmatch(attributes):
             raise FormatError(f"unknown region attributes {attributes!r}", field=where).with_source(
                 script.source
             )
         values = []
-        for part in ("origin", "length"):
+        for part, expression in zip(("ORIGIN", "LENGTH"), texts, strict=True):
             try:
-                values.append(evaluate(match.group(part), _lookup_for(script, line_no, index)))
+                values.append(evaluate(expression, _lookup_for(script, line_no, index)))
             except _ExprError as error:
                 raise FormatError(
-                    f"cannot evaluate {part.upper()} = {_shown(match.group(part))}: {error}",
+                    f"cannot evaluate {part} = {_shown(expression)}: {error}",
                     field=where,
                 ).with_source(script.source) from None
-        name = match.group("name")
         if name in index:
             raise FormatError(f"region {name!r} declared twice", field=where).with_source(
                 script.source
@@ -429,7 +465,9 @@ def _parse_memory(script: LinkerScript, clean: str, open_at: int, close_at: int)
 _TRAILER = re.compile(
     r"\s*(?:AT\s*>\s*(?P<lma>[\w.$]+)|>\s*(?P<vma>[\w.$]+)|:\s*(?P<phdr>[\w.$]+)|=\s*(?P<fill>\S+))"
 )
-_HEADER = re.compile(r"^\s*(?P<name>[^\s:({]+)\s*(?P<rest>.*?)\s*$", re.S)
+# A statement's name; the rest of its header is stripped in Python (a lazy ``(.*?)\s*$`` retried
+# ``\s*$`` at every character: quadratic on a header with a long run of spaces; issue 20).
+_HEADER_NAME = re.compile(r"\s*+(?P<name>[^\s:({]++)")
 
 
 def _scan_sections(script: LinkerScript, body: str) -> None:
@@ -452,11 +490,11 @@ def _scan_sections(script: LinkerScript, body: str) -> None:
             lma_region = trailer.group("lma") or lma_region
             end = trailer.end()
         pos = end
-        head = _HEADER.match(header)
+        head = _HEADER_NAME.match(header)
         if head is None or head.group("name") in ("OVERLAY", "PHDRS", "MEMORY"):
             previous = None
             continue
-        name, rest = head.group("name"), head.group("rest")
+        name, rest = head.group("name"), header[head.end() :].strip()
         colon = _top_level_colon(rest)
         if colon < 0:
             script.warnings.append(

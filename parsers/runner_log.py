@@ -138,11 +138,17 @@ _ADDRESS = re.compile(r"(?:@|in|at) (?:0x)?([0-9A-Fa-f]+)")
 _SIZE = re.compile(r"Size: (\w+)")
 _IDENT = re.compile(r"\[----(.{4})\]")
 _PLANNED = re.compile(r"planned buffer (?:with mem_id=)?(\w+), size (\w+)")
-_POOL = re.compile(r"(\w+) / (\w+)\s+free: (\w+) \( used: (\w+) %")
-_ASSERT = re.compile(r"In function (.*?)\(\), assert failed(?: \((.*?)\): (.*)|: (.*))\Z", re.S)
+# Searched patterns start only where a word starts ((?<!\w)): a match inside a run of word
+# characters would end where one from the run's start ends, so it is never the leftmost, and
+# trying it from every position of a long run is quadratic (issue 20).
+_POOL = re.compile(r"(?<!\w)(\w++) / (\w+)\s+free: (\w+) \( used: (\w+) %")
 _KERNEL = re.compile(r"kernel '([^']*)' not found")
 _MISSING_OP = re.compile(r"Missing operator: \[(\w+)\] ?(\S+)?")
-_REGISTER = re.compile(r"([A-Za-z]\w*(?:/\w+)?)[=:]\s*(-?0x[0-9A-Fa-f]+|-?\d+)\b")
+# A register is named from the first ASCII letter of a run of word characters: the match
+# starts at the run (its leading digits, "_" or other letters skipped), never inside it.
+_REGISTER = re.compile(
+    r"(?<!\w)[^\WA-Za-z]*+([A-Za-z]\w*+(?:/\w++)?+)[=:]\s*+(-?0x[0-9A-Fa-f]+|-?\d+)\b"
+)
 _ECHO = re.compile(r'echo "([^"]*)" *\| *base64 +-d *>\s*(\S+)')
 _HEREDOC_END = re.compile(r'" *>\s*(\S+)')
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
@@ -194,6 +200,31 @@ def _after(text: str, sep: str) -> str:
 def _status_of(message: str) -> int | None:
     m = _STATUS.search(message)
     return int(m.group(1), 16) if m else None
+
+
+_ASSERT_HEAD = "In function "
+_ASSERT_MARK = "(), assert failed"
+
+
+def _assert_parts(body: str) -> tuple[str, str | None, str | None, str | None] | None:
+    """(function, condition, message, bare) of ``In function F(), assert failed (C): M`` or
+    ``In function F(), assert failed: M``, split where the lazy regex this replaces split it
+    (the first "assert failed" that either form follows), in one pass: that regex rescanned the
+    rest of the line for ``): `` at every "assert failed" (quadratic; issue 20)."""
+    if not body.startswith(_ASSERT_HEAD):
+        return None
+    start = len(_ASSERT_HEAD)
+    last_close = body.rfind("): ")
+    at = body.find(_ASSERT_MARK, start)
+    while at != -1:
+        after = at + len(_ASSERT_MARK)
+        if body.startswith(" (", after) and last_close >= after + 2:
+            close = body.find("): ", after + 2)
+            return body[start:at], body[after + 2 : close], body[close + 3 :], None
+        if body.startswith(": ", after):
+            return body[start:at], None, None, body[after + 2 :]
+        at = body.find(_ASSERT_MARK, at + 1)
+    return None
 
 
 def _utf8_cut(data: bytes | bytearray, limit: int) -> int:
@@ -873,10 +904,10 @@ class RunnerLogParser:
     def _h_assert(self, n: int, level: str, body: str, out: list[Event]) -> bool:
         if self._group is not None:
             self._settle(None, out)
-        m = _ASSERT.match(body)
-        if m is None:
+        parts = _assert_parts(body)
+        if parts is None:
             return False
-        function, condition, message, bare = m.groups()
+        function, condition, message, bare = parts
         if bare is not None:
             condition, message = bare, None
         status = _status_of(message) if message else None

@@ -67,6 +67,23 @@ def _table_blocks(text: str) -> list[tuple[str, str]]:
 
 
 _FORBIDDEN = re.compile(r"<!(?:DOCTYPE|ENTITY)", re.IGNORECASE)
+_DEBUG_OPEN = re.compile(r"<debug\b")
+# name="value" pairs; a name starts where a run of word characters starts ((?<!\w)), so a
+# long run is read once, not once from each of its characters (quadratic; issue 20).
+_ATTRIBUTE = re.compile(r"(?<!\w)(\w++)\s*+=\s*+[\"']([^\"']*+)[\"']")
+
+
+def _root_attributes(text: str) -> dict[str, str]:
+    """The attributes of the first ``<debug ...>`` tag of a malformed document: the text from
+    the first ``<debug`` to the next ``>``, found once (a regex search rescanned the rest of
+    the text from every later ``<debug`` when no ``>`` follows: quadratic; issue 20)."""
+    start = _DEBUG_OPEN.search(text)
+    if start is None:
+        return {}
+    close = text.find(">", start.end())
+    if close == -1:  # no later <debug has a ">" after it either
+        return {}
+    return dict(_ATTRIBUTE.findall(text[start.end() : close]))
 
 
 @dataclass(slots=True)
@@ -113,9 +130,7 @@ def parse_debug_db(data: bytes | str, source: str | None = None) -> DebugDb:
                 f"XML is malformed or truncated ({str(error).splitlines()[0]});"
                 f" read the {len(blocks)} complete table(s)"
             )
-            match = re.search(r"<debug\b([^>]*)>", text)
-            if match:
-                result.attributes = dict(re.findall(r"(\w+)\s*=\s*[\"']([^\"']*)[\"']", match[1]))
+            result.attributes = _root_attributes(text)
             for name, body in blocks:
                 _add_table(result, name, body)
         else:

@@ -40,15 +40,18 @@ _CYCLE_KINDS = {
     "Off-chip Flash Access": "cycles_off_chip_flash_access",
     "Total": "cycles_total",
 }
+# Text values are read as ``(\S.*)`` to the line's end (lines come from splitlines()) and
+# right-stripped in Python: a lazy ``(.*?)\s*$`` retries ``\s*$`` at every character,
+# quadratic on a line with a long run of spaces inside (issue 20).
 _LINE_PATTERNS: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"Accelerator configuration\s+(\S.*?)\s*$"), "accelerator_configuration"),
-    (re.compile(r"System configuration\s+(\S.*?)\s*$"), "system_config"),
-    (re.compile(r"Memory mode\s+(\S.*?)\s*$"), "memory_mode"),
+    (re.compile(r"Accelerator configuration\s++(\S.*)"), "accelerator_configuration"),
+    (re.compile(r"System configuration\s++(\S.*)"), "system_config"),
+    (re.compile(r"Memory mode\s++(\S.*)"), "memory_mode"),
     (re.compile(rf"Accelerator clock\s+{_NUM} MHz\s*$"), "clock"),
     (re.compile(rf"Design peak {_AREA} bandwidth\s+{_NUM} GB/s\s*$"), "peak"),
     (re.compile(rf"Total {_AREA} used\s+{_NUM} KiB\s*$"), "used"),
     (re.compile(rf"(CPU|NPU) operators = (\d+) \(\s*{_NUM}%\)\s*$"), "operators"),
-    (re.compile(r"   (CPU|NPU): (.*?)\s*$"), "operator_name"),
+    (re.compile(r"   (CPU|NPU): (.*)"), "operator_name"),
     (re.compile(rf"Average {_AREA} bandwidth\s+{_NUM} GB/s\s*$"), "average"),
     (re.compile(rf"(Input|Weight|Output|Total)\s+{_AREA} bandwidth\s+{_NUM} MB/batch\s*$"), "mb"),
     (
@@ -71,8 +74,8 @@ _LINE_PATTERNS: list[tuple[re.Pattern[str], str]] = [
         "time",
     ),
 ]
-_SUMMARY_START = re.compile(r"Network summary for (.*?)\s*$")
-_PERF_START = re.compile(r"Performance for NPU (Graph|Grap|Subgraph)\b ?(.*?)\s*$")
+_SUMMARY_START = re.compile(r"Network summary for (.*)")
+_PERF_START = re.compile(r"Performance for NPU (Graph|Grap|Subgraph)\b ?(.*)")
 _VERSION = re.compile(
     r"(?:ethos[-_]u[-_]vela|\bvela)(?:\s+version)?[\s:=v-]*"
     r"(\d+\.\d+\.\d+(?:(?:a|b|rc|\.post|\.dev)\d+)?(?:\+[\w.]+)?)",
@@ -84,7 +87,7 @@ _CONFIG_SECTION = re.compile(
     r"(Configuration files|System Configuration|Memory Mode|Architecture Settings)"
     r"(?: \((.*)\))?:\s*$"
 )
-_CONFIG_ITEM = re.compile(r"   (\w+) = (.*?)\s*$")
+_CONFIG_ITEM = re.compile(r"   (\w+) = (.*)")
 _IGNORED_INFO = ("Info: The numbers below are internal compiler estimates.",)
 
 
@@ -173,16 +176,19 @@ class _Reader:
     def _line(self, line: str) -> None:
         result = self.result
         stripped = line.strip()
+        if not stripped:  # ends a config section; no pattern reads an empty line
+            self.section = None
+            return
         if self.section is not None:
             item = _CONFIG_ITEM.match(line)
             if item:
-                self.section[item[1]] = item[2]
+                self.section[item[1]] = item[2].rstrip()
                 return
             self.section = None
         if match := _PERF_START.match(stripped):
-            self._per_layer_table(match[2])
+            self._per_layer_table(match[2].rstrip())
         elif match := _SUMMARY_START.match(stripped):
-            self._new_summary({"network": match[1]})
+            self._new_summary({"network": match[1].rstrip()})
         elif stripped.startswith("Traceback (most recent call last)"):
             self._traceback()
         elif stripped.startswith("vela: error:"):
@@ -293,7 +299,7 @@ def _summary_match(line: str) -> tuple[str, re.Match[str]] | None:
 
 def _store(summary: dict[str, Any], kind: str, m: re.Match[str]) -> None:
     if kind in ("accelerator_configuration", "system_config", "memory_mode"):
-        summary[kind] = m[1]
+        summary[kind] = m[1].rstrip()
     elif kind == "clock":
         mhz = to_number(m[1])
         summary["core_clock_mhz"] = mhz
@@ -307,7 +313,7 @@ def _store(summary: dict[str, Any], kind: str, m: re.Match[str]) -> None:
         summary[f"{who}_operators"] = int(m[2])
         summary[f"{who}_operators_percent"] = to_number(m[3])
     elif kind == "operator_name":
-        summary.setdefault(f"{m[1].lower()}_operator_names", []).append(m[2])
+        summary.setdefault(f"{m[1].lower()}_operator_names", []).append(m[2].rstrip())
     elif kind == "average":
         summary[f"{AREA_LABELS[m[1]]}_average_bandwidth"] = to_number(m[2])
     elif kind == "mb":
