@@ -55,13 +55,23 @@ class ProgramFacts:
         return self.path.name
 
 
+# Where a workspace keeps programs below its root: compile jobs written with ``--out DIR``
+# (``DIR/<job>/x.pte``) and the console's own (``.etu/compile/<job>/x.pte``).
+PROGRAM_SUBFOLDERS = ("*/*.pte", "*/*/*.pte", ".etu/compile/*/*.pte")
+
+
 def resolve_target(target: Path) -> Path:
-    """A workspace folder opens its first ``*.pte`` by name; a file opens as is."""
+    """A workspace folder opens its first ``*.pte`` by name, else the newest program in its
+    sub-folders (compile jobs); a file opens as is."""
     if target.is_dir():
         programs = sorted(p for p in target.glob("*.pte") if p.is_file())
-        if not programs:
-            raise WrongKindError("folder holds no .pte file", source=target.name or str(target))
-        return programs[0]
+        if programs:
+            return programs[0]
+        nested = {p for pattern in PROGRAM_SUBFOLDERS for p in target.glob(pattern) if p.is_file()}
+        if not nested:
+            name = target.name or str(target.absolute())
+            raise WrongKindError("folder holds no .pte file, nor do its compile jobs", source=name)
+        return max(nested, key=lambda p: (p.stat().st_mtime, str(p)))
     return target
 
 
@@ -394,6 +404,7 @@ def output_shapes(facts: ProgramFacts) -> list[tuple[int, ...]]:
 
 ETU_FOLDER = ".etu"  # etu's own state inside a workspace
 COMPILE_FOLDER = "compile"
+WORKSPACE_FILE = "etu.toml"  # what `etu init` writes: marks a workspace root
 SESSIONS_FOLDER = "sessions"
 
 
@@ -403,13 +414,23 @@ def compile_root(workspace: Path) -> Path:
 
 
 def workspace_of(program: Path) -> Path:
-    """The workspace a program belongs to: a compiled result's job folder
-    (``<ws>/.etu/compile/<job>/x.pte``) belongs to ``<ws>``, anything else to its folder."""
-    program = Path(program)
+    """The workspace a program belongs to (an absolute path): a compiled result's job folder
+    (``<ws>/.etu/compile/<job>/x.pte``) belongs to ``<ws>``; a program in a sub-folder of a
+    workspace made by ``etu init`` (``<ws>/build/<job>/x.pte``) to the nearest folder above
+    holding ``etu.toml`` (never the home folder or ``/``); anything else to its folder."""
+    program = Path(program).absolute()
     folder = program if program.is_dir() else program.parent
     root = folder.parent
     if root.name == COMPILE_FOLDER and root.parent.name == ETU_FOLDER:
         return root.parent.parent
+    if (folder / WORKSPACE_FILE).exists() or (folder / ETU_FOLDER).is_dir():
+        return folder
+    home = Path.home()
+    for above in folder.parents:
+        if above in (home, above.parent):
+            break
+        if (above / WORKSPACE_FILE).is_file():
+            return above
     return folder
 
 
