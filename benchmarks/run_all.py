@@ -21,6 +21,7 @@ BENCHMARKS = [
     "benchmarks.bench_console_big_session",
     "benchmarks.bench_sessions",
     "benchmarks.bench_diff",
+    "benchmarks.bench_reference",
     "benchmarks.bench_runtime_build",
 ]
 

@@ -22,6 +22,7 @@ from runner.compile_request import tool_versions
 
 VELA_STDOUT_NAME = "vela_stdout.txt"
 COMPILE_RECORD_NAME = "etu_compile.json"  # the spec and tool versions that made the files
+FLOAT_OUTPUTS_NAME = "etu_float_outputs.npz"  # the float model's outputs on all-ones inputs
 
 Progress = Callable[[str, float], None]
 """Called with (stage name, seconds the stage took) as each stage ends."""
@@ -105,7 +106,8 @@ def lower_to_pte(
         scratch_dir.mkdir(parents=True)
         compile_spec.dump_intermediate_artifacts_to(str(scratch_dir))
 
-    with torch.no_grad():
+    float_outputs = _float_outputs(model, example_inputs) if vela_dir is not None else None
+    with torch.no_grad(), _delegates_recorded() as delegates:
         exported = torch.export.export(model, example_inputs)
         done("export")
         if spec.quantize:
@@ -142,11 +144,78 @@ def lower_to_pte(
     kept_vela = _keep_vela_outputs(scratch_dir, Path(vela_dir)) if scratch_dir else None
     if kept_vela is not None:
         (kept_vela / VELA_STDOUT_NAME).write_text(vela_stdout.getvalue())
-        (kept_vela / COMPILE_RECORD_NAME).write_text(
-            json.dumps({"spec": asdict(spec), "versions": tool_versions()}, indent=2) + "\n"
-        )
+        record = {"spec": asdict(spec), "versions": tool_versions(),
+                  "delegates": _keep_delegate_graphs(kept_vela, delegates)}  # fmt: skip
+        if float_outputs is not None:
+            import numpy
+
+            numpy.savez(kept_vela / FLOAT_OUTPUTS_NAME, *float_outputs)
+            record["float_outputs"] = {"file": FLOAT_OUTPUTS_NAME, "inputs": "all ones"}
+        (kept_vela / COMPILE_RECORD_NAME).write_text(json.dumps(record, indent=2) + "\n")
     done("write")
     return LoweringResult(Path(out_pte), kept_vela, stages)
+
+
+@contextlib.contextmanager
+def _delegates_recorded():
+    """Catch each Vela call of the Ethos-U backend: the TOSA graph it was given and the
+    delegate payload it made (the backend returns Vela's bytes as the payload), so the
+    compile record can say which graph is whose, by content, not by file name."""
+    pairs: list[tuple[bytes, bytes]] = []
+    try:
+        from executorch.backends.arm.ethosu import backend
+    except ImportError:  # no Ethos-U backend: nothing to record
+        yield pairs
+        return
+    original = backend.vela_compile
+
+    def recorded(tosa_flatbuffer, *args, **kwargs):
+        result = original(tosa_flatbuffer, *args, **kwargs)
+        pairs.append((bytes(tosa_flatbuffer), bytes(result.processed_bytes)))
+        return result
+
+    backend.vela_compile = recorded
+    try:
+        yield pairs
+    finally:
+        backend.vela_compile = original
+
+
+def _keep_delegate_graphs(vela_dir: Path, pairs: list[tuple[bytes, bytes]]) -> list[dict]:
+    """One record per delegate: its payload's SHA-256 and the TOSA graph Vela compiled it
+    from (the file ExecuTorch saved with those bytes, else one written here)."""
+    import hashlib
+
+    saved = {}
+    for path in sorted(vela_dir.glob("*.tosa"), key=lambda p: (p.name == "out.tosa", p.name)):
+        saved.setdefault(hashlib.sha256(path.read_bytes()).hexdigest(), path.name)
+    records = []
+    for number, (tosa, payload) in enumerate(pairs):
+        digest = hashlib.sha256(tosa).hexdigest()
+        if digest not in saved:
+            saved[digest] = f"etu_delegate_{number}.tosa"
+            (vela_dir / saved[digest]).write_bytes(tosa)
+        records.append({
+            "payload_sha256": hashlib.sha256(payload).hexdigest(),
+            "payload_size": len(payload),
+            "tosa": saved[digest],
+            "tosa_sha256": digest,
+        })  # fmt: skip
+    return records
+
+
+def _float_outputs(model, example_inputs: tuple) -> list | None:
+    """The float model's outputs on all-ones inputs (the runner's and the host reference's
+    inputs), as numpy arrays; None when the model cannot run on them."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            result = model(*[torch.ones_like(x) for x in example_inputs])
+        leaves = torch.utils._pytree.tree_leaves(result)
+        return [leaf.detach().cpu().numpy() for leaf in leaves if isinstance(leaf, torch.Tensor)]
+    except Exception:  # a model that needs other inputs: the reference says "not known"
+        return None
 
 
 def widen_per_channel_zero_points(graph_module) -> int:

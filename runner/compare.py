@@ -2,9 +2,12 @@
 
 The target's outputs are the runner's ``Output[i][j]`` lines (the upstream runner prints
 every element of Float/Int/Char/Bool outputs, floats with ``%f``: six decimals, so a
-perfect match differs from the host by up to 5e-7). The host reference is the same program
-run by ExecuTorch's host runtime (``executorch.runtime``, imported here lazily) on the same
-inputs as the runner: every input filled with ones.
+perfect match differs from the host by up to 5e-7). The host reference
+(:mod:`runner.reference`, imported lazily) is the same program run on the host on the same
+inputs as the runner, every input filled with ones: its CPU kernels by ExecuTorch's host
+runtime, each Ethos-U delegate by the TOSA reference model. Integer outputs are compared
+exactly (elements that differ, the largest difference in LSBs); float outputs within the
+tolerances. A session the etu stand-in FVP recorded is marked ``simulated``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,11 @@ from runner.session import EVENTS, read_session
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-5
 PRINT_RESOLUTION = 5e-7  # %f rounding
+INTEGER_DTYPES = {"Byte", "Char", "Short", "Int", "Long", "UInt16", "UInt32", "UInt64"}
+SIMULATED_NOTE = (
+    "SIMULATED: the etu stand-in FVP printed these outputs; no model of the hardware computed "
+    "them, so this comparison proves nothing"
+)
 
 
 class CompareError(RuntimeError):
@@ -37,6 +45,8 @@ class OutputComparison:
     worst_index: int
     passed: bool
     note: str | None = None
+    differing: int | None = None  # integer outputs: elements not exactly the reference's
+    max_lsb: int | None = None  # integer outputs: the largest difference, in LSBs
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -199,6 +209,7 @@ def compare_session(
     pte: Path | None = None,
     rtol: float = DEFAULT_RTOL,
     atol: float = DEFAULT_ATOL,
+    tosa: Path | None = None,
 ) -> dict:
     """The ``etu compare --json`` record."""
     outputs, meta = session_outputs(folder)
@@ -209,15 +220,20 @@ def compare_session(
                 "runner checked its outputs on the target; see its verdict, or pass --reference"
             )
         program = pte or session_program(meta)
+        if program is not None and not pte and not Path(program).is_file():
+            program = Path(folder).parent.parent.parent / program  # WORKSPACE/.etu/sessions/S
         if program is None or not Path(program).is_file():
             raise CompareError(
                 f"{folder}: the session names no program file; pass --pte PROGRAM.pte"
             )
-        refs = host_reference(Path(program))
-        source = f"host runtime (executorch.runtime) on {program}, inputs all ones"
+        # CPU kernels by ExecuTorch's host runtime, Ethos-U delegates by the TOSA reference
+        from runner.reference import compare_reference
+
+        refs, source, dtypes, notes = compare_reference(Path(program), tosa)
     else:
         refs = npy_reference(list(reference))
         source = "files: " + ", ".join(str(p) for p in reference)
+        dtypes, notes = [], []
     results = []
     for index in sorted(outputs):
         if index >= len(refs):
@@ -226,15 +242,25 @@ def compare_session(
         values = [math.nan if v is None else float(v) for v in event["values"]]
         result = metrics(index, values, refs[index], rtol=rtol, atol=atol,
                          numel=event.get("numel"))  # fmt: skip
+        if index < len(dtypes) and dtypes[index] in INTEGER_DTYPES:  # exact, in LSBs
+            from runner.reference import integer_comparison
+
+            exact = integer_comparison(values, refs[index])
+            result = OutputComparison(**{**asdict(result), **exact, "passed": (
+                exact["differing"] == 0 and len(values) == len(refs[index]))})  # fmt: skip
         if event.get("printed") is not None and event.get("numel") not in (None, len(values)):
             result = OutputComparison(**{**asdict(result), "note": (
                 f"the runner printed {len(values)} of {event.get('numel')} elements; "
                 "compared what was printed")})  # fmt: skip
         results.append(result)
     missing = [i for i in range(len(refs)) if i not in outputs]
+    simulated = bool(meta.get("simulated"))
     return {
         "session": str(folder),
+        "simulated": simulated,  # the etu stand-in FVP printed these outputs: they prove nothing
+        "simulated_note": SIMULATED_NOTE if simulated else None,
         "reference": source,
+        "reference_notes": notes,
         "rtol": rtol,
         "atol": atol,
         "print_resolution": PRINT_RESOLUTION,

@@ -36,6 +36,7 @@ COMMAND_MODULES: dict[str, str] = {
     "monitor": "monitor",
     "firmware": "firmware",
     "compare": "compare",
+    "reference": "reference",
     "flash": "flash",
 }
 

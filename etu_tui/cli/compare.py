@@ -1,4 +1,5 @@
-"""etu compare: a run's outputs against the host runtime or saved arrays."""
+"""etu compare: a run's outputs against the host reference (ExecuTorch's host kernels, each
+Ethos-U delegate through the TOSA reference model) or saved arrays."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import TextIO
 
 from parsers.errors import describe_error, first_line
 
-HELP = "compare a recorded run's outputs with the host runtime (or .npy files): errors, SNR"
+HELP = "compare a recorded run's outputs with the host reference (or .npy files): errors, SNR"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -18,9 +19,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session", type=Path, help="a session folder (.etu/sessions/...)")
     parser.add_argument(
         "--reference", nargs="+", default=["host"], metavar="host|FILE.npy",
-        help="host (ExecuTorch's host runtime, same inputs) or one .npy per output",
+        help="host (the host reference of etu reference, same inputs) or one .npy per output",
     )  # fmt: skip
     parser.add_argument("--pte", type=Path, help="the program, when the session names none")
+    parser.add_argument(
+        "--tosa", type=Path, metavar="PATH",
+        help="a delegated program's TOSA graphs (a .tosa file or a folder; default: vela/ "
+        "beside the program), as etu reference takes them",
+    )  # fmt: skip
     parser.add_argument("--rtol", type=float, default=DEFAULT_RTOL, help="relative tolerance")
     parser.add_argument("--atol", type=float, default=DEFAULT_ATOL, help="absolute tolerance")
     parser.add_argument("--json", action="store_true", help="one JSON object")
@@ -33,16 +39,31 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     reference = "host" if args.reference == ["host"] else [Path(p) for p in args.reference]
     try:
         record = compare_session(
-            args.session, reference=reference, pte=args.pte, rtol=args.rtol, atol=args.atol
-        )
+            args.session, reference=reference, pte=args.pte, rtol=args.rtol, atol=args.atol,
+            tosa=args.tosa,
+        )  # fmt: skip
     except (CompareError, OSError, ValueError, RuntimeError) as error:
         err.write(f"etu: {args.session}: {first_line(str(error)) or describe_error(error)}\n")
         return 2
     if args.json:
         out.write(json.dumps(record) + "\n")
     else:
+        if record.get("simulated"):
+            out.write(f"{record['simulated_note']}\n")
         out.write(f"reference: {record['reference']} (rtol {args.rtol:g}, atol {args.atol:g})\n")
+        for note in record.get("reference_notes") or []:
+            out.write(f"  reference note: {note}\n")
         for o in record["outputs"]:
+            if o.get("differing") is not None:  # an integer output: compared exactly
+                lsb = "n/a" if o["max_lsb"] is None else str(o["max_lsb"])
+                out.write(
+                    f"output {o['index']}: {'PASS' if o['passed'] else 'FAIL'}  n={o['count']}  "
+                    f"exact: {o['differing']} differ, max {lsb} LSB  worst at "
+                    f"[{o['worst_index']}]\n"
+                )
+                if o["note"]:
+                    out.write(f"  note: {o['note']}\n")
+                continue
             cosine = "n/a" if o["cosine_similarity"] is None else f"{o['cosine_similarity']:.6f}"
             snr = "inf" if o["snr_db"] is None else f"{o['snr_db']:.1f} dB"
             out.write(

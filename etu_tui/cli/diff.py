@@ -42,6 +42,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
             sa, sb = resolve_session(args.a, root), resolve_session(args.b, root)
             if sa is not None and sb is not None:
                 result = diff_sessions(sa, sb, tol)
+                _mark_simulated(result, sa, sb)
             elif sa is None and sb is None and a.exists() and b.exists():
                 result = diff_vela(a, b, tol)
             else:
@@ -55,6 +56,18 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     else:
         out.write(format_diff(result))
     return 0 if result["equal"] else 1
+
+
+def _mark_simulated(result: dict, a: Path, b: Path) -> None:
+    """Which sides the etu stand-in FVP printed (their figures and outputs are made up)."""
+    from runner.history import read_meta
+
+    sides = [name for name, folder in (("A", a), ("B", b)) if read_meta(folder).get("simulated")]
+    result["simulated"] = sides
+    result["simulated_note"] = (
+        f"SIMULATED: {' and '.join(sides)} ran on the etu stand-in FVP; its cycles, counters "
+        "and outputs are made up, so what changed proves nothing about a model or a board"
+    ) if sides else None  # fmt: skip
 
 
 def _num(value) -> str:
@@ -91,6 +104,8 @@ def format_diff(result: dict) -> str:
     kind = result["kind"]
     if kind == "sessions":
         a, b = result["a"], result["b"]
+        if result.get("simulated_note"):
+            lines.append(result["simulated_note"])
         for side, name in ((a, "A"), (b, "B")):
             program = f"{side['program']['name']} {side['program']['short']}"
             lines.append(f"{name} {side['id']}  {side['target']}  {program}")

@@ -60,6 +60,7 @@ from etu_tui.widgets.run_model import (
 )
 from etu_tui.widgets.run_panes import (
     LIVE_OPTION,
+    SIMULATED_OUTPUTS,
     AllocatorPane,
     OperatorsPane,
     OutputsPane,
@@ -900,9 +901,11 @@ class RunPanel(Vertical):
         if record.comparison is not None or record.comparison_note is not None:
             return
         if record.launch is not None and record.launch.simulated:
-            record.comparison_note = "simulated outputs (etu stand-in FVP): not compared"
+            record.comparison_note = SIMULATED_OUTPUTS
+            if self.shown is record:
+                self._show_outputs(record)
             return
-        record.comparison_note = "comparing with the host runtime…"
+        record.comparison_note = "comparing with the host reference…"
         self.run_worker(
             partial(self._compare_in_thread, record.folder),
             thread=True,
@@ -932,7 +935,9 @@ class RunPanel(Vertical):
         if record is None:
             pane.show({}, self.shapes)
             return
-        pane.show(record.outputs, self.shapes, record.comparison, record.comparison_note)
+        simulated = record.launch is not None and record.launch.simulated
+        pane.show(record.outputs, self.shapes, record.comparison, record.comparison_note,
+                  simulated=simulated)  # fmt: skip
 
     # -- showing -----------------------------------------------------------------------
 

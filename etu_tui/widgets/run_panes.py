@@ -256,6 +256,12 @@ def values_text(values: Sequence[object], limit: int = 6) -> str:
     return " ".join(shown) + (" …" if len(values) > limit else "")
 
 
+SIMULATED_OUTPUTS = (
+    "SIMULATED: the etu stand-in FVP made these values up; they prove nothing "
+    "(not compared with the host reference)"
+)
+
+
 class OutputsPane(Static):
     """Each output the runner dumped: index, dtype, element count (shape), first values."""
 
@@ -279,10 +285,13 @@ class OutputsPane(Static):
         shapes: Sequence[tuple[int, ...]],
         comparison: dict | None = None,
         note: str | None = None,
+        *,
+        simulated: bool = False,
     ) -> None:
         """The outputs; with ``comparison`` (an `etu compare --json` record) each one's
-        error against the host runtime, and ``note`` for why there is none (yet)."""
-        self.border_title = f"Outputs ({len(outputs)})"
+        error against the host reference, and ``note`` for why there is none (yet);
+        ``simulated``: the etu stand-in FVP printed them, and the pane says so."""
+        self.border_title = f"Outputs ({len(outputs)})" + (" · SIMULATED" if simulated else "")
         if not outputs:
             self.lines = []
             self.update(Content.styled("None printed yet.", "dim"))
@@ -315,10 +324,11 @@ class OutputsPane(Static):
             tolerances = f"rtol {comparison['rtol']:g}, atol {comparison['atol']:g}"
             missing = comparison.get("missing_outputs") or []
             gone = f" · outputs {missing} not printed" if missing else ""
-            lines.append(Content.styled(f"  vs host runtime, inputs all ones, {tolerances}{gone}",
+            lines.append(Content.styled(f"  vs host reference, inputs all ones, {tolerances}{gone}",
                                         "dim"))  # fmt: skip
         elif note:
-            lines.append(Content.styled(f"  {printable(note)}", "dim"))
+            lines.append(Content.styled(f"  {printable(note)}",
+                                        "$text-warning bold" if simulated else "dim"))  # fmt: skip
         self.lines = [line.plain for line in lines]
         self.update(Content("\n").join(lines))
 

@@ -174,6 +174,9 @@ async def test_run_on_the_demo_firmware_succeeds(workspace: Path, standin: Path)
 
         outputs = app.query_one(OutputsPane)
         assert outputs.lines[0].startswith("[0] float · 10 el. · 1×10")
+        # The stand-in made these values up: the pane says so plainly, and compares nothing.
+        assert "SIMULATED" in str(outputs.border_title)
+        assert outputs.lines[-1].strip().startswith("SIMULATED: the etu stand-in FVP made")
 
         # The log holds every line the runner printed, in order.
         log = app.query_one(LogView)

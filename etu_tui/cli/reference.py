@@ -1,0 +1,87 @@
+"""etu reference: what a program should output, NPU delegates included, without a run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TextIO
+
+from parsers.errors import describe_error, first_line
+
+HELP = "what a program should output: CPU kernels on the host, each Ethos-U delegate by TOSA"
+SHOWN_VALUES = 16  # values printed per tensor in text (--json has them all)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("program", type=Path, help="an ExecuTorch program (.pte)")
+    parser.add_argument(
+        "--inputs", type=Path, metavar="FILE",
+        help=".npy (one input) or .npz (one array per input, in order); default all ones",
+    )  # fmt: skip
+    parser.add_argument(
+        "--tosa", type=Path, metavar="PATH",
+        help="the delegates' TOSA graphs: a .tosa file or a folder (default: vela/ beside "
+        "the program, as etu compile keeps it)",
+    )  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="one JSON object")
+
+
+def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    """0 the reference was made, 2 it cannot be (no TOSA graph, unreadable inputs...)."""
+    from parsers.errors import ParseError
+    from runner.reference import ReferenceError, program_reference
+    from runner.segment_program import SegmentError
+    from runner.tosa_graphs import TosaMatchError
+
+    if not args.program.is_file():
+        err.write(f"etu: {args.program}: no such file\n")
+        return 2
+    try:
+        reference = program_reference(args.program, inputs=args.inputs, tosa=args.tosa)
+    except (ReferenceError, TosaMatchError, SegmentError, ParseError, OSError) as error:
+        err.write(f"etu: {args.program}: {first_line(str(error)) or describe_error(error)}\n")
+        return 2
+    record = reference.to_json()
+    if args.json:
+        out.write(json.dumps(record) + "\n")
+        return 0
+    out.write(format_reference(record))
+    return 0
+
+
+def _values(values: list) -> str:
+    shown = [f"{v:.6g}" if isinstance(v, float) else str(v) for v in values[:SHOWN_VALUES]]
+    more = f" … ({len(values):,} values)" if len(values) > SHOWN_VALUES else ""
+    return " ".join(shown) + more
+
+
+def format_reference(record: dict) -> str:
+    lines = [f"reference: {record['reference']}"]
+    for delegate in record["delegates"]:
+        how = delegate["matched_by"]
+        lines.append(
+            f"delegate {delegate['index']} ({delegate['backend']}): TOSA graph "
+            f"{delegate['tosa']} (matched by {how})"
+        )
+        if delegate["note"]:
+            lines.append(f"  note: {delegate['note']}")
+        for kind, rows in (("input ", delegate["inputs"]), ("output", delegate["outputs"])):
+            for row in rows:
+                tosa = row["tosa"]
+                lines.append(
+                    f"  {kind} value {row['value']}: {row['dtype']} {row['shape']} ↔ "
+                    f"{tosa['name']} {tosa['dtype']} {tosa['shape']}"
+                    + ("" if row["layout"] == "same" else f" ({row['layout']})")
+                )
+    for output in record["outputs"]:
+        lines.append(f"output {output['index']}: {output['dtype']} {output['shape']}")
+        lines.append(f"  {_values(output['values'])}")
+    if record["float_outputs"] is None:
+        lines.append(f"float model: {record['float_outputs_note']}")
+    for output in record["float_outputs"] or []:
+        lines.append(f"float model output {output['index']}: {output['shape']}")
+        lines.append(f"  {_values(output['values'])}")
+    for note in record["notes"]:
+        lines.append(f"note: {note}")
+    return "\n".join(lines) + "\n"

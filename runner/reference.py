@@ -1,0 +1,672 @@
+"""The host reference of a program: what it should output, for CPU kernels and NPU alike.
+
+ExecuTorch's host runtime cannot run an Ethos-U delegate ("Backend EthosUBackend is not
+registered"). Here a program runs on the host the way the target runs it, part by part:
+
+- **the CPU part** with ExecuTorch's own kernels: each run of kernel calls between two
+  delegate calls is written as a program of its own (:mod:`runner.segment_program`) and
+  executed by the host runtime (``executorch.extension.pybindings``, the quantized kernels
+  loaded as ``etu compare`` loads them); an operator the host runtime has no kernel for runs
+  as PyTorch's ATen out-variant of it, and the reference says so in its notes;
+- **each Ethos-U delegate** through the TOSA reference model on the graph Vela compiled it
+  from (:mod:`runner.tosa_graphs` finds it, with proof). Arm's conformance promise: the NPU
+  computes exactly what the reference model computes for that graph.
+
+The program's planned memory is kept on the host as the runtime lays it out (one buffer per
+memory id, each tensor at its offset in its dim order): a part's tensors are copied in from
+it and read back into it, so views that share memory, and the bytes a delegate reads and
+writes, are the runtime's. A delegate's inputs are its tensors' bytes as the runtime hands
+them over (``EthosUBackend`` copies them byte for byte into the NPU's buffers): read in the
+TOSA graph's input order and shapes (Ethos-U graphs take the program's NCHW bytes and
+transpose inside); its outputs are written back the same way. Shapes and element sizes are
+checked against the graph's block inputs and outputs first.
+
+torch and ExecuTorch are imported inside the functions (a host-reference module).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from io import BytesIO
+from pathlib import Path
+
+from parsers.pte import (
+    DelegateCall,
+    ExecutionPlan,
+    KernelCall,
+    Program,
+    Tensor,
+    open_program,
+)
+from runner.segment_program import SegmentError, segment_program
+from runner.tosa_graphs import (
+    COMPILE_RECORD,
+    DelegateGraph,
+    TosaMatchError,
+    candidate_files,
+    match_delegates,
+    quiet_stdout,
+)
+
+# ExecuTorch ScalarType name → torch dtype name
+TORCH_DTYPES = {
+    "Byte": "uint8", "Char": "int8", "Short": "int16", "Int": "int32", "Long": "int64",
+    "Half": "float16", "Float": "float32", "Double": "float64", "Bool": "bool",
+    "BFloat16": "bfloat16", "UInt16": "uint16", "UInt32": "uint32", "UInt64": "uint64",
+}  # fmt: skip
+FLOAT_OUTPUTS_FILE = "etu_float_outputs.npz"  # runner.aot writes it beside the record
+
+
+class ReferenceError(RuntimeError):
+    """One line: why there is no reference for this program."""
+
+
+@dataclass
+class Memory:
+    """The program's planned memory on the host, and the bytes of its unplanned tensors."""
+
+    program: Program
+    plan: ExecutionPlan
+    arenas: list[bytearray] = field(init=False)
+    unplanned: dict[int, bytes] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.arenas = [bytearray(int(n)) for n in self.plan.non_const_buffer_sizes]
+
+    def _span(self, index: int) -> tuple[bytearray, int, int] | None:
+        tensor = self.plan.values[index]
+        if not tensor.is_planned:
+            return None
+        if not 0 <= tensor.memory_id < len(self.arenas):
+            raise ReferenceError(f"value {index}: memory id {tensor.memory_id}, the plan has "
+                                 f"{len(self.arenas)} buffers")  # fmt: skip
+        start = tensor.memory_offset or 0
+        end = start + tensor.nbytes
+        if end > len(self.arenas[tensor.memory_id]):
+            raise ReferenceError(f"value {index}: bytes {start}..{end} run past memory id "
+                                 f"{tensor.memory_id}")  # fmt: skip
+        return self.arenas[tensor.memory_id], start, end
+
+    def constant(self, index: int) -> memoryview:
+        data = self.program.constant_data(self.plan.values[index])
+        if data is None:
+            raise ReferenceError(f"value {index}: a constant whose data is not in the program")
+        return data
+
+    def read(self, index: int) -> bytes:
+        """The tensor's bytes in its dim order, as the runtime holds them."""
+        span = self._span(index)
+        if span is None:
+            return self.unplanned.get(index, bytes(self.plan.values[index].nbytes))
+        arena, start, end = span
+        return bytes(arena[start:end])
+
+    def write(self, index: int, data: bytes) -> None:
+        tensor = self.plan.values[index]
+        if len(data) != tensor.nbytes:
+            raise ReferenceError(f"value {index}: {len(data)} bytes for a {tensor.nbytes}-byte "
+                                 "tensor")  # fmt: skip
+        span = self._span(index)
+        if span is None:
+            self.unplanned[index] = bytes(data)
+            return
+        arena, start, end = span
+        arena[start:end] = data
+
+
+def physical_shape(tensor: Tensor) -> list[int]:
+    """The shape of the tensor's bytes: its sizes in its dim order."""
+    return [tensor.sizes[d] for d in tensor.dim_order] if tensor.dim_order else list(tensor.sizes)
+
+
+def _torch_dtype(tensor: Tensor, index: int):
+    import torch
+
+    name = TORCH_DTYPES.get(tensor.dtype)
+    if name is None or not hasattr(torch, name):
+        raise ReferenceError(f"value {index}: dtype {tensor.dtype} is not supported")
+    return getattr(torch, name)
+
+
+def to_torch(tensor: Tensor, data: bytes, index: int = -1):
+    """A torch tensor of the tensor's sizes whose memory is ``data`` in its dim order."""
+    import torch
+
+    dtype = _torch_dtype(tensor, index)
+    physical = physical_shape(tensor)
+    flat = (torch.frombuffer(bytearray(data), dtype=dtype) if data
+            else torch.empty(0, dtype=dtype))  # fmt: skip
+    order = list(tensor.dim_order) or list(range(len(physical)))
+    inverse = sorted(range(len(order)), key=order.__getitem__)
+    return flat.reshape(physical).permute(inverse)
+
+
+def from_torch(tensor: Tensor, value) -> bytes:
+    """The bytes of a torch tensor laid out in the tensor's dim order."""
+    import torch
+
+    order = list(tensor.dim_order) or list(range(value.dim()))
+    physical = value.permute(order).contiguous().reshape(-1)
+    return physical.view(torch.uint8).numpy().tobytes()
+
+
+def default_inputs(plan: ExecutionPlan) -> list:
+    """Every input filled with ones, as the runner and ``etu compare`` do."""
+    import torch
+
+    inputs = []
+    for index in plan.inputs:
+        tensor = plan.values[index]
+        if not isinstance(tensor, Tensor):
+            raise ReferenceError(f"input value {index} is a {tensor.kind}, not a tensor")
+        inputs.append(torch.ones(tensor.sizes, dtype=_torch_dtype(tensor, index)))
+    return inputs
+
+
+def load_inputs(plan: ExecutionPlan, path: Path) -> list:
+    """The inputs from a .npy (one input) or .npz (one array per input, in order), cast to
+    the program's dtypes (integers only when every value survives the cast)."""
+    import numpy
+    import torch
+
+    from parsers.files import GiB, read_regular
+
+    data = read_regular(path, "an inputs file", 4 * GiB)
+    try:
+        loaded = numpy.load(BytesIO(data), allow_pickle=False)
+    except Exception as error:
+        raise ReferenceError(f"{path}: not a .npy or .npz file ({error})") from None
+    if isinstance(loaded, numpy.ndarray):
+        arrays = [loaded]
+    else:
+        with loaded:
+            arrays = [loaded[name] for name in loaded.files]
+    if len(arrays) != len(plan.inputs):
+        raise ReferenceError(f"{path}: {len(arrays)} arrays for the program's "
+                             f"{len(plan.inputs)} inputs")  # fmt: skip
+    inputs = []
+    for k, (array, index) in enumerate(zip(arrays, plan.inputs, strict=True)):
+        tensor = plan.values[index]
+        if tuple(array.shape) != tuple(tensor.sizes):
+            raise ReferenceError(f"{path}: array {k} has shape {list(array.shape)}, input {k} "
+                                 f"is {list(tensor.sizes)}")  # fmt: skip
+        dtype = _torch_dtype(tensor, index)
+        value = torch.from_numpy(numpy.ascontiguousarray(array)).to(dtype)
+        if not dtype.is_floating_point and not torch.equal(
+            value.to(torch.float64), torch.from_numpy(array.astype("float64"))
+        ):
+            raise ReferenceError(f"{path}: array {k} ({array.dtype}) does not fit input {k}'s "
+                                 f"{tensor.dtype}")  # fmt: skip
+        inputs.append(value)
+    return inputs
+
+
+# ------------------------------------------------------------------------------ running
+
+
+@dataclass
+class DelegateRun:
+    graph: DelegateGraph
+    calls: int = 0
+    inputs: list[dict] = field(default_factory=list)
+    outputs: list[dict] = field(default_factory=list)
+
+
+def _runtime():
+    """ExecuTorch's host runtime with the quantized kernels registered (as the host
+    reference of `etu compare` has them); the light import, without executorch.exir."""
+    import executorch.kernels.quantized  # noqa: F401  (quantized_decomposed::* kernels)
+    import torch  # noqa: F401  (the pybindings need it loaded first)
+    from executorch.extension.pybindings import _C
+
+    return _C
+
+
+def run_calls(runtime, program: Program, plan: ExecutionPlan, calls, memory: Memory) -> None:
+    """Kernel calls as a program of their own in the host runtime, on ``memory``."""
+    segment = segment_program(program, plan, calls)
+    with quiet_stdout():
+        module = runtime._load_for_executorch_from_buffer(segment.data)
+        inputs = tuple(to_torch(plan.values[i], memory.read(i), i) for i in segment.io)
+        outputs = module.run_method("forward", inputs)
+    if len(outputs) != len(segment.io):
+        raise ReferenceError(f"the host runtime returned {len(outputs)} tensors for "
+                             f"{len(segment.io)}")  # fmt: skip
+    # Every output is read after the run, so tensors sharing memory carry the same bytes.
+    for index, value in zip(segment.io, outputs, strict=True):
+        memory.write(index, from_torch(plan.values[index], value))
+
+
+def runtime_operators(runtime) -> set[str]:
+    """The operators (``ns::name.overload``) the host runtime has kernels for."""
+    return set(runtime._get_operator_names())
+
+
+def run_aten(plan: ExecutionPlan, call: KernelCall, memory: Memory) -> None:
+    """A kernel call the host runtime has no kernel for, as PyTorch's ATen out-variant of
+    the same operator on the values it names; every tensor the schema writes goes back to
+    ``memory``."""
+    import torch
+
+    op = plan.operators[call.op_index]
+    namespace, _, name = op.name.partition("::")
+    try:
+        function = getattr(getattr(getattr(torch.ops, namespace), name), op.overload or "default")
+        schema = function._schema
+    except (AttributeError, RuntimeError):
+        raise ReferenceError(f"{op.qualified_name}: neither the host runtime nor PyTorch has a "
+                             "kernel for it") from None  # fmt: skip
+    arguments = schema.arguments
+    if len(call.args) < len(arguments):
+        raise ReferenceError(f"{op.qualified_name}: the call passes {len(call.args)} values, "
+                             f"its schema takes {len(arguments)}")  # fmt: skip
+    tensors: dict[int, object] = {}
+
+    def tensor(index: int):
+        if index not in tensors:
+            value = plan.values[index]
+            tensors[index] = to_torch(value, _tensor_bytes(value, index, memory), index)
+        return tensors[index]
+
+    def value_of(index: int, kind: str):
+        if index < 0:
+            return None
+        value = plan.values[index]
+        if isinstance(value, Tensor):
+            return tensor(index)
+        items = value.payload
+        if value.kind == "Null":
+            return None
+        if value.kind == "IntList":
+            return [plan.values[int(i)].payload for i in items]
+        if value.kind in ("TensorList", "OptionalTensorList"):
+            return [None if int(i) < 0 else tensor(int(i)) for i in items]
+        if value.kind in ("DoubleList", "BoolList"):
+            return list(items)
+        if value.kind == "Int" and "ScalarType" in kind:
+            return _torch_dtype_of_code(int(items), index)
+        return items
+
+    positional, keywords = [], {}
+    for argument, index in zip(arguments, call.args, strict=False):
+        value = value_of(index, str(argument.type))
+        if argument.kwarg_only:
+            keywords[argument.name] = value
+        else:
+            positional.append(value)
+    function(*positional, **keywords)
+    for argument, index in zip(arguments, call.args, strict=False):
+        if argument.alias_info is None or not argument.alias_info.is_write or index < 0:
+            continue
+        value = plan.values[index]
+        written = [index] if isinstance(value, Tensor) else [int(i) for i in value.payload or ()]
+        for i in written:
+            if i >= 0 and isinstance(plan.values[i], Tensor):
+                memory.write(i, from_torch(plan.values[i], tensors[i]))
+
+
+def _tensor_bytes(tensor: Tensor, index: int, memory: Memory) -> bytes:
+    return memory.read(index) if not tensor.is_constant else bytes(memory.constant(index))
+
+
+def _torch_dtype_of_code(code: int, index: int):
+    from parsers.pte import SCALAR_TYPES
+
+    name = SCALAR_TYPES.get(code, ("?", 0))[0]
+    return _torch_dtype(Tensor(scalar_type=code, sizes=(), dim_order=()), index) if (
+        name in TORCH_DTYPES) else code  # fmt: skip
+
+
+def _io_record(plan: ExecutionPlan, index: int, io) -> dict:
+    tensor = plan.values[index]
+    physical = physical_shape(tensor)
+    return {
+        "value": index,
+        "dtype": tensor.dtype,
+        "shape": list(tensor.sizes),
+        "dim_order": list(tensor.dim_order),
+        "tosa": io.to_json(),
+        "layout": "same" if list(io.shape) == physical else (
+            f"reshaped: the tensor's bytes ({physical} in its dim order) as the graph's "
+            f"{list(io.shape)}, as the runtime copies them"),
+    }  # fmt: skip
+
+
+def run_delegate(call: DelegateCall, run: DelegateRun, plan: ExecutionPlan, memory: Memory):
+    """One delegate call through the TOSA reference model, on ``memory``."""
+    import numpy
+    import tosa_reference_model
+
+    graph = run.graph.graph
+    n_in, n_out = len(graph.inputs), len(graph.outputs)
+    where = f"delegate {call.delegate_index} ({graph.path.name})"
+    if len(call.args) != n_in + n_out:
+        raise ReferenceError(f"{where}: the call passes {len(call.args)} values, the graph "
+                             f"has {n_in} inputs and {n_out} outputs")  # fmt: skip
+    arrays, inputs, outputs = [], [], []
+    for k, (index, io) in enumerate(zip(call.args[:n_in], graph.inputs, strict=True)):
+        tensor = _delegate_tensor(plan, index, where)
+        _check_fit(tensor, io, f"{where}: input {k}")
+        data = memory.read(index)
+        arrays.append(numpy.frombuffer(data, dtype=io.numpy_dtype).reshape(io.shape).copy())
+        inputs.append({**_io_record(plan, index, io), "values": arrays[-1].reshape(-1).tolist()})
+    with quiet_stdout():
+        results, status = tosa_reference_model.run(graph.data, arrays)
+    if status != tosa_reference_model.GraphStatus.TOSA_VALID:
+        raise ReferenceError(f"{where}: the TOSA reference model ended with {status.name}")
+    if len(results) != n_out:
+        raise ReferenceError(f"{where}: the TOSA reference model gave {len(results)} outputs "
+                             f"for {n_out}")  # fmt: skip
+    for k, (index, io, result) in enumerate(
+        zip(call.args[n_in:], graph.outputs, results, strict=True)
+    ):
+        tensor = _delegate_tensor(plan, index, where)
+        _check_fit(tensor, io, f"{where}: output {k}")
+        array = numpy.ascontiguousarray(result, dtype=io.numpy_dtype)
+        memory.write(index, array.tobytes())
+        record = _io_record(plan, index, io)
+        record["values"] = array.reshape(-1).tolist()
+        outputs.append(record)
+    run.calls += 1
+    run.inputs, run.outputs = inputs, outputs
+
+
+def _delegate_tensor(plan: ExecutionPlan, index: int, where: str) -> Tensor:
+    if not 0 <= index < len(plan.values) or not isinstance(plan.values[index], Tensor):
+        raise ReferenceError(f"{where}: argument value {index} is not a tensor")
+    return plan.values[index]
+
+
+def _check_fit(tensor: Tensor, io, where: str) -> None:
+    """The runtime copies a tensor's bytes into the NPU's buffer when the element counts and
+    sizes agree; the graph's tensor must hold exactly those bytes."""
+    import numpy
+
+    if not io.numpy_dtype:
+        raise ReferenceError(f"{where}: the graph's {io.name} is {io.dtype}, not supported")
+    size = numpy.dtype(io.numpy_dtype).itemsize
+    if tensor.numel != io.numel or tensor.element_size != size:
+        raise ReferenceError(
+            f"{where}: the program's tensor is {tensor.dtype} {list(tensor.sizes)}, the "
+            f"graph's {io.name} is {io.dtype} {list(io.shape)}: they do not fit"
+        )
+
+
+@dataclass
+class ProgramReference:
+    """What :func:`program_reference` found: the outputs and how they were made."""
+
+    program: Path
+    plan: ExecutionPlan
+    inputs: list  # torch tensors
+    input_source: str
+    outputs: list  # torch tensors, in the plan's output order
+    delegates: list[DelegateRun]
+    segments: int
+    kernel_calls: int
+    aten_calls: dict[str, int] = field(default_factory=dict)  # operator → calls run by ATen
+    float_outputs: list | None = None  # numpy arrays: the float model on the same inputs
+    float_outputs_note: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def source(self) -> str:
+        """One line naming what computed the outputs."""
+        host = self.kernel_calls - sum(self.aten_calls.values())
+        parts = [f"ExecuTorch's host kernels ({host} calls)"]
+        if self.aten_calls:
+            parts.append(f"PyTorch's ATen for {sum(self.aten_calls.values())}")
+        if self.delegates:
+            n = len(self.delegates)
+            parts.append(f"the TOSA reference model for {n} Ethos-U delegate{'s' * (n > 1)}")
+        return f"{' + '.join(parts)} on {self.program}, inputs {self.input_source}"
+
+    def flat_outputs(self) -> list[list[float]]:
+        return [[float(v) for v in t.reshape(-1).tolist()] for t in self.outputs]
+
+    def output_dtypes(self) -> list[str]:
+        return [self.plan.values[i].dtype for i in self.plan.outputs]
+
+    def to_json(self) -> dict:
+        """The ``etu reference --json`` record."""
+        plan = self.plan
+        inputs = [
+            {"index": k, "value": i, "dtype": plan.values[i].dtype,
+             "shape": list(plan.values[i].sizes), "source": self.input_source}
+            for k, i in enumerate(plan.inputs)
+        ]  # fmt: skip
+        outputs = [
+            {"index": k, "value": i, "dtype": plan.values[i].dtype, "shape": list(t.shape),
+             "values": t.reshape(-1).tolist()}
+            for k, (i, t) in enumerate(zip(plan.outputs, self.outputs, strict=True))
+        ]  # fmt: skip
+        floats = None
+        if self.float_outputs is not None:
+            floats = [
+                {"index": k, "dtype": str(a.dtype), "shape": list(a.shape),
+                 "values": a.reshape(-1).tolist()}
+                for k, a in enumerate(self.float_outputs)
+            ]  # fmt: skip
+        delegates = [
+            {"index": run.graph.delegate_index,
+             "backend": plan.delegates[run.graph.delegate_index].id, "calls": run.calls,
+             "tosa": str(run.graph.graph.path), "tosa_sha256": run.graph.graph.sha256,
+             "matched_by": run.graph.matched_by, "note": run.graph.note,
+             "inputs": run.inputs, "outputs": run.outputs}
+            for run in self.delegates
+        ]  # fmt: skip
+        return {
+            "program": str(self.program),
+            "program_sha256": _sha256(self.program),
+            "plan": plan.name,
+            "reference": self.source,
+            "inputs": inputs,
+            "outputs": outputs,
+            "float_outputs": floats,
+            "float_outputs_note": self.float_outputs_note,
+            "delegates": delegates,
+            "cpu_segments": self.segments,
+            "kernel_calls": self.kernel_calls,
+            "aten_calls": self.aten_calls,
+            "notes": self.notes,
+        }
+
+
+def _sha256(path: Path) -> str:
+    from parsers.files import GiB, sha256_regular
+
+    return sha256_regular(path, "an ExecuTorch program", 4 * GiB)
+
+
+def program_reference(
+    pte: Path,
+    *,
+    inputs: Path | Sequence | None = None,
+    tosa: Path | None = None,
+    split_every_call: bool = False,
+) -> ProgramReference:
+    """Run ``pte`` on the host: CPU kernels in ExecuTorch's host runtime, Ethos-U delegates
+    in the TOSA reference model. ``inputs``: a .npy/.npz path, tensors, or None (all ones).
+    ``split_every_call`` runs each kernel call as its own program (a test of the memory
+    hand-over: the outputs must not change). Raises ReferenceError, TosaMatchError (one line)."""
+    pte = Path(pte)
+    with open_program(pte) as program:
+        plan = _forward(program)
+        bad = [type(i).__name__ for i in plan.instructions
+               if not isinstance(i, KernelCall | DelegateCall)]  # fmt: skip
+        if bad:
+            raise ReferenceError(f"{pte}: {bad[0]} instructions (control flow, moves) are not "
+                                 "supported by the host reference yet")  # fmt: skip
+        graphs = match_delegates(program, plan, pte, tosa)
+        runtime = _runtime()
+        if inputs is None:
+            tensors, source = default_inputs(plan), "all ones"
+        elif isinstance(inputs, str | Path):
+            tensors, source = load_inputs(plan, Path(inputs)), f"from {inputs}"
+        else:
+            tensors, source = list(inputs), "given"
+        memory = Memory(program, plan)
+        for index, value in zip(plan.inputs, tensors, strict=True):
+            memory.write(index, from_torch(plan.values[index], value))
+        runs = {index: DelegateRun(graph) for index, graph in graphs.items()}
+        have = runtime_operators(runtime)
+        pending: list[KernelCall] = []
+        segments = kernel_calls = 0
+        aten: dict[str, int] = {}
+
+        def flush() -> None:
+            nonlocal segments
+            if pending:
+                run_calls(runtime, program, plan, pending, memory)
+                segments += 1
+                pending.clear()
+
+        try:
+            for instruction in plan.instructions:
+                if isinstance(instruction, KernelCall):
+                    kernel_calls += 1
+                    name = _operator_name(plan, instruction)
+                    if name not in have:
+                        flush()
+                        run_aten(plan, instruction, memory)
+                        aten[name] = aten.get(name, 0) + 1
+                        continue
+                    pending.append(instruction)
+                    if split_every_call:
+                        flush()
+                else:
+                    flush()
+                    run_delegate(instruction, runs[instruction.delegate_index], plan, memory)
+            flush()
+        except SegmentError as error:
+            raise ReferenceError(f"{pte}: {error}") from None
+        outputs = [to_torch(plan.values[i], memory.read(i), i).clone() for i in plan.outputs]
+    reference = ProgramReference(
+        pte, plan, tensors, source, outputs, list(runs.values()), segments, kernel_calls,
+        aten_calls=aten,
+    )  # fmt: skip
+    for name, count in aten.items():
+        reference.notes.append(
+            f"{name} ({count} call{'s' * (count > 1)}): the host runtime has no kernel for it; "
+            "ran PyTorch's ATen kernel instead (the target's may differ in the last bits, or "
+            "in the order of ties)"
+        )
+    if inputs is None:
+        _float_outputs(reference, tosa)
+    return reference
+
+
+def _operator_name(plan: ExecutionPlan, call: KernelCall) -> str:
+    if not 0 <= call.op_index < len(plan.operators):
+        raise ReferenceError(f"a kernel call names operator {call.op_index}; the plan has "
+                             f"{len(plan.operators)}")  # fmt: skip
+    return plan.operators[call.op_index].qualified_name
+
+
+def _forward(program: Program) -> ExecutionPlan:
+    if not program.plans:
+        raise ReferenceError(f"{program.source}: the program has no methods")
+    for plan in program.plans:
+        if plan.name == "forward":
+            return plan
+    return program.plans[0]
+
+
+def _float_outputs(reference: ProgramReference, tosa: Path | None) -> None:
+    """The float model's outputs on the same inputs, when the compile kept them."""
+    import numpy
+
+    try:
+        _files, folder = candidate_files(reference.program, tosa)
+    except TosaMatchError:
+        folder = None
+    if folder is None or not (Path(folder) / FLOAT_OUTPUTS_FILE).is_file():
+        reference.float_outputs_note = "not known: the compile kept no float outputs"
+        return
+    from parsers.files import GiB, read_regular
+    from runner.tosa_graphs import compile_record_delegates
+
+    digests = {d.get("payload_sha256") for d in compile_record_delegates(folder)}
+    with open_program(reference.program) as program:
+        plan = _forward(program)
+        ours = {hashlib.sha256(bytes(program.delegate_payload(d))).hexdigest()
+                for d in plan.delegates}  # fmt: skip
+    if not ours or not ours <= digests:
+        reference.float_outputs_note = (f"not known: {folder / COMPILE_RECORD} is another "
+                                        "program's compile")  # fmt: skip
+        return
+    data = read_regular(Path(folder) / FLOAT_OUTPUTS_FILE, "the float outputs", 4 * GiB)
+    with numpy.load(BytesIO(data), allow_pickle=False) as saved:
+        arrays = [saved[name] for name in saved.files]
+    reference.float_outputs = arrays
+    reference.float_outputs_note = "the float model before quantization, inputs all ones"
+
+
+# ------------------------------------------------------------------------- comparisons
+
+
+def integer_comparison(target: list[float], reference: list[float]) -> dict:
+    """Exact comparison of integer outputs: elements that differ, largest difference in
+    LSBs (units of the last place: 1 for an integer)."""
+    count = min(len(target), len(reference))
+    diffs = [
+        abs(t - r) if not (math.isnan(t) or math.isnan(r)) else math.inf
+        for t, r in zip(target[:count], reference[:count], strict=True)
+    ]
+    largest = max(diffs, default=0.0)
+    return {
+        "differing": sum(1 for d in diffs if d != 0),
+        "max_lsb": None if math.isinf(largest) else round(largest),
+    }
+
+
+def compare_reference(
+    program: Path, tosa: Path | None = None
+) -> tuple[list[list[float]], str, list[str], list[str]]:
+    """For ``etu compare``: (each output's values, what made them, output dtypes, notes);
+    CompareError (one line) when there is no reference."""
+    from parsers.errors import ParseError
+    from runner.compare import CompareError
+    from runner.segment_program import SegmentError
+
+    try:
+        reference = program_reference(program, tosa=tosa)
+    except (ReferenceError, SegmentError) as error:
+        if _has_delegate_calls(program):
+            raise CompareError(f"{program}: {error}") from None
+        # A CPU-only program the parts cannot express (mutable state, control flow): the
+        # host runtime runs it whole, as etu compare always did.
+        from runner.compare import host_reference
+
+        with open_program(program) as opened:
+            dtypes = [opened.plans[0].values[i].dtype for i in opened.plans[0].outputs]
+        source = f"host runtime (executorch.runtime) on {program}, inputs all ones"
+        return host_reference(program), source, dtypes, [f"run whole: {error}"]
+    except (TosaMatchError, ParseError) as error:
+        raise CompareError(f"{program}: {error}") from None
+    notes = list(reference.notes)
+    for run in reference.delegates:
+        graph = run.graph
+        notes.append(f"delegate {graph.delegate_index}: {graph.graph.path} (matched by "
+                     f"{graph.matched_by}{': ' + graph.note if graph.note else ''})")  # fmt: skip
+    return reference.flat_outputs(), reference.source, reference.output_dtypes(), notes
+
+
+def _has_delegate_calls(program: Path) -> bool:
+    with open_program(program) as opened:
+        return any(isinstance(i, DelegateCall) for i in _forward(opened).instructions)
+
+
+def reference_record(path: str) -> dict:
+    return program_reference(Path(path)).to_json()
+
+
+if __name__ == "__main__":
+    import sys
+
+    from runner.isolated import print_json_record
+
+    raise SystemExit(print_json_record(reference_record, sys.argv[1]))

@@ -1,0 +1,271 @@
+"""The host reference (issue 22 §1): what a program should output, NPU delegates included.
+
+Checked against the two oracles it stands on, run directly here: ExecuTorch's host runtime
+for CPU-only programs (exactly equal, also with every kernel call run as a program of its
+own, so the hand-over of planned memory between parts is tested), and the TOSA reference
+model on the graph Vela was given for each Ethos-U delegate (bit for bit). Real programs:
+the demo (its graph matched by Vela), a two-delegate program compiled by etu (matched by the
+compile record, which pairs delegate 0 with ``output_tag1_…``: names are no guide), the
+cached programs of tests/real_programs.py, and a stand-in FVP session of the demo.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy
+import pytest
+
+from parsers.pte import KernelCall, open_program
+from runner.reference import integer_comparison, program_reference
+from tests.history_workspace import make_workspace, record_run
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+DEMO = ROOT / "etu_tui" / "demo"
+DEMO_GRAPH = DEMO / "vela" / "output_tag0_TOSA-1.0+INT+int16+int4+u55.tosa"
+QUANTIZE = "quantized_decomposed::quantize_per_tensor.out"
+DEQUANTIZE = "quantized_decomposed::dequantize_per_tensor.out"
+
+pytestmark = pytest.mark.aot
+
+
+@pytest.fixture
+def fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty etu cache: Vela's matches are proven again, not remembered."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ETU_BUILD_CACHE", str(cache))
+    return cache
+
+
+@pytest.fixture(scope="module")
+def two_delegates() -> Path:
+    from tests.two_delegates import build
+
+    return build() / "TwoDelegates.pte"
+
+
+def etu(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "etu_tui.cli", *args], capture_output=True, text=True,
+        cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, timeout=300,
+        check=False,
+    )  # fmt: skip
+
+
+def tosa_run(graph: Path, inputs: list[numpy.ndarray]) -> list[numpy.ndarray]:
+    import tosa_reference_model
+
+    outputs, status = tosa_reference_model.run(graph.read_bytes(), inputs)
+    assert status == tosa_reference_model.GraphStatus.TOSA_VALID
+    return outputs
+
+
+def scalar_args(pte: Path, operator: str) -> list:
+    """The scalar arguments of the first call of ``operator`` (its quantization parameters)."""
+    with open_program(pte) as program:
+        plan = program.plans[0]
+        for call in plan.instructions:
+            if isinstance(call, KernelCall) and (
+                plan.operators[call.op_index].qualified_name == operator
+            ):
+                return [getattr(plan.values[i], "payload", None) for i in call.args]
+    raise AssertionError(f"no {operator} call")
+
+
+def test_a_delegated_programs_reference_is_the_tosa_reference_models_output(
+    fresh_cache, monkeypatch
+) -> None:
+    """The demo (one delegate doing all the work): the delegate's output is what the TOSA
+    reference model gives on the saved graph for the quantized all-ones input, bit for bit,
+    and the program's output is its dequantization."""
+    reference = program_reference(DEMO / "demo_cnn.pte").to_json()
+    (delegate,) = reference["delegates"]
+    assert delegate["matched_by"] == "vela" and Path(delegate["tosa"]).read_bytes() == (
+        DEMO_GRAPH.read_bytes()
+    )
+    # The input the delegate gets: quantize_per_tensor(ones), computed here from its
+    # parameters as the kernel defines it (round half to even, clamp).
+    _x, scale, zero, low, high, *_ = scalar_args(DEMO / "demo_cnn.pte", QUANTIZE)
+    q = numpy.clip(numpy.rint(numpy.float32(1.0) / numpy.float32(scale)) + zero, low, high)
+    graph_input = numpy.full((1, 3, 32, 32), q, dtype=numpy.int8)
+    assert delegate["inputs"][0]["values"] == graph_input.reshape(-1).tolist()
+    (expected,) = tosa_run(DEMO_GRAPH, [graph_input])
+    assert expected.dtype == numpy.int8 and expected.shape == (1, 10)
+    assert delegate["outputs"][0]["values"] == expected.reshape(-1).tolist()
+    # ...and dequantized on the CPU: (q - zero point) * scale, in float32.
+    _q, scale, zero, *_ = scalar_args(DEMO / "demo_cnn.pte", DEQUANTIZE)
+    dequantized = (expected.astype(numpy.int32) - zero).astype(numpy.float32) * numpy.float32(scale)
+    (output,) = reference["outputs"]
+    assert output["dtype"] == "Float" and output["shape"] == [1, 10]
+    assert output["values"] == dequantized.reshape(-1).tolist()
+    # The proof is remembered (by content hash): a second reference does not run Vela again.
+    assert len(json.loads((fresh_cache / "tosa-matches.json").read_text())) == 1
+    monkeypatch.setattr("runner.tosa_graphs.vela_blocks", lambda *a: pytest.fail("Vela ran"))
+    again = program_reference(DEMO / "demo_cnn.pte").to_json()
+    assert again["delegates"][0]["matched_by"] == "vela" and again["outputs"] == [output]
+
+
+@pytest.mark.parametrize("name", ["float_cpu", "int8_cpu"])
+@pytest.mark.parametrize("split", [False, True], ids=["one part", "every call a part"])
+def test_a_cpu_only_programs_reference_is_the_host_runtimes_output_exactly(
+    real_program, name: str, split: bool
+) -> None:
+    import torch
+
+    from runner.compare import host_reference
+
+    pte = real_program(name)
+    reference = program_reference(pte, split_every_call=split)
+    assert reference.flat_outputs() == host_reference(pte)
+    # Not only on ones: a seeded random input, given the same to both.
+    (shape,) = [tuple(t.shape) for t in reference.inputs]
+    inputs = [torch.rand(shape, generator=torch.Generator().manual_seed(7)) * 4 - 2]
+    again = program_reference(pte, inputs=inputs, split_every_call=split)
+    assert again.flat_outputs() == host_reference(pte, inputs)
+    assert again.flat_outputs() != reference.flat_outputs()
+    if split:
+        assert reference.segments == reference.kernel_calls > 1
+
+
+def test_delegates_are_matched_by_the_compile_record_not_by_file_name(two_delegates) -> None:
+    record = json.loads((two_delegates.parent / "vela" / "etu_compile.json").read_text())
+    names = [d["tosa"] for d in record["delegates"]]
+    assert len(names) == 2 and names[0] != names[1]
+    reference = program_reference(two_delegates).to_json()
+    assert [d["matched_by"] for d in reference["delegates"]] == ["compile record"] * 2
+    assert [Path(d["tosa"]).name for d in reference["delegates"]] == names
+    for delegate in reference["delegates"]:  # each one is its graph's output, bit for bit
+        graph = Path(delegate["tosa"])
+        inputs = [
+            numpy.array(i["values"], dtype=numpy.int8).reshape(i["tosa"]["shape"])
+            for i in delegate["inputs"]
+        ]
+        (expected,) = tosa_run(graph, inputs)
+        assert delegate["outputs"][0]["values"] == expected.reshape(-1).tolist()
+    # The sort between the delegates has no host-runtime kernel: ATen ran it, and says so.
+    assert reference["aten_calls"] == {"aten::sort.values": 1}
+    assert any("aten::sort.values" in note for note in reference["notes"])
+    # The float model's outputs, kept by the compile: the quantized program is close to them.
+    (floats,) = reference["float_outputs"]
+    (output,) = reference["outputs"]
+    a, b = numpy.array(output["values"]), numpy.array(floats["values"])
+    assert floats["shape"] == output["shape"]
+    assert a @ b / numpy.linalg.norm(a) / numpy.linalg.norm(b) > 0.99
+
+
+def test_without_a_record_vela_proves_the_match(two_delegates, tmp_path, fresh_cache) -> None:
+    """The same program and graphs, without the compile record: Vela compiles each graph
+    with the delegate's flags and finds the one that is its command stream."""
+    shutil.copy(two_delegates, tmp_path / "p.pte")
+    graphs = tmp_path / "graphs"
+    graphs.mkdir()
+    for graph in (two_delegates.parent / "vela").glob("output_tag*.tosa"):
+        shutil.copy(graph, graphs / graph.name)
+    by_record = program_reference(two_delegates).to_json()
+    by_vela = program_reference(tmp_path / "p.pte", tosa=graphs).to_json()
+    assert [d["matched_by"] for d in by_vela["delegates"]] == ["vela", "vela"]
+    assert [Path(d["tosa"]).name for d in by_vela["delegates"]] == [
+        Path(d["tosa"]).name for d in by_record["delegates"]
+    ]
+    assert by_vela["outputs"] == by_record["outputs"]
+    assert by_vela["float_outputs"] is None  # not this folder's compile: not known
+
+
+def test_etu_reference_on_the_demo(tmp_path: Path) -> None:
+    result = etu("reference", str(DEMO / "demo_cnn.pte"), "--json",
+                 env={"ETU_BUILD_CACHE": str(tmp_path)})  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    (line,) = result.stdout.splitlines()  # nothing Vela or the reference model prints
+    record = json.loads(line)
+    (output,) = record["outputs"]
+    assert output["dtype"] == "Float" and output["shape"] == [1, 10]
+    assert len(output["values"]) == 10 and len(set(output["values"])) > 1
+    assert record["inputs"][0]["source"] == "all ones"
+    assert record["float_outputs"] is None and "not known" in record["float_outputs_note"]
+    assert "TOSA reference model" in record["reference"]
+    text = etu("reference", str(DEMO / "demo_cnn.pte"), env={"ETU_BUILD_CACHE": str(tmp_path)})
+    assert text.returncode == 0, text.stderr
+    assert "output 0: Float [1, 10]" in text.stdout and "matched by vela" in text.stdout
+
+
+def test_inputs_from_a_file(tmp_path: Path) -> None:
+    numpy.save(tmp_path / "ones.npy", numpy.ones((1, 3, 32, 32)))  # float64: cast
+    numpy.savez(tmp_path / "half.npz", numpy.full((1, 3, 32, 32), 0.5, dtype=numpy.float32))
+    values = [
+        program_reference(DEMO / "demo_cnn.pte", inputs=inputs).flat_outputs()
+        for inputs in (None, tmp_path / "ones.npy", tmp_path / "half.npz")
+    ]
+    assert values[0] == values[1] != values[2]
+    numpy.save(tmp_path / "wrong.npy", numpy.ones((1, 3, 16, 16)))
+    wrong = etu("reference", str(DEMO / "demo_cnn.pte"), "--inputs", str(tmp_path / "wrong.npy"))
+    assert wrong.returncode == 2 and wrong.stdout == ""
+    assert wrong.stderr.splitlines()[-1].startswith("etu: ")  # one line, whatever C++ logged
+    assert "shape [1, 3, 16, 16]" in wrong.stderr.splitlines()[-1]
+
+
+def test_a_program_without_tosa_graphs_is_one_line(real_program, tmp_path: Path) -> None:
+    pte = real_program("u55")  # lowered without keeping Vela's files
+    result = etu("reference", str(pte))
+    assert result.returncode == 2 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert "no TOSA graph" in line and "--tosa" in line
+    as_json = etu("reference", str(pte), "--json")
+    assert as_json.returncode == 2
+    assert "no TOSA graph" in json.loads(as_json.stdout)["error"]
+    # A folder of graphs that are not this program's: none is proven, none is used.
+    (tmp_path / "other").mkdir()
+    shutil.copy(DEMO_GRAPH, tmp_path / "other" / DEMO_GRAPH.name)
+    other = etu("reference", str(pte), "--tosa", str(tmp_path / "other"),
+                env={"ETU_BUILD_CACHE": str(tmp_path / "cache")})  # fmt: skip
+    assert other.returncode == 2 and "is the graph it was compiled from" in other.stderr
+
+
+def test_compare_on_a_standin_session_of_the_demo(tmp_path: Path) -> None:
+    workspace = make_workspace(tmp_path / "ws")
+    session = record_run(workspace)
+    result = etu("compare", str(session), "--json", cwd=tmp_path)
+    assert result.returncode in (0, 1), result.stderr
+    assert "not registered" not in result.stderr
+    record = json.loads(result.stdout)
+    assert record["simulated"] is True and "proves nothing" in record["simulated_note"]
+    assert "TOSA reference model" in record["reference"]
+    (output,) = record["outputs"]
+    assert output["count"] == 10 and output["differing"] is None  # Float: the float metrics
+    text = etu("compare", str(session), cwd=tmp_path)
+    assert text.stdout.startswith("SIMULATED: the etu stand-in FVP printed these outputs")
+    diff = etu("diff", session.name, session.name, "--json", cwd=workspace)
+    assert json.loads(diff.stdout)["simulated"] == ["A", "B"]
+    diff_text = etu("diff", session.name, session.name, cwd=workspace)
+    assert diff_text.stdout.startswith("SIMULATED: A and B ran on the etu stand-in FVP")
+
+
+def test_integer_outputs_compare_exactly(tmp_path: Path, monkeypatch) -> None:
+    """An integer output passes only when every element is the reference's; the record
+    counts the elements that differ and the largest difference in LSBs."""
+    from runner import reference
+    from runner.compare import compare_session, session_outputs
+
+    assert integer_comparison([1, 2, 3, -4], [1, 2, 5, -4]) == {"differing": 1, "max_lsb": 2}
+    assert integer_comparison([7, 7], [7, 7]) == {"differing": 0, "max_lsb": 0}
+    session = record_run(make_workspace(tmp_path / "ws"))
+    (printed,) = [e["values"] for e in session_outputs(session)[0].values()]
+
+    def fake(values, dtype):
+        monkeypatch.setattr(reference, "compare_reference",
+                            lambda program, tosa=None: ([values], "fake", [dtype], []))  # fmt: skip
+
+    fake([float(v) for v in printed], "Char")
+    assert compare_session(session, pte=DEMO / "demo_cnn.pte")["outputs"][0]["differing"] == 0
+    off = list(printed)
+    off[3] += 3
+    fake(off, "Char")
+    (row,) = compare_session(session, pte=DEMO / "demo_cnn.pte")["outputs"]
+    assert not row["passed"] and row["differing"] == 1 and row["max_lsb"] == 3
+    fake([v + 1e-7 for v in printed], "Float")  # within tolerance for a float output
+    (row,) = compare_session(session, pte=DEMO / "demo_cnn.pte")["outputs"]
+    assert row["passed"] and row["differing"] is None
