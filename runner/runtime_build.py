@@ -105,16 +105,28 @@ def _check_program_file(pte: Path) -> None:
     os.close(fd)
 
 
-def stage_program(program: Path, build_dir: Path) -> Path:
-    """The program copied to a fixed name in the build tree, so no user path reaches a
-    build command. Rewritten (with a new mtime, which ninja follows) only when it changed."""
-    staged = build_dir / ("program.bpte" if program.suffix == ".bpte" else "program.pte")
-    data = program.read_bytes()
-    if staged.is_file() and staged.read_bytes() == data:
-        return staged
-    partial = staged.with_name(staged.name + ".partial")
-    partial.write_bytes(data)
-    os.replace(partial, staged)
+def staged_name(program: Path) -> str:
+    """The name a program gets in the build tree: etu's, from its content (hex), never the
+    user's path. A new program is a new path in the configure line, so every upstream
+    command that reads it runs again (upstream's selective-build step does not list the
+    program among its dependencies: with one fixed name its operator list went stale)."""
+    from parsers.files import GiB, sha256_regular
+
+    digest = sha256_regular(program, "an ExecuTorch program", 4 * GiB)[:16]
+    return f"program-{digest}{'.bpte' if program.suffix == '.bpte' else '.pte'}"
+
+
+def stage_program(program: Path, staged: Path) -> Path:
+    """``program`` copied to ``staged`` in the build tree (once: the name is its content);
+    other programs staged there before are removed."""
+    if not staged.is_file():
+        partial = staged.with_name(staged.name + ".partial")
+        partial.write_bytes(program.read_bytes())
+        os.replace(partial, staged)
+    for old in staged.parent.glob("program-*.*pte"):
+        if old != staged:
+            with contextlib.suppress(OSError):
+                old.unlink()
     return staged
 
 
@@ -396,7 +408,7 @@ def build_runner(
     check_plain_path(build_dir, "build cache", "ETU_BUILD_CACHE")
     check_plain_path(root, "ExecuTorch source", "ETU_EXECUTORCH_SRC")
     build_dir.mkdir(parents=True, exist_ok=True)
-    staged = build_dir / ("program.bpte" if pte.suffix == ".bpte" else "program.pte")
+    staged = build_dir / staged_name(pte)
 
     defines = {
         "CMAKE_TOOLCHAIN_FILE": str(root / "examples/arm/ethos-u-setup/arm-none-eabi-gcc.cmake"),
@@ -466,7 +478,7 @@ def build_runner(
         say(f"waiting for the build tree {build_dir}")
         fcntl.flock(lock, fcntl.LOCK_EX)
         reused = (build_dir / "build.ninja").is_file()
-        stage_program(pte, build_dir)
+        stage_program(pte, staged)
         say(f"configure ({'reusing the cached libraries' if reused else 'new library build'})")
         t0 = time.monotonic()
         _run_step(configure, "configure", build_dir, say)
