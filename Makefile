@@ -55,9 +55,11 @@ run: setup
 	  ETU_FVP_DIR=$(STANDIN_DIR) $(BIN)/etu; \
 	else $(BIN)/etu; fi
 
+# Two workers (the machines have two cores); the slowest 30 tests are printed for CI.
+TEST_WORKERS ?= 2
 test: setup
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=30
 
 demo: setup
 	$(BIN)/python etu_tui/demo/build_demo.py
