@@ -76,6 +76,17 @@ def _log_cap() -> int:
     return LOG_CAP
 
 
+def read_at(fd: int | None, at: int, size: int) -> bytes:
+    """Bytes ``at:at+size`` of an open file as it is now: fewer (or none) if it was cut
+    short since it was indexed, never a SIGBUS as a mapping of it would give."""
+    if fd is None or size <= 0:
+        return b""
+    try:
+        return os.pread(fd, size, at)
+    except OSError:
+        return b""
+
+
 class _LevelScan:
     """The lines at some of the named levels (D, I, E, F), found in a block of bytes."""
 
@@ -133,12 +144,7 @@ class LineFile:
 
     def _read(self, at: int, size: int) -> bytes:
         """Bytes ``at:at+size`` of the file as it is now (fewer if it was cut short)."""
-        if self._fd is None or size <= 0:
-            return b""
-        try:
-            return os.pread(self._fd, size, at)
-        except OSError:
-            return b""
+        return read_at(self._fd, at, size)
 
     def grow(self) -> bool:
         """Index bytes appended since the last call; True when there were any."""
@@ -351,12 +357,7 @@ class LineTimes:
             self._fd = None
 
     def _read(self, at: int, size: int) -> bytes:
-        if self._fd is None or size <= 0:
-            return b""
-        try:
-            return os.pread(self._fd, size, at)
-        except OSError:
-            return b""
+        return read_at(self._fd, at, size)
 
     def time_of(self, offset: int) -> float | None:
         """The host time of the last index line at or before byte ``offset`` of the log."""
