@@ -12,7 +12,7 @@ import os
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from textual import on, work
 from textual.app import App, ComposeResult
@@ -150,7 +150,10 @@ class EtuApp(App[int]):
         yield EtuFooter()
 
     def on_mount(self) -> None:
-        keymap, theme, problem = console_settings(self.target)
+        keymap, theme, problem, default_target = console_settings(self.target)
+        if default_target:  # the program's own target still wins where it has one
+            self.run_panel.set_default_target(default_target)
+            self.compile_panel.set_default_target(default_target)
         self.set_keymap(self._user_keymap if self._user_keymap is not None else keymap)
         if theme and theme != self.theme and theme in self.available_themes:
             self.theme = theme
@@ -487,8 +490,15 @@ def load_keymap(target: Path | None = None) -> dict[str, str]:
     return console_settings(target)[0]
 
 
-def console_settings(target: Path | None) -> tuple[dict[str, str], str | None, str | None]:
-    """(keymap, theme, problem) from runner/config.py's settings for the workspace of
+class ConsoleSettings(NamedTuple):
+    keymap: dict[str, str]
+    theme: str | None
+    problem: str | None  # one line to show: a malformed file, settings ignored
+    target: str | None  # the default Ethos-U target (the ``target`` setting)
+
+
+def console_settings(target: Path | None) -> ConsoleSettings:
+    """What the console takes from runner/config.py's settings for the workspace of
     ``target`` (its folder, or the folder of the .pte): etu.toml over the user's file. A
     malformed file gives no settings and a one-line problem to show."""
     from runner.config import ConfigError, load_settings
@@ -499,9 +509,9 @@ def console_settings(target: Path | None) -> tuple[dict[str, str], str | None, s
     try:
         settings = load_settings(workspace)
     except ConfigError as error:
-        return {}, None, printable(str(error))
+        return ConsoleSettings({}, None, printable(str(error)), None)
     ignored = "; ".join(printable(w) for w in settings.warnings) or None
-    return dict(settings.keymap), settings.theme, ignored
+    return ConsoleSettings(dict(settings.keymap), settings.theme, ignored, settings.target)
 
 
 def _close(facts: ProgramFacts) -> None:

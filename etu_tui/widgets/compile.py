@@ -292,6 +292,11 @@ class CompilePanel(Vertical):
         )
         return request
 
+    def set_default_target(self, target: str) -> None:
+        """The ``target`` setting: the form's target until the user picks another."""
+        if target in TARGETS:
+            self.query_one("#compile-target", Select).value = target
+
     @on(Select.Changed, "#compile-target")
     def _target_changed(self) -> None:
         target = self._value("#compile-target") or DEFAULT_TARGET

@@ -1100,6 +1100,14 @@ class RunPanel(Vertical):
 
     # -- controls ----------------------------------------------------------------------
 
+    def set_default_target(self, target: str) -> None:
+        """The ``target`` setting: what runs when the program names no NPU of its own."""
+        if target in targets() and self.program_target is None:
+            self.target = target
+            select = self.query_one("#run-target", Select)
+            if select.value != target:
+                select.value = target
+
     @on(Select.Changed, "#run-target")
     def _target_changed(self, event: Select.Changed) -> None:
         if isinstance(event.value, str) and event.value != self.target:
