@@ -123,14 +123,14 @@ class Guard:
             if origin == f"{public.scheme}://{public.netloc}".lower():
                 return True
         return bool(host_header) and origin in {
-            f"http://{host_header}".lower(), f"https://{host_header}".lower()
+            f"http://{host_header}".lower(),
+            f"https://{host_header}".lower(),
         }
 
     def token_matches(self, offered: Iterable[str | None]) -> bool:
         expected = self.token.encode()
         return any(
-            value is not None and hmac.compare_digest(value.encode(), expected)
-            for value in offered
+            value is not None and hmac.compare_digest(value.encode(), expected) for value in offered
         )
 
     def refusal(self, path: str, headers, query, cookies, peer: str | None) -> str | None:
@@ -163,8 +163,10 @@ class Guard:
                 self.log.flush()
                 return web.Response(status=403, text=f"etu serve: forbidden: {why}\n")
             response = await handler(request)
-            if request.path == "/" and request.query.get("token") and hasattr(
-                response, "set_cookie"
+            if (
+                request.path == "/"
+                and request.query.get("token")
+                and hasattr(response, "set_cookie")
             ):
                 response.set_cookie(
                     self.cookie_name, self.token, httponly=True, samesite="Strict", path="/"
