@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import TextIO
 from urllib.parse import urlsplit
 
+from parsers.text import printable
+
 TOKEN_ENV = "ETU_SERVE_TOKEN"
 MIN_TOKEN_LENGTH = 16
 
@@ -133,7 +135,7 @@ class Guard:
             value is not None and hmac.compare_digest(value.encode(), expected) for value in offered
         )
 
-    def refusal(self, path: str, headers, query, cookies, peer: str | None) -> str | None:
+    def refusal(self, path: str, headers, query, cookies) -> str | None:
         """Why a request is refused (one line), or None to let it in."""
         host = headers.get("Host")
         if not self.host_allowed(host):
@@ -154,12 +156,11 @@ class Guard:
         async def guard(request: web.Request, handler: Callable[..., Awaitable]):
             if request.path.startswith("/static/"):
                 return await handler(request)
-            why = self.refusal(
-                request.path, request.headers, request.query, request.cookies, request.remote
-            )
+            why = self.refusal(request.path, request.headers, request.query, request.cookies)
             if why is not None:
-                self.log.write(f"etu serve: refused {request.path} from {request.remote}: "
-                               f"{why}\n")  # fmt: skip
+                # a path is the requester's text: shown, never obeyed by the terminal
+                self.log.write(f"etu serve: refused {printable(request.path)} from "
+                               f"{request.remote}: {why}\n")  # fmt: skip
                 self.log.flush()
                 return web.Response(status=403, text=f"etu serve: forbidden: {why}\n")
             response = await handler(request)
