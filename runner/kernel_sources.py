@@ -258,8 +258,3 @@ def select_kernels(
         else:
             selection.kernels[op] = placed
     return selections, unknown
-
-
-def searched_text(index: KernelIndex) -> str:
-    """The libraries searched, for a missing-kernel message."""
-    return ", ".join(library.yaml for library in LIBRARIES)
