@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from dataclasses import asdict, dataclass, field, replace
 from importlib import metadata
@@ -74,9 +75,7 @@ class InputSpec:
         shape = tuple(int(d) for d in shape_text.split("x"))
         if 0 in shape:
             raise RequestError(f"input {text!r}: dimensions must be positive")
-        elements = 1
-        for dim in shape:
-            elements *= dim
+        elements = math.prod(shape)
         if elements > MAX_INPUT_ELEMENTS:
             raise RequestError(
                 f"input {text!r}: {elements:,} elements; an example input holds at most "

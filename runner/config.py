@@ -222,9 +222,9 @@ def _apply_file(settings: Settings, path: Path, origin: Origin, *, trusted: bool
 
 
 def _file_hash(path: Path) -> str:
-    import hashlib
+    from parsers.files import MiB, sha256_regular
 
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return sha256_regular(path, "a settings file", 16 * MiB)
 
 
 def _trust_records(config_folder: Path) -> dict[str, str]:
@@ -242,9 +242,13 @@ def _trust_records(config_folder: Path) -> dict[str, str]:
 def is_trusted(workspace_file: Path, config_folder: Path) -> bool:
     """The user trusted this very file (its absolute path and its current content)."""
     recorded = _trust_records(config_folder).get(str(Path(workspace_file).resolve()))
+    if recorded is None:
+        return False
+    from parsers.errors import ParseError
+
     try:
-        return recorded is not None and recorded == _file_hash(workspace_file)
-    except OSError:
+        return recorded == _file_hash(workspace_file)
+    except ParseError:
         return False
 
 

@@ -121,7 +121,7 @@ def stage_program(program: Path, staged: Path) -> Path:
     other programs staged there before are removed."""
     if not staged.is_file():
         partial = staged.with_name(staged.name + ".partial")
-        partial.write_bytes(program.read_bytes())
+        shutil.copyfile(program, partial)
         os.replace(partial, staged)
     for old in staged.parent.glob("program-*.*pte"):
         if old != staged:

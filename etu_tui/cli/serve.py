@@ -137,7 +137,7 @@ def guarded_server(guard: Guard) -> type:
     """textual-serve's Server behind ``guard``; the page's URLs follow the Host it was
     reached by (checked by the guard), so a page opened as localhost talks to localhost."""
     import aiohttp_jinja2
-    from textual_serve.server import Server
+    from textual_serve.server import Server, to_int
 
     class GuardedServer(Server):
         async def _make_app(self):
@@ -152,7 +152,7 @@ def guarded_server(guard: Guard) -> type:
             router = request.app.router
             socket = base + str(router["websocket"].url_for())
             context = {
-                "font_size": 16,
+                "font_size": to_int(request.query.get("fontsize", "16"), 16),
                 "app_websocket_url": ("wss:" if base.startswith("https") else "ws:")
                 + socket.split(":", 1)[1],
                 "config": {"static": {
