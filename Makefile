@@ -90,7 +90,7 @@ fuzz: setup
 	done
 
 screenshots: setup
-	$(BIN)/python -m etu_tui.screenshots screenshots/
+	$(BIN)/python -m etu.tui.screenshots screenshots/
 
 lint: setup
 	$(BIN)/ruff check .

@@ -18,8 +18,8 @@ from pathlib import Path
 DIRECT = """
 import sys
 from pathlib import Path
-from runner.aot import LoweringSpec, lower_to_pte
-from runner.example_models import SmallCNN
+from etu.runner.aot import LoweringSpec, lower_to_pte
+from etu.runner.example_models import SmallCNN
 import torch
 torch.manual_seed(0)
 g = torch.Generator().manual_seed(0)
@@ -40,7 +40,7 @@ def timed(argv: list[str]) -> float:
 def main(repeats: int = 3) -> dict:
     work = Path(tempfile.mkdtemp(prefix="etu-bench-compile-"))
     try:
-        etu = [sys.executable, "-m", "etu_tui.cli", "compile", "cnn", "--out"]
+        etu = [sys.executable, "-m", "etu.tui.cli", "compile", "cnn", "--out"]
         job_times, direct_times = [], []
         for i in range(repeats):  # interleaved, so machine load hits both alike
             job_times.append(timed([*etu, str(work / f"job{i}"), "--no-cache"]))

@@ -40,7 +40,7 @@ def _rss_mb() -> float:
 
 
 def write_session(root: Path, lines: int) -> Path:
-    from runner.session import SessionWriter
+    from etu.runner.session import SessionWriter
 
     writer = SessionWriter(root, "fvp", {"target": "ethos-u55-128"})
     rare_at = lines - 1000 if lines > 2000 else -1
@@ -61,10 +61,9 @@ def write_session(root: Path, lines: int) -> Path:
 
 
 async def _etu(workspace: Path, folder: Path) -> dict:
+    from etu.tui.app import EtuApp
+    from etu.tui.widgets.run_log import LogView
     from textual.widgets import Input
-
-    from etu_tui.app import EtuApp
-    from etu_tui.widgets.run_log import LogView
 
     app = EtuApp(workspace)
     async with app.run_test(size=(140, 45)) as pilot:
@@ -156,7 +155,7 @@ def toolong(path: Path) -> dict:
 def main(lines: int = LINES) -> dict:
     with tempfile.TemporaryDirectory(prefix="etu-big-") as tmp:
         workspace = Path(tmp)
-        from runner.session import sessions_root
+        from etu.runner.session import sessions_root
 
         t0 = time.perf_counter()
         big = write_session(sessions_root(workspace), lines)

@@ -72,8 +72,8 @@ def _start_pty(panel, rate: int, seconds: float, sessions: Path):
     import subprocess
     import tty
 
-    from etu_tui.widgets.run_model import LaunchInfo
-    from runner.boards.source import SerialSource
+    from etu.runner.boards.source import SerialSource
+    from etu.tui.widgets.run_model import LaunchInfo
 
     master, slave = os.openpty()
     tty.setraw(master)
@@ -91,8 +91,8 @@ def _start_pty(panel, rate: int, seconds: float, sessions: Path):
 async def _flood(
     workspace: Path, sessions: Path, rate: int, seconds: float, start=_start_process
 ) -> dict:
-    from etu_tui.app import EtuApp
-    from etu_tui.screenshots import settle
+    from etu.tui.app import EtuApp
+    from etu.tui.screenshots import settle
 
     app = EtuApp(workspace)
     lateness: list[float] = []

@@ -61,7 +61,7 @@ def _time(a: Path, b: Path) -> tuple[float, int, float]:
         "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
     )
     result = subprocess.run(
-        [sys.executable, "-c", script, sys.executable, "-m", "etu_tui.cli", "diff",
+        [sys.executable, "-c", script, sys.executable, "-m", "etu.tui.cli", "diff",
          str(a), str(b), "--json"],
         capture_output=True, text=True, check=True, env={"PYTHONPATH": str(ROOT)},
     )  # fmt: skip

@@ -20,7 +20,7 @@ from benchmarks.bench_inspect import WORK, ensure_program
 
 
 def ensure_firmware():
-    from runner.firmware import build_stub_firmware
+    from etu.runner.firmware import build_stub_firmware
 
     elf = WORK / "fw_large" / "arm_executor_runner.elf"
     if not elf.exists():
@@ -39,7 +39,7 @@ def timed(argv: list[str], repeats: int = 3) -> float:
 
 def main() -> dict:
     elf = ensure_firmware()
-    etu = timed([sys.executable, "-m", "etu_tui.cli", "elf", "--json", str(elf)])
+    etu = timed([sys.executable, "-m", "etu.tui.cli", "elf", "--json", str(elf)])
     size = timed(["arm-none-eabi-size", "-A", str(elf)])
     nm = timed(["arm-none-eabi-nm", "--size-sort", str(elf)])
     floor = timed([sys.executable, "-c", "pass"])

@@ -153,7 +153,7 @@ def stdout_cases(size: int) -> dict[str, bytes]:
 
 
 def _parse_log(data: bytes) -> None:
-    from parsers.runner_log import LogSummary, RunnerLogParser
+    from etu.parsers.runner_log import LogSummary, RunnerLogParser
 
     parser, summary = RunnerLogParser(), LogSummary()
     for at in range(0, len(data), 1 << 16):
@@ -165,7 +165,7 @@ def _parse_log(data: bytes) -> None:
 
 
 def _tolerant(parse: Callable[[bytes], object]) -> Callable[[bytes], None]:
-    from parsers.errors import ParseError
+    from etu.parsers.errors import ParseError
 
     def run(data: bytes) -> None:
         # refusing an input is a fine outcome; only time and memory are measured
@@ -176,11 +176,11 @@ def _tolerant(parse: Callable[[bytes], object]) -> Callable[[bytes], None]:
 
 
 def formats() -> dict[str, tuple[Callable[[int], dict[str, bytes]], Callable[[bytes], None]]]:
-    from parsers.ld_map import parse_ld_map
-    from parsers.linker_script import parse_linker_script
-    from parsers.vela_csv import parse_per_layer_csv
-    from parsers.vela_debug_db import parse_debug_db
-    from parsers.vela_stdout import parse_vela_stdout
+    from etu.parsers.ld_map import parse_ld_map
+    from etu.parsers.linker_script import parse_linker_script
+    from etu.parsers.vela_csv import parse_per_layer_csv
+    from etu.parsers.vela_debug_db import parse_debug_db
+    from etu.parsers.vela_stdout import parse_vela_stdout
 
     return {
         "runner log": (log_cases, _parse_log),

@@ -19,8 +19,8 @@ PROGRAM = WORK / "tx48.pte"
 BUILD_SCRIPT = """
 import sys, torch
 from pathlib import Path
-from runner.aot import LoweringSpec, lower_to_pte
-from runner.example_models import Transformer
+from etu.runner.aot import LoweringSpec, lower_to_pte
+from etu.runner.example_models import Transformer
 torch.manual_seed(0)
 lower_to_pte(Transformer(48, 256, 1024), (torch.rand(1, 16, 256),),
              LoweringSpec(quantize=False, delegate=False), Path(sys.argv[1]))
@@ -55,8 +55,8 @@ def measure(argv: list[str]) -> tuple[float, int]:
 
 
 def in_process_decode(path: Path, repeats: int = 5) -> tuple[float, int]:
-    from parsers.program_facts import inspect_record
-    from parsers.pte import open_program
+    from etu.parsers.program_facts import inspect_record
+    from etu.parsers.pte import open_program
 
     best = float("inf")
     for _ in range(repeats):
@@ -72,7 +72,7 @@ def main() -> dict:
     path = ensure_program()
     size = path.stat().st_size
     etu_time, etu_rss = measure(
-        [sys.executable, "-m", "etu_tui.cli", "inspect", "--json", str(path)]
+        [sys.executable, "-m", "etu.tui.cli", "inspect", "--json", str(path)]
     )
     ref_time, ref_rss = measure([sys.executable, "-c", REFERENCE_SCRIPT, str(path)])
     decode_time, values = in_process_decode(path)

@@ -32,7 +32,7 @@ def wall(argv: list[str], env: dict[str, str]) -> float:
 
 
 def main() -> dict:
-    command = [sys.executable, "-m", "etu_tui.cli", "reference", str(DEMO), "--json"]
+    command = [sys.executable, "-m", "etu.tui.cli", "reference", str(DEMO), "--json"]
     with tempfile.TemporaryDirectory(prefix="etu-bench-reference-") as cache:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "ETU_BUILD_CACHE": cache}
         cold = []

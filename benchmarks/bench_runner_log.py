@@ -36,7 +36,7 @@ def build_log(lines: int = LINES) -> bytes:
 
 def run_once(data: bytes) -> tuple[float, int, int]:
     """Seconds, lines and derived events for one pass (the consumer only counts events)."""
-    from parsers.runner_log import RunnerLogParser
+    from etu.parsers.runner_log import RunnerLogParser
 
     parser = RunnerLogParser()
     feed = parser.feed

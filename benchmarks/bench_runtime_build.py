@@ -40,7 +40,7 @@ def _source_env(cache: Path) -> dict[str, str] | None:
 def _etu(args: list, env: dict) -> float:
     started = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-m", "etu_tui.cli", *map(str, args)], env=env, capture_output=True,
+        [sys.executable, "-m", "etu.tui.cli", *map(str, args)], env=env, capture_output=True,
         text=True, check=False,
     )  # fmt: skip
     if result.returncode != 0:
@@ -51,9 +51,8 @@ def _etu(args: list, env: dict) -> float:
 def _second_program(out: Path) -> Path:
     """Another float CPU program (softmax: operators the first one lacks), lowered here."""
     import torch
-
-    from runner.aot import LoweringSpec, example_inputs_for, lower_to_pte
-    from runner.example_models import EXAMPLES
+    from etu.runner.aot import LoweringSpec, example_inputs_for, lower_to_pte
+    from etu.runner.example_models import EXAMPLES
 
     factory, shapes = EXAMPLES["softmax"]
     torch.manual_seed(0)

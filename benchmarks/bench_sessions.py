@@ -46,7 +46,7 @@ def _time_listing(workspace: Path) -> tuple[float, int]:
     for _ in range(3):
         start = time.perf_counter()
         result = subprocess.run(
-            [sys.executable, "-m", "etu_tui.cli", "sessions", "--json"],
+            [sys.executable, "-m", "etu.tui.cli", "sessions", "--json"],
             cwd=workspace, capture_output=True, text=True, check=True,
             env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
         )  # fmt: skip
@@ -73,7 +73,7 @@ def main() -> dict:
         _clone(v1, ws1 / ".etu" / "sessions", SESSIONS, new_format=False)
         start = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "etu_tui.cli", "sessions", "--json"], cwd=ws1,
+            [sys.executable, "-m", "etu.tui.cli", "sessions", "--json"], cwd=ws1,
             capture_output=True, check=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
         )  # fmt: skip
         cold1 = time.perf_counter() - start

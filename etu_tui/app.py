@@ -14,42 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, NamedTuple
 
-from textual import on, work
-from textual.app import App, ComposeResult
-from textual.binding import Binding, BindingType
-from textual.content import Content
-from textual.css.query import NoMatches
-from textual.message import Message
-from textual.widget import Widget
-from textual.widgets import Header, Static, TabbedContent, TabPane
-from textual.worker import Worker, WorkerState, get_current_worker
-
-from etu_tui.commands import EtuCommands, PaletteCommand
-from etu_tui.keys import KEYS, PANELS, bindings, panel_bindings, spec_by_id
-from etu_tui.safe_text import PrintableFilter, printable
-from etu_tui.screens.help import HelpScreen
-from etu_tui.screens.open_file import OpenFileScreen
-from etu_tui.widgets import CompilePanel, ErrorPanel, RunPanel
-from etu_tui.widgets.boards import BoardMonitorRequested, BoardsPanel
-from etu_tui.widgets.compile import OpenCompiled, workspace_of
-from etu_tui.widgets.firmware_panels import FirmwareShown, FitPanel, MemoryPanel, PickElfAsked
-from etu_tui.widgets.fit import tab_label
-from etu_tui.widgets.footer import EtuFooter
-from etu_tui.widgets.formatting import short_path
-from etu_tui.widgets.history import HistoryPanel, ReplayRequested
-from etu_tui.widgets.npu_panel import NpuPanel
-from etu_tui.widgets.program_panels import (
-    DelegatesPanel,
-    PlanStep,
-    ProgramPanel,
-    TensorsPanel,
-)
-from etu_tui.widgets.run_log import TIME_MODES
-from etu_tui.widgets.run_model import LEVELS
-from parsers.errors import describe_error
-from parsers.pte import ExecutionPlan
-from runner.firmware import rebuild_command
-from runner.workspace import (
+from etu.parsers.errors import describe_error
+from etu.parsers.pte import ExecutionPlan
+from etu.runner.firmware import rebuild_command
+from etu.runner.workspace import (
     ProgramFacts,
     VelaResult,
     decode_facts,
@@ -61,6 +29,37 @@ from runner.workspace import (
     workspace_vela,
     writable_workspace,
 )
+from etu.tui.commands import EtuCommands, PaletteCommand
+from etu.tui.keys import KEYS, PANELS, bindings, panel_bindings, spec_by_id
+from etu.tui.safe_text import PrintableFilter, printable
+from etu.tui.screens.help import HelpScreen
+from etu.tui.screens.open_file import OpenFileScreen
+from etu.tui.widgets import CompilePanel, ErrorPanel, RunPanel
+from etu.tui.widgets.boards import BoardMonitorRequested, BoardsPanel
+from etu.tui.widgets.compile import OpenCompiled, workspace_of
+from etu.tui.widgets.firmware_panels import FirmwareShown, FitPanel, MemoryPanel, PickElfAsked
+from etu.tui.widgets.fit import tab_label
+from etu.tui.widgets.footer import EtuFooter
+from etu.tui.widgets.formatting import short_path
+from etu.tui.widgets.history import HistoryPanel, ReplayRequested
+from etu.tui.widgets.npu_panel import NpuPanel
+from etu.tui.widgets.program_panels import (
+    DelegatesPanel,
+    PlanStep,
+    ProgramPanel,
+    TensorsPanel,
+)
+from etu.tui.widgets.run_log import TIME_MODES
+from etu.tui.widgets.run_model import LEVELS
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.content import Content
+from textual.css.query import NoMatches
+from textual.message import Message
+from textual.widget import Widget
+from textual.widgets import Header, Static, TabbedContent, TabPane
+from textual.worker import Worker, WorkerState, get_current_worker
 
 DEMO_WORKSPACE = Path(__file__).resolve().parent / "demo"
 
@@ -98,7 +97,7 @@ class EtuApp(App[int]):
 
     The App composes the tabs, switches between them, loads the program and hands it to
     the panels; every other key and state lives on the panel that owns it. A new tab is a
-    panel class (its BINDINGS from :mod:`etu_tui.keys`) and one line in :attr:`TABS`.
+    panel class (its BINDINGS from :mod:`etu.tui.keys`) and one line in :attr:`TABS`.
     """
 
     CSS_PATH = "app.tcss"
@@ -331,7 +330,7 @@ class EtuApp(App[int]):
 
     @on(BoardMonitorRequested)
     def _board_monitor_requested(self, message: BoardMonitorRequested) -> None:
-        from etu_tui.widgets.run_model import LaunchInfo
+        from etu.tui.widgets.run_model import LaunchInfo
 
         port = str(message.meta.get("port") or "")
         launch = LaunchInfo(["monitor", port], simulator=message.label,
@@ -501,7 +500,7 @@ def console_settings(target: Path | None) -> ConsoleSettings:
     """What the console takes from runner/config.py's settings for the workspace of
     ``target`` (its folder, or the folder of the .pte): etu.toml over the user's file. A
     malformed file gives no settings and a one-line problem to show."""
-    from runner.config import ConfigError, load_settings
+    from etu.runner.config import ConfigError, load_settings
 
     workspace = None
     if target is not None:

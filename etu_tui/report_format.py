@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from parsers.text import printable
+from etu.parsers.text import printable
 
 TITLES = {
     "session": "Session",

@@ -4,17 +4,16 @@ The console's one rendering path for outside text: widgets that show such text c
 :func:`printable` (so the escaped form is laid out at its real width), and
 :class:`PrintableFilter`, installed on the app, passes every rendered line through the same
 rule, so a widget that forgets cannot put a raw ESC, C1, bidi or invisible character on the
-terminal. The rules live in :mod:`parsers.text` (pure, shared with the headless commands).
+terminal. The rules live in :mod:`etu.parsers.text` (pure, shared with the headless commands).
 """
 
 from __future__ import annotations
 
+from etu.parsers.text import is_printable, printable, printable_lines
 from rich.cells import cell_len
 from rich.segment import Segment
 from textual.color import Color
 from textual.filter import LineFilter
-
-from parsers.text import is_printable, printable, printable_lines
 
 __all__ = ["PrintableFilter", "is_printable", "printable", "printable_lines"]
 

@@ -1,6 +1,6 @@
 """Render the console's views to SVG through Textual itself, for docs and review.
 
-``python -m etu_tui.screenshots OUT_DIR`` writes one SVG per view of the demo workspace
+``python -m etu.tui.screenshots OUT_DIR`` writes one SVG per view of the demo workspace
 (and one for a file that fails to open). Same size and steps every run, no clock. The Fit
 view checks the demo against a firmware linked here with a temp pool too small for it
 (needs arm-none-eabi-gcc; without it the view shows the demo's own firmware). The Run view
@@ -23,12 +23,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from etu.tui.app import DEMO_WORKSPACE, EtuApp
+from etu.tui.widgets import PickElfScreen
+from etu.tui.widgets.run_log import LogView
 from textual.pilot import Pilot
 from textual.widgets import Input
-
-from etu_tui.app import DEMO_WORKSPACE, EtuApp
-from etu_tui.widgets import PickElfScreen
-from etu_tui.widgets.run_log import LogView
 
 SIZE = (140, 45)
 SETTLE_TIMEOUT = 10.0
@@ -111,9 +110,9 @@ async def memory_steps(pilot: Pilot) -> None:
 def small_scratch_firmware(out_dir: Path) -> Path:
     """Link the demo program into a runner whose temp pool cannot hold its Ethos-U scratch.
     Raises runner.firmware.FirmwareBuildError without arm-none-eabi-gcc."""
-    from parsers.program_facts import select_ops_list
-    from parsers.pte import open_program
-    from runner.firmware import build_stub_firmware
+    from etu.parsers.program_facts import select_ops_list
+    from etu.parsers.pte import open_program
+    from etu.runner.firmware import build_stub_firmware
 
     with open_program(DEMO_PROGRAM) as program:
         ops = [op for op in select_ops_list(program).split(",") if op]
@@ -147,7 +146,7 @@ async def render_memory(out_dir: Path, size: tuple[int, int] = SIZE) -> Path:
 
 
 async def render_fit(out_dir: Path, size: tuple[int, int] = SIZE) -> Path:
-    from runner.firmware import FirmwareBuildError
+    from etu.runner.firmware import FirmwareBuildError
 
     with tempfile.TemporaryDirectory() as tmp:
         try:
@@ -177,7 +176,7 @@ def standin_workspace(folder: Path) -> Iterator[Path]:
     """A copy of the demo workspace and the stand-in FVP under ``folder``, which becomes the
     working folder while in the block, both named by relative paths (``demo``, ``fvp``): the
     command on the Run tab then reads the same on every machine. Yields the workspace."""
-    from fvp.standin import install_standin
+    from etu.fvp.standin import install_standin
 
     workspace = folder / "demo"
     workspace.mkdir(parents=True)
@@ -268,10 +267,10 @@ async def render_error(out_dir: Path, size: tuple[int, int] = SIZE) -> Path:
 def record_standin_runs(workspace: Path, drifts: tuple[int, ...] = (0, 0, 3)) -> list[Path]:
     """Run the workspace's firmware on the stand-in once per drift (sessions recorded as
     the Run tab records them); the session folders, oldest first."""
-    from fvp.command import FvpOptions
-    from fvp.launch import prepare_fvp_launch
-    from runner.run import RunController
-    from runner.session import sessions_root
+    from etu.fvp.command import FvpOptions
+    from etu.fvp.launch import prepare_fvp_launch
+    from etu.runner.run import RunController
+    from etu.runner.session import sessions_root
 
     elf = workspace / "firmware" / "arm_executor_runner.elf"
     folders = []
@@ -290,9 +289,8 @@ def record_standin_runs(workspace: Path, drifts: tuple[int, ...] = (0, 0, 3)) ->
 
 async def history_steps(pilot: Pilot, timeout: float = RUN_TIMEOUT) -> None:
     """The History tab with the two newest sessions marked and compared."""
+    from etu.tui.widgets.history import HistoryPanel
     from textual.widgets import DataTable
-
-    from etu_tui.widgets.history import HistoryPanel
 
     app = pilot.app
     assert isinstance(app, EtuApp)
@@ -340,7 +338,7 @@ async def render_all(out_dir: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m etu_tui.screenshots", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m etu.tui.screenshots", description=__doc__)
     parser.add_argument("out_dir", type=Path, help="folder for the SVG files")
     args = parser.parse_args(argv)
     for path in asyncio.run(render_all(args.out_dir)):

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 from urllib.parse import urlsplit
 
-from parsers.text import printable
+from etu.parsers.text import printable
 
 TOKEN_ENV = "ETU_SERVE_TOKEN"
 MIN_TOKEN_LENGTH = 16

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fvp.targets import FvpTarget
+from etu.fvp.targets import FvpTarget
 
 DEFAULT_TIMELIMIT = 600  # seconds, run_fvp.sh's default --timeout
 

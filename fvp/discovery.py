@@ -17,7 +17,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from fvp.targets import FVP_EXECUTABLES
+from etu.fvp.targets import FVP_EXECUTABLES
 
 SCRATCH_LAYOUT = ("examples/arm/ethos-u-scratch", "examples/arm/arm-scratch")
 VERSION_PATTERN = re.compile(r"Fast Models \[([^\]\s]+)")

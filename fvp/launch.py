@@ -8,11 +8,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from fvp.command import FvpOptions, build_command
-from fvp.discovery import find_fvps
-from fvp.standin import is_standin
-from fvp.targets import FvpTarget, fvp_target
-from runner.session import file_sha256
+from etu.fvp.command import FvpOptions, build_command
+from etu.fvp.discovery import find_fvps
+from etu.fvp.standin import is_standin
+from etu.fvp.targets import FvpTarget, fvp_target
+from etu.runner.session import file_sha256
 
 
 class LaunchError(Exception):
@@ -113,9 +113,9 @@ def program_name(elf: Path, program_sha: str | None) -> str | None:
 
 def embedded_program_sha256(elf: Path) -> str | None:
     """Hash of the program baked into the firmware (``model_pte``), if there is one."""
-    from parsers.elf_map import read_elf
-    from parsers.errors import ParseError
-    from parsers.memory_map import build_memory_map
+    from etu.parsers.elf_map import read_elf
+    from etu.parsers.errors import ParseError
+    from etu.parsers.memory_map import build_memory_map
 
     try:
         with read_elf(elf) as image:

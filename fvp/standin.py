@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from fvp.targets import FVP_EXECUTABLES, NPU_MACS, SSE320
+from etu.fvp.targets import FVP_EXECUTABLES, NPU_MACS, SSE320
 
 STANDIN_VERSION = "11.27.42"
 STANDIN_MARKER = "etu stand-in FVP (simulated; not an Arm model)"
@@ -151,8 +151,8 @@ def _vela_folders(elf: Path) -> list[Path]:
 
 def _npu_cycles(payload_words: int, elf: Path, target: str | None) -> int:
     """Vela's estimate for this program's NPU when the workspace has one, else rough."""
-    from parsers.errors import ParseError
-    from parsers.vela import load_vela_report
+    from etu.parsers.errors import ParseError
+    from etu.parsers.vela import load_vela_report
 
     for folder in _vela_folders(elf):
         if not folder.is_dir():
@@ -169,12 +169,12 @@ def _npu_cycles(payload_words: int, elf: Path, target: str | None) -> int:
 
 def simulate(executable: str, options: dict, out: Transcript) -> int:
     """Print the run; the return value is the simulator's exit status."""
-    from parsers.elf_map import read_elf
-    from parsers.errors import ParseError
-    from parsers.fit import method_pool_need
-    from parsers.memory_map import build_memory_map
-    from parsers.program_facts import cpu_operators, delegates
-    from parsers.pte import decode_program
+    from etu.parsers.elf_map import read_elf
+    from etu.parsers.errors import ParseError
+    from etu.parsers.fit import method_pool_need
+    from etu.parsers.memory_map import build_memory_map
+    from etu.parsers.program_facts import cpu_operators, delegates
+    from etu.parsers.pte import decode_program
 
     fault = os.environ.get("ETU_STANDIN_FAULT", "")
     if fault and fault not in FAULTS:  # a typo must not give a clean run
@@ -421,12 +421,12 @@ def install_standin(folder: Path, python: str | None = None) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     import shlex
 
-    from runner.isolated import isolated_python_code
+    from etu.runner.isolated import isolated_python_code
 
     python = python or sys.executable
     project = Path(__file__).resolve().parent.parent
     # -I: neither the working folder nor PYTHONPATH can put another fvp/ or parsers/ first
-    code = isolated_python_code("fvp.standin", project)
+    code = isolated_python_code("etu.fvp.standin", project)
     written = []
     for name in FVP_EXECUTABLES:
         path = folder / name

@@ -20,8 +20,8 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from parsers.errors import FormatError, ParseError, TruncatedError, WrongKindError
-from parsers.files import GiB, check_regular, open_regular
+from etu.parsers.errors import FormatError, ParseError, TruncatedError, WrongKindError
+from etu.parsers.files import GiB, check_regular, open_regular
 
 ELF_MAGIC = b"\x7fELF"
 MAX_ELF_BYTES = 2 * GiB  # read on demand, not whole: the cap only refuses absurd files

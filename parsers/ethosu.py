@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from construct import Array, Bytes, Int8ul, Int16ul, Int32sl, Int32ul, Struct
-
-from parsers.errors import FormatError, TruncatedError, as_parse_errors
+from etu.parsers.errors import FormatError, TruncatedError, as_parse_errors
 
 ETHOSU_BACKEND_IDS = ("EthosUBackend", "ArmBackend")  # ArmBackend in ExecuTorch 0.4/0.5
 STREAM_HEADER = "vela_bin_stream"

@@ -1,6 +1,6 @@
 """Cortex-M fault triage: the fault registers a runner or fault handler prints, in words.
 
-Input is the register dict of a :class:`parsers.runner_events.HardFault` (names as printed,
+Input is the register dict of a :class:`etu.parsers.runner_events.HardFault` (names as printed,
 any case: ``cfsr``, ``hfsr``, ``mmfar``, ``bfar``, ``pc``, ``lr``, ...). The Configurable
 Fault Status Register is read as its three parts (Armv7-M/Armv8-M ARM, B3.2.15):
 MemManage (MMFSR, bits 0-7), BusFault (BFSR, 8-15) and UsageFault (UFSR, 16-31); HFSR says
@@ -167,7 +167,7 @@ def decode_fault(
         try:
             symbols = ElfSymbols.load(elf)
         except Exception as error:  # a missing or foreign ELF: addresses stay bare
-            from parsers.errors import describe_error
+            from etu.parsers.errors import describe_error
 
             report.notes.append(f"no symbols: {describe_error(error, Path(elf).name)}")
     for name in ("pc", "lr"):
@@ -206,8 +206,7 @@ class ElfSymbols:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ElfSymbols:
         from elftools.elf.elffile import ELFFile
-
-        from parsers.files import GiB, check_regular
+        from etu.parsers.files import GiB, check_regular
 
         check_regular(path, "an ELF file", 2 * GiB)
         functions: list[tuple[int, int, str]] = []

@@ -20,7 +20,7 @@ import stat
 from collections.abc import Iterator
 from typing import Any
 
-from parsers.errors import FormatError, ParseError, WrongKindError
+from etu.parsers.errors import FormatError, ParseError, WrongKindError
 
 MiB = 1 << 20
 GiB = 1 << 30

@@ -14,8 +14,8 @@ import re
 import stat
 from dataclasses import dataclass
 
-from parsers.errors import ParseError, WrongKindError
-from parsers.pte import Program, decode_program
+from etu.parsers.errors import ParseError, WrongKindError
+from etu.parsers.pte import Program, decode_program
 
 _IDENTIFIER = re.compile(rb"ET12|BP\d\d")
 MAX_CANDIDATES = 64  # identifiers tried per ELF before giving up (a hostile ELF has many)
@@ -62,8 +62,8 @@ def is_elf(path: str | os.PathLike[str]) -> bool:
 def find_embedded_program(path: str | os.PathLike[str]) -> EmbeddedProgram | None:
     """The program baked into the ELF at ``path``; None when there is none.
     Raises ParseError when the ELF itself cannot be read."""
-    from parsers.elf_map import read_elf
-    from parsers.memory_map import build_memory_map
+    from etu.parsers.elf_map import read_elf
+    from etu.parsers.memory_map import build_memory_map
 
     with read_elf(path) as image:
         try:

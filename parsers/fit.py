@@ -13,12 +13,12 @@ import shlex
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-from parsers.program_facts import cpu_operators, delegates
-from parsers.pte import Program, Tensor
+from etu.parsers.program_facts import cpu_operators, delegates
+from etu.parsers.pte import Program, Tensor
 
 if TYPE_CHECKING:
-    from parsers.memory_map import MemoryMap
-    from parsers.vela import VelaReport
+    from etu.parsers.memory_map import MemoryMap
+    from etu.parsers.vela import VelaReport
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 _ORDER = {FAIL: 0, WARN: 1, OK: 2}

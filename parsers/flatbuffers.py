@@ -15,8 +15,7 @@ import struct
 from functools import cache
 
 from construct import FormatField, Int8ul, Int32ul
-
-from parsers.errors import FormatError, TruncatedError
+from etu.parsers.errors import FormatError, TruncatedError
 
 BufferLike = bytes | bytearray | memoryview | mmap.mmap
 

@@ -15,9 +15,9 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from parsers.errors import FormatError, WrongKindError
-from parsers.files import MiB, read_regular
-from parsers.linker_script import MemoryRegion
+from etu.parsers.errors import FormatError, WrongKindError
+from etu.parsers.files import MiB, read_regular
+from etu.parsers.linker_script import MemoryRegion
 
 MEMORY_HEADER = "Memory Configuration"
 MAP_HEADER = "Linker script and memory map"

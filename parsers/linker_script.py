@@ -19,8 +19,8 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from parsers.errors import FormatError, WrongKindError
-from parsers.files import MiB, read_regular
+from etu.parsers.errors import FormatError, WrongKindError
+from etu.parsers.files import MiB, read_regular
 
 
 @dataclass(frozen=True, slots=True)

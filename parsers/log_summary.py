@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from parsers.runner_events import (
+from etu.parsers.runner_events import (
     AssertFailed,
     BundleIOResult,
     EtdumpBlock,
@@ -32,7 +32,7 @@ from parsers.runner_events import (
     RunError,
     RunSucceeded,
 )
-from parsers.status_codes import status_name
+from etu.parsers.status_codes import status_name
 
 __all__ = ["VERDICTS", "LogSummary", "SummaryError", "summarize"]
 

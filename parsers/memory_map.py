@@ -31,11 +31,11 @@ import struct
 import sys
 from dataclasses import dataclass, field
 
-from parsers.elf_map import SHF_TLS, ElfImage, Section, Symbol, read_elf
-from parsers.errors import FormatError, ParseError
-from parsers.ld_map import LdMap, read_ld_map
-from parsers.linker_script import LinkerScript, MemoryRegion, parse_size, read_linker_script
-from parsers.memory_presets import PRESETS, Preset, get_preset, match_preset
+from etu.parsers.elf_map import SHF_TLS, ElfImage, Section, Symbol, read_elf
+from etu.parsers.errors import FormatError, ParseError
+from etu.parsers.ld_map import LdMap, read_ld_map
+from etu.parsers.linker_script import LinkerScript, MemoryRegion, parse_size, read_linker_script
+from etu.parsers.memory_presets import PRESETS, Preset, get_preset, match_preset
 
 # Runner pools: role → (symbol, input section the runner places it in) — §6.2.
 POOL_ROLES: dict[str, tuple[str, str]] = {

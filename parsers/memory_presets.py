@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from parsers.errors import ParseError
-from parsers.linker_script import MemoryRegion
+from etu.parsers.errors import ParseError
+from etu.parsers.linker_script import MemoryRegion
 
 KIB = 1024
 MIB = 1024 * KIB

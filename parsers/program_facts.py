@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from parsers.errors import ParseError
-from parsers.ethosu import EthosUPayload, decode_ethosu_payload, is_ethosu_delegate
-from parsers.pte import (
+from etu.parsers.errors import ParseError
+from etu.parsers.ethosu import EthosUPayload, decode_ethosu_payload, is_ethosu_delegate
+from etu.parsers.pte import (
     BackendDelegate,
     DelegateCall,
     ExecutionPlan,

@@ -28,16 +28,15 @@ from construct import (
     Struct,
     this,
 )
-
-from parsers.errors import (
+from etu.parsers.errors import (
     FormatError,
     ParseError,
     TruncatedError,
     WrongKindError,
     as_parse_errors,
 )
-from parsers.files import GiB, MiB, open_regular
-from parsers.flatbuffers import BufferLike, FlatBuffer, Table
+from etu.parsers.files import GiB, MiB, open_regular
+from etu.parsers.flatbuffers import BufferLike, FlatBuffer, Table
 
 PROGRAM_IDENTIFIER = "ET12"
 BUNDLED_IDENTIFIER_PREFIX = "BP"

@@ -1,7 +1,7 @@
 """Incremental parser for the console output of ExecuTorch's bare-metal ``arm_executor_runner``.
 
 The bytes come from a UART: an FVP's stdout or a board's serial port, in chunks cut anywhere.
-:class:`RunnerLogParser` turns them into :mod:`parsers.runner_events`: a ``LogLine`` for every
+:class:`RunnerLogParser` turns them into :mod:`etu.parsers.runner_events`: a ``LogLine`` for every
 physical line (the exact bytes, never one dropped), then what the line means when it is
 recognised: program and method loading, planned buffers, the PMU report, the memory summary,
 output tensors, BundleIO results, ETDump blocks, errors with their ``error.h`` names, faults
@@ -35,8 +35,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from parsers.log_summary import VERDICTS, LogSummary, summarize
-from parsers.runner_events import (
+from etu.parsers.log_summary import VERDICTS, LogSummary, summarize
+from etu.parsers.runner_events import (
     AssertFailed,
     BundleIOResult,
     EtdumpBlock,
@@ -64,7 +64,7 @@ from parsers.runner_events import (
     RunSucceeded,
     new_log_line,
 )
-from parsers.status_codes import status_name
+from etu.parsers.status_codes import status_name
 
 __all__ = [
     "MAX_LINE",

@@ -3,8 +3,8 @@
 Vela (ethos-u-vela) writes a summary CSV per run, a per-layer CSV with
 ``--verbose-performance``, a debug XML with ``--enable-debug-db`` and prints a report on stdout
 (which ExecuTorch does not save; etu's compile step keeps it as ``vela_stdout.txt``). The
-format modules are :mod:`parsers.vela_csv`, :mod:`parsers.vela_debug_db` and
-:mod:`parsers.vela_stdout`; this module finds the files, picks the one run they describe and
+format modules are :mod:`etu.parsers.vela_csv`, :mod:`etu.parsers.vela_debug_db` and
+:mod:`etu.parsers.vela_stdout`; this module finds the files, picks the one run they describe and
 answers the questions a console asks (cycles, time, memory per area, configuration).
 
 Every number here is Vela's *estimate* from its performance model, not a measurement, and it
@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from parsers.errors import ParseError, WrongKindError
-from parsers.files import open_regular, read_regular
-from parsers.vela_csv import (
+from etu.parsers.errors import ParseError, WrongKindError
+from etu.parsers.files import open_regular, read_regular
+from etu.parsers.vela_csv import (
     MEMORY_AREAS,
     PER_LAYER_UNITS,
     SUMMARY_COLUMNS,
@@ -39,8 +39,8 @@ from parsers.vela_csv import (
     parse_per_layer_csv,
     parse_summary_csv,
 )
-from parsers.vela_debug_db import DebugDb, parse_debug_db
-from parsers.vela_stdout import STDOUT_SUMMARY_UNITS, VelaStdout, parse_vela_stdout
+from etu.parsers.vela_debug_db import DebugDb, parse_debug_db
+from etu.parsers.vela_stdout import STDOUT_SUMMARY_UNITS, VelaStdout, parse_vela_stdout
 
 __all__ = [
     "HEADLINE_UNITS",
@@ -143,7 +143,7 @@ class VelaReport:
     ``summaries`` holds every summary CSV row (column → value under its CSV name; units in
     :data:`SUMMARY_UNITS`), ``summary_sources`` the file of each row, and ``primary`` the index
     of the row the headline properties use. ``stdout`` is the last ``Network summary`` block of
-    Vela's stdout (keys in :data:`parsers.vela_stdout.STDOUT_SUMMARY_UNITS`), ``per_layer`` the
+    Vela's stdout (keys in :data:`etu.parsers.vela_stdout.STDOUT_SUMMARY_UNITS`), ``per_layer`` the
     per-layer rows (CSV, or the stdout table when there is no CSV: ``per_layer_from``).
     """
 

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from parsers.errors import FormatError, ParseError, TruncatedError, WrongKindError
+from etu.parsers.errors import FormatError, ParseError, TruncatedError, WrongKindError
 
 Number = int | float
 

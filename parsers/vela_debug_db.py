@@ -21,8 +21,8 @@ import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 from typing import Any
 
-from parsers.errors import FormatError, TruncatedError, WrongKindError
-from parsers.vela_csv import decode_text, text_parse_errors, to_number
+from etu.parsers.errors import FormatError, TruncatedError, WrongKindError
+from etu.parsers.vela_csv import decode_text, text_parse_errors, to_number
 
 REGOR_TABLES = (
     "perf_debug",

@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from parsers.errors import TruncatedError
-from parsers.vela_csv import (
+from etu.parsers.errors import TruncatedError
+from etu.parsers.vela_csv import (
     AREA_LABELS,
     LayerRow,
     decode_text,

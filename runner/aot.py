@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from runner.compile_request import tool_versions
+from etu.runner.compile_request import tool_versions
 
 VELA_STDOUT_NAME = "vela_stdout.txt"
 COMPILE_RECORD_NAME = "etu_compile.json"  # the spec and tool versions that made the files

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from runner.compare import _TORCH_DTYPES, input_specs
+from etu.runner.compare import _TORCH_DTYPES, input_specs
 
 
 class BundleError(RuntimeError):

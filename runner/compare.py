@@ -3,7 +3,7 @@
 The target's outputs are the runner's ``Output[i][j]`` lines (the upstream runner prints
 every element of Float/Int/Char/Bool outputs, floats with ``%f``: six decimals, so a
 perfect match differs from the host by up to 5e-7). The host reference
-(:mod:`runner.reference`, imported lazily) is the same program run on the host on the same
+(:mod:`etu.runner.reference`, imported lazily) is the same program run on the host on the same
 inputs as the runner, every input filled with ones: its CPU kernels by ExecuTorch's host
 runtime, each Ethos-U delegate by the TOSA reference model. Integer outputs are compared
 exactly (elements that differ, the largest difference in LSBs); float outputs within the
@@ -16,7 +16,7 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from runner.session import EVENTS, read_session
+from etu.runner.session import EVENTS, read_session
 
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-5
@@ -94,7 +94,7 @@ def session_outputs(folder: Path) -> tuple[dict[int, dict], dict]:
     """``{output index: OutputTensor event}`` of the session's last inference, and its meta.
     A session file that cannot be read, or an output whose fields have the wrong types, is
     a CompareError naming it."""
-    from parsers.errors import ParseError
+    from etu.parsers.errors import ParseError
 
     try:
         session = read_session(Path(folder), with_log=False)  # the events are enough
@@ -137,7 +137,7 @@ def firmware_options(meta: dict) -> dict:
     elf = meta.get("elf")
     if not isinstance(elf, str):
         return {}
-    from runner.runtime_build import load_record
+    from etu.runner.runtime_build import load_record
 
     options = (load_record(Path(elf).parent) or {}).get("options")
     return options if isinstance(options, dict) else {}
@@ -155,10 +155,10 @@ def session_program(meta: dict) -> Path | None:
 def compare_in_child(folder: Path, *, timeout: float = 600.0) -> dict:
     """``compare_session(folder)`` in an isolated child process: the console compares
     without importing torch and ExecuTorch itself. Raises CompareError with one line."""
-    from runner.isolated import ChildError, json_child
+    from etu.runner.isolated import ChildError, json_child
 
     try:
-        return json_child("runner.compare", str(folder), what="the host reference",
+        return json_child("etu.runner.compare", str(folder), what="the host reference",
                           timeout=timeout)  # fmt: skip
     except ChildError as error:
         raise CompareError(str(error)) from None
@@ -166,7 +166,7 @@ def compare_in_child(folder: Path, *, timeout: float = 600.0) -> dict:
 
 def input_specs(pte: Path) -> list[tuple[tuple[int, ...], str]]:
     """(shape, dtype) of the forward method's tensor inputs, from etu's decoder."""
-    from parsers.pte import Tensor, open_program
+    from etu.parsers.pte import Tensor, open_program
 
     with open_program(pte) as program:
         plan = program.plans[0]
@@ -227,7 +227,7 @@ def compare_session(
                 f"{folder}: the session names no program file; pass --pte PROGRAM.pte"
             )
         # CPU kernels by ExecuTorch's host runtime, Ethos-U delegates by the TOSA reference
-        from runner.reference import compare_reference
+        from etu.runner.reference import compare_reference
 
         refs, source, dtypes, notes = compare_reference(Path(program), tosa)
     else:
@@ -243,7 +243,7 @@ def compare_session(
         result = metrics(index, values, refs[index], rtol=rtol, atol=atol,
                          numel=event.get("numel"))  # fmt: skip
         if index < len(dtypes) and dtypes[index] in INTEGER_DTYPES:  # exact, in LSBs
-            from runner.reference import integer_comparison
+            from etu.runner.reference import integer_comparison
 
             exact = integer_comparison(values, refs[index])
             result = OutputComparison(**{**asdict(result), **exact, "passed": (
@@ -286,6 +286,6 @@ def _flat(value) -> list[float]:
 if __name__ == "__main__":
     import sys
 
-    from runner.isolated import print_json_record
+    from etu.runner.isolated import print_json_record
 
     raise SystemExit(print_json_record(compare_session, Path(sys.argv[1])))

@@ -18,9 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from runner.compile_request import CompileRequest, cache_key, tool_versions
-from runner.isolated import isolated_python
-from runner.process import CHUNK, StreamingProcess
+from etu.runner.compile_request import CompileRequest, cache_key, tool_versions
+from etu.runner.isolated import isolated_python
+from etu.runner.process import CHUNK, StreamingProcess
 
 JOB_RECORD = "job.json"
 
@@ -71,8 +71,8 @@ def job_folder(out_dir: Path, request: CompileRequest, key: str) -> Path:
 
 
 def find_cached(out_dir: Path, request: CompileRequest, key: str) -> CompileResult | None:
-    from parsers.errors import ParseError
-    from parsers.files import MiB, read_json
+    from etu.parsers.errors import ParseError
+    from etu.parsers.files import MiB, read_json
 
     folder = job_folder(out_dir, request, key)
     try:  # a FIFO, a device, a huge or hostile record: no cache hit, never a hang
@@ -137,7 +137,7 @@ class CompileJob:
         # The worker's messages travel on a pipe of their own: the model's prints (stdout,
         # Python or C) are its log and can neither break nor forge a result.
         read_end, write_end = os.pipe()
-        argv = isolated_python("runner.compile_worker", partial / "request.json", partial,
+        argv = isolated_python("etu.runner.compile_worker", partial / "request.json", partial,
                                "--result-fd", str(write_end))  # fmt: skip
         self._process = StreamingProcess(argv, on_output=self._on_output, pass_fds=(write_end,))
         reader = threading.Thread(target=self._read_messages, args=(read_end,), daemon=True)
@@ -247,8 +247,8 @@ def _is_message(message) -> bool:
 
 def _result_problem(partial: Path, result: dict) -> str | None:
     """Why a reported result is not one: the .pte must be in the job folder and decode."""
-    from parsers.errors import ParseError
-    from parsers.pte import open_program
+    from etu.parsers.errors import ParseError
+    from etu.parsers.pte import open_program
 
     pte = partial / Path(result["pte"]).name
     if not pte.is_file():
@@ -293,7 +293,7 @@ def run_sweep(
     """Compile each request (in turn, or ``workers`` at a time); results in request order."""
 
     def one(request: CompileRequest) -> CompileResult:
-        from runner.compile_request import RequestError
+        from etu.runner.compile_request import RequestError
 
         try:
             result = CompileJob(request, out_dir).run()
@@ -310,10 +310,10 @@ def run_sweep(
 
 def comparison_row(result: CompileResult) -> dict:
     """One row of the sweep table, from the job's own artifacts."""
-    from parsers.errors import ParseError
-    from parsers.program_facts import cpu_operators, delegates
-    from parsers.pte import open_program
-    from parsers.vela import load_vela_report
+    from etu.parsers.errors import ParseError
+    from etu.parsers.program_facts import cpu_operators, delegates
+    from etu.parsers.pte import open_program
+    from etu.parsers.vela import load_vela_report
 
     request = result.request
     row = {

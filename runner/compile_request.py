@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 
-from parsers.fit import RUNNER_SYSTEM_CONFIGS, is_dedicated_sram
+from etu.parsers.fit import RUNNER_SYSTEM_CONFIGS, is_dedicated_sram
 
 TARGETS = (
     "ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256",
@@ -202,8 +202,8 @@ def source_digest(source: str) -> str:
 def _digest_file(digest, path: Path, what: str) -> None:
     """Hash a regular file in blocks (a FIFO, a device, a folder or an unreadable file is a
     RequestError, one line)."""
-    from parsers.errors import ParseError, describe_error
-    from parsers.files import GiB, digest_regular
+    from etu.parsers.errors import ParseError, describe_error
+    from etu.parsers.files import GiB, digest_regular
 
     try:
         digest_regular(digest, path, what, 64 * GiB)

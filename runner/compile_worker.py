@@ -8,7 +8,7 @@ none is given), one object per message:
 ``{"result": {...}}`` or ``{"error": {"stage", "message", "traceback"}}``. Whatever the
 model or a library prints, on stdout or stderr, from Python or C, is only the job's log:
 it can neither break nor forge a message. The parent starts it isolated (``-I``, see
-:mod:`runner.isolated`), so nothing in the working folder can stand in for etu's modules.
+:mod:`etu.runner.isolated`), so nothing in the working folder can stand in for etu's modules.
 
 Stages, in the order they run: load, export, quantize, calibrate, tosa, vela, serialize,
 write. Vela is called from inside ExecuTorch's lowering; its stage runs from the first
@@ -26,8 +26,8 @@ import time
 import traceback
 from pathlib import Path
 
-from parsers.errors import first_line
-from runner.compile_request import CompileRequest
+from etu.parsers.errors import first_line
+from etu.runner.compile_request import CompileRequest
 
 STAGES = ("load", "export", "quantize", "calibrate", "tosa", "vela", "serialize", "write")
 _PROTOCOL = sys.stdout  # the JSON channel; main() points it at --result-fd
@@ -99,7 +99,7 @@ def load_model(request: CompileRequest):
         if not isinstance(model, torch.nn.Module):
             raise StageError("load", f"{name}() returned {type(model).__name__}, not an nn.Module")
         return model, None
-    from runner.example_models import EXAMPLES
+    from etu.runner.example_models import EXAMPLES
 
     if source not in EXAMPLES:
         raise StageError("load", f"{source!r} is not a model file, a .pt2 or a built-in example")
@@ -110,8 +110,7 @@ def load_model(request: CompileRequest):
 def make_inputs(request: CompileRequest, exported_inputs):
     """(example inputs, calibration samples) from the request, a file or the model."""
     import torch
-
-    from runner.example_models import EXAMPLES
+    from etu.runner.example_models import EXAMPLES
 
     generator = torch.Generator().manual_seed(0)
 
@@ -144,7 +143,7 @@ def make_inputs(request: CompileRequest, exported_inputs):
         return samples[0], samples
     if exported_inputs is not None:
         return exported_inputs, [exported_inputs]
-    from runner.compile_request import InputSpec
+    from etu.runner.compile_request import InputSpec
 
     shapes = EXAMPLES[request.source][1] if request.source in EXAMPLES else [(1, 3, 224, 224)]
     specs = [InputSpec(tuple(s)) for s in shapes]
@@ -155,7 +154,7 @@ def make_inputs(request: CompileRequest, exported_inputs):
 def run(request: CompileRequest, out_dir: Path, stages: Stages) -> dict:
     started = time.perf_counter()  # importing torch is most of the load stage
     with contextlib.redirect_stdout(sys.stderr):
-        from runner import aot
+        from etu.runner import aot
 
         model, exported_inputs = load_model(request)
         example, calibration = make_inputs(request, exported_inputs)

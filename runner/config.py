@@ -174,8 +174,8 @@ def load_settings(
 
 
 def _apply_file(settings: Settings, path: Path, origin: Origin, *, trusted: bool) -> None:
-    from parsers.errors import ParseError
-    from parsers.files import MiB, read_regular
+    from etu.parsers.errors import ParseError
+    from etu.parsers.files import MiB, read_regular
 
     try:
         text = read_regular(path, "a settings file", 16 * MiB).decode("utf-8")
@@ -222,7 +222,7 @@ def _apply_file(settings: Settings, path: Path, origin: Origin, *, trusted: bool
 
 
 def _file_hash(path: Path) -> str:
-    from parsers.files import MiB, sha256_regular
+    from etu.parsers.files import MiB, sha256_regular
 
     return sha256_regular(path, "a settings file", 16 * MiB)
 
@@ -244,7 +244,7 @@ def is_trusted(workspace_file: Path, config_folder: Path) -> bool:
     recorded = _trust_records(config_folder).get(str(Path(workspace_file).resolve()))
     if recorded is None:
         return False
-    from parsers.errors import ParseError
+    from etu.parsers.errors import ParseError
 
     try:
         return recorded == _file_hash(workspace_file)
@@ -286,7 +286,7 @@ def _check(key: str, value, base: Path, file, line: int | None):
         path = Path(value).expanduser()
         return path if path.is_absolute() else base / path
     if kind in ("target", "system_config", "memory_mode"):
-        from runner.compile_request import MEMORY_MODES, SYSTEM_CONFIGS, TARGETS
+        from etu.runner.compile_request import MEMORY_MODES, SYSTEM_CONFIGS, TARGETS
 
         choices = {"target": TARGETS, "system_config": SYSTEM_CONFIGS, "memory_mode": MEMORY_MODES}
         if value not in choices[kind]:

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from parsers.errors import ParseError
-from parsers.files import read_pieces
-from runner.history import load_summary, read_meta, session_row, workspace_programs
-from runner.session import LOG_CAP, RAW
+from etu.parsers.errors import ParseError
+from etu.parsers.files import read_pieces
+from etu.runner.history import load_summary, read_meta, session_row, workspace_programs
+from etu.runner.session import LOG_CAP, RAW
 
 # Text in a log line that differs between identical runs.
 VOLATILE = re.compile(
@@ -268,9 +268,9 @@ def _side(row: dict) -> dict:
 
 
 def program_facts(path: Path) -> dict[str, Any]:
-    from parsers.errors import ParseError
-    from parsers.program_facts import inspect_record
-    from parsers.pte import open_program
+    from etu.parsers.errors import ParseError
+    from etu.parsers.program_facts import inspect_record
+    from etu.parsers.pte import open_program
 
     try:
         with open_program(path) as program:
@@ -398,8 +398,8 @@ VELA_METRICS = (
 
 
 def load_vela(path: Path):
-    from parsers.errors import ParseError
-    from parsers.vela import load_vela_report
+    from etu.parsers.errors import ParseError
+    from etu.parsers.vela import load_vela_report
 
     try:
         return load_vela_report(path)

@@ -61,8 +61,8 @@ def session_etdump(folder: Path) -> Path | None:
 def session_operators(folder: Path) -> dict:
     """``{"rows": [...], "time_note": ...}`` for a session's ETDump. On the emulated board the
     runner's tick source reads 0: times are None there, with the note saying why."""
-    from parsers.files import read_regular
-    from runner.history import read_meta
+    from etu.parsers.files import read_regular
+    from etu.runner.history import read_meta
 
     path = session_etdump(folder)
     if path is None:
@@ -80,14 +80,14 @@ def session_operators(folder: Path) -> dict:
 def operators_in_child(folder: Path, *, timeout: float = 600.0) -> dict:
     """:func:`session_operators` in an isolated child (the Inspector imports torch), so the
     console never imports it. Raises runner.isolated.ChildError with one line."""
-    from runner.isolated import json_child
+    from etu.runner.isolated import json_child
 
-    return json_child("runner.etdump", str(folder), what="reading the ETDump", timeout=timeout)
+    return json_child("etu.runner.etdump", str(folder), what="reading the ETDump", timeout=timeout)
 
 
 if __name__ == "__main__":
     import sys
 
-    from runner.isolated import print_json_record
+    from etu.runner.isolated import print_json_record
 
     raise SystemExit(print_json_record(session_operators, Path(sys.argv[1])))

@@ -230,7 +230,7 @@ def build_stub_firmware(
     usage_file.write_text(usage, encoding="utf-8")
     rebuild = rebuild_file = None
     if pte is not None:
-        from runner.runtime_build import RuntimeBuildError
+        from etu.runner.runtime_build import RuntimeBuildError
 
         try:
             rebuild = upstream_rebuild_command(
@@ -340,7 +340,7 @@ def upstream_rebuild_command(
     is shlex-quoted: paths and operator names come from files."""
     import shlex
 
-    from runner.runtime_build import auto_pools, program_facts
+    from etu.runner.runtime_build import auto_pools, program_facts
 
     facts = program_facts(pte)
     pools, _basis = auto_pools(facts)
@@ -367,8 +367,8 @@ def upstream_rebuild_command(
 def rebuild_command(elf: Path | None) -> str | None:
     """The command lines of the ``rebuild.sh`` a firmware build (stand-in or real runner)
     wrote beside ``elf``: what rebuilds this firmware; None when there is none."""
-    from parsers.errors import ParseError
-    from parsers.files import read_regular
+    from etu.parsers.errors import ParseError
+    from etu.parsers.files import read_regular
 
     if elf is None:
         return None

@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from parsers.errors import ParseError, describe_error
-from parsers.files import read_blocks, read_json, sha256_regular
-from runner.session import (
+from etu.parsers.errors import ParseError, describe_error
+from etu.parsers.files import read_blocks, read_json, sha256_regular
+from etu.runner.session import (
     LOG_CAP,
     META,
     META_CAP,
@@ -29,7 +29,7 @@ from runner.session import (
     SUMMARY_CAP,
     list_sessions,
 )
-from runner.session_fields import check_figures, check_meta, check_summary
+from etu.runner.session_fields import check_figures, check_meta, check_summary
 
 SESSION_FORMAT = 2
 SUMMARY = "summary.json"
@@ -76,9 +76,9 @@ def figures(log: dict[str, Any]) -> dict[str, Any]:
 
 def summarize_raw(folder: Path, npu: str | None) -> dict[str, Any]:
     """A session's summary from its ``raw.log`` (older sessions), read in chunks."""
-    from parsers.log_summary import LogSummary
-    from parsers.runner_events import OutputTensor
-    from parsers.runner_log import RunnerLogParser
+    from etu.parsers.log_summary import LogSummary
+    from etu.parsers.runner_events import OutputTensor
+    from etu.parsers.runner_log import RunnerLogParser
 
     parser = RunnerLogParser(npu=npu)
     summary = LogSummary()

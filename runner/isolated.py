@@ -68,7 +68,7 @@ def print_json_record(work, *args) -> int:
     JSON line."""
     import json
 
-    from parsers.errors import describe_error
+    from etu.parsers.errors import describe_error
 
     try:
         record = work(*args)

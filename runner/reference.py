@@ -4,12 +4,12 @@ ExecuTorch's host runtime cannot run an Ethos-U delegate ("Backend EthosUBackend
 registered"). Here a program runs on the host the way the target runs it, part by part:
 
 - **the CPU part** with ExecuTorch's own kernels: each run of kernel calls between two
-  delegate calls is written as a program of its own (:mod:`runner.segment_program`) and
+  delegate calls is written as a program of its own (:mod:`etu.runner.segment_program`) and
   executed by the host runtime (``executorch.extension.pybindings``, the quantized kernels
   loaded as ``etu compare`` loads them); an operator the host runtime has no kernel for runs
   as PyTorch's ATen out-variant of it, and the reference says so in its notes;
 - **each Ethos-U delegate** through the TOSA reference model on the graph Vela compiled it
-  from (:mod:`runner.tosa_graphs` finds it, with proof). Arm's conformance promise: the NPU
+  from (:mod:`etu.runner.tosa_graphs` finds it, with proof). Arm's conformance promise: the NPU
   computes exactly what the reference model computes for that graph.
 
 The program's planned memory is kept on the host as the runtime lays it out (one buffer per
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from io import BytesIO
 from pathlib import Path
 
-from parsers.pte import (
+from etu.parsers.pte import (
     DelegateCall,
     ExecutionPlan,
     KernelCall,
@@ -41,8 +41,8 @@ from parsers.pte import (
     Tensor,
     open_program,
 )
-from runner.segment_program import SegmentError, segment_program
-from runner.tosa_graphs import (
+from etu.runner.segment_program import SegmentError, segment_program
+from etu.runner.tosa_graphs import (
     COMPILE_RECORD,
     DelegateGraph,
     TosaMatchError,
@@ -171,8 +171,7 @@ def load_inputs(plan: ExecutionPlan, path: Path) -> list:
     the program's dtypes (integers only when every value survives the cast)."""
     import numpy
     import torch
-
-    from parsers.files import GiB, read_regular
+    from etu.parsers.files import GiB, read_regular
 
     data = read_regular(path, "an inputs file", 4 * GiB)
     try:
@@ -313,7 +312,7 @@ def _tensor_bytes(tensor: Tensor, index: int, memory: Memory) -> bytes:
 
 
 def _torch_dtype_of_code(code: int, index: int):
-    from parsers.pte import SCALAR_TYPES
+    from etu.parsers.pte import SCALAR_TYPES
 
     name = SCALAR_TYPES.get(code, ("?", 0))[0]
     return _torch_dtype(Tensor(scalar_type=code, sizes=(), dim_order=()), index) if (
@@ -476,7 +475,7 @@ class ProgramReference:
 
 
 def _sha256(path: Path) -> str:
-    from parsers.files import GiB, sha256_regular
+    from etu.parsers.files import GiB, sha256_regular
 
     return sha256_regular(path, "an ExecuTorch program", 4 * GiB)
 
@@ -586,8 +585,8 @@ def _float_outputs(reference: ProgramReference, tosa: Path | None) -> None:
     if folder is None or not (Path(folder) / FLOAT_OUTPUTS_FILE).is_file():
         reference.float_outputs_note = "not known: the compile kept no float outputs"
         return
-    from parsers.files import GiB, read_regular
-    from runner.tosa_graphs import compile_record_delegates
+    from etu.parsers.files import GiB, read_regular
+    from etu.runner.tosa_graphs import compile_record_delegates
 
     digests = {d.get("payload_sha256") for d in compile_record_delegates(folder)}
     with open_program(reference.program) as program:
@@ -628,9 +627,9 @@ def compare_reference(
 ) -> tuple[list[list[float]], str, list[str], list[str]]:
     """For ``etu compare``: (each output's values, what made them, output dtypes, notes);
     CompareError (one line) when there is no reference."""
-    from parsers.errors import ParseError
-    from runner.compare import CompareError
-    from runner.segment_program import SegmentError
+    from etu.parsers.errors import ParseError
+    from etu.runner.compare import CompareError
+    from etu.runner.segment_program import SegmentError
 
     try:
         reference = program_reference(program, tosa=tosa)
@@ -639,7 +638,7 @@ def compare_reference(
             raise CompareError(f"{program}: {error}") from None
         # A CPU-only program the parts cannot express (mutable state, control flow): the
         # host runtime runs it whole, as etu compare always did.
-        from runner.compare import host_reference
+        from etu.runner.compare import host_reference
 
         with open_program(program) as opened:
             dtypes = [opened.plans[0].values[i].dtype for i in opened.plans[0].outputs]
@@ -667,6 +666,6 @@ def reference_record(path: str) -> dict:
 if __name__ == "__main__":
     import sys
 
-    from runner.isolated import print_json_record
+    from etu.runner.isolated import print_json_record
 
     raise SystemExit(print_json_record(reference_record, sys.argv[1]))

@@ -4,7 +4,7 @@ The bytes of ``raw.log`` are fed to a fresh :class:`RunnerLogParser` line by lin
 ``raw.index`` says they arrived: at once, or at the recorded pace (``speed`` times faster;
 silences longer than ``max_gap`` seconds are shortened to it, so an hour-long idle board
 does not replay for an hour). The listener hears ``on_events`` and ``on_end`` exactly as
-from :class:`runner.run.RunController`, so the console's live panes (filter, search, follow)
+from :class:`etu.runner.run.RunController`, so the console's live panes (filter, search, follow)
 show a replay as they show a run. The end is the recorded one (meta.json), not re-judged.
 """
 
@@ -17,12 +17,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from parsers.files import open_regular
-from parsers.log_summary import LogSummary
-from parsers.runner_log import RunnerLogParser
-from runner.history import read_meta
-from runner.run import RunListener, RunOutcome
-from runner.session import INDEX, LOG_CAP, RAW, read_index
+from etu.parsers.files import open_regular
+from etu.parsers.log_summary import LogSummary
+from etu.parsers.runner_log import RunnerLogParser
+from etu.runner.history import read_meta
+from etu.runner.run import RunListener, RunOutcome
+from etu.runner.session import INDEX, LOG_CAP, RAW, read_index
 
 MAX_GAP = 5.0
 FEED = 1 << 22  # bytes of raw.log read and fed at once (a line may be longer)

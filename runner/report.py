@@ -15,8 +15,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from runner.history import load_meta, load_summary, session_row, workspace_programs
-from runner.session import PROGRAM_CAP
+from etu.runner.history import load_meta, load_summary, session_row, workspace_programs
+from etu.runner.session import PROGRAM_CAP
 
 SECTIONS = ("session", "program", "fit", "vela", "ending", "pmu", "allocators", "outputs", "tools")
 OUTPUT_VALUES_SHOWN = 64
@@ -34,8 +34,8 @@ def _program_bytes(
 ) -> tuple[bytes | None, str]:
     """The bytes of the program that ran and where they came from (``programs``: the
     workspace's, sha256 → name)."""
-    from parsers.errors import ParseError
-    from parsers.files import read_regular
+    from etu.parsers.errors import ParseError
+    from etu.parsers.files import read_regular
 
     wanted = meta.get("program_sha256")
     if isinstance(wanted, str):
@@ -48,9 +48,9 @@ def _program_bytes(
             return data, str(workspace / name)
     elf = meta.get("elf")
     if elf and Path(elf).is_file():
-        from parsers.elf_map import read_elf
-        from parsers.errors import ParseError
-        from parsers.memory_map import build_memory_map
+        from etu.parsers.elf_map import read_elf
+        from etu.parsers.errors import ParseError
+        from etu.parsers.memory_map import build_memory_map
 
         try:
             with read_elf(elf) as image:
@@ -67,9 +67,9 @@ def _program_bytes(
 def _program_section(data: bytes | None, source: str) -> dict[str, Any]:
     if data is None:
         return {"available": False, "source": source}
-    from parsers.errors import ParseError
-    from parsers.program_facts import inspect_record
-    from parsers.pte import decode_program
+    from etu.parsers.errors import ParseError
+    from etu.parsers.program_facts import inspect_record
+    from etu.parsers.pte import decode_program
 
     try:
         record = inspect_record(decode_program(data, source))
@@ -104,10 +104,10 @@ def _fit_section(data: bytes | None, meta: dict, vela) -> dict[str, Any]:
     elf = meta.get("elf")
     if data is None or not elf or not Path(elf).is_file():
         return {"available": False, "why": "needs the program and the firmware ELF"}
-    from parsers.errors import ParseError
-    from parsers.fit import check_fit, fit_record
-    from parsers.memory_map import load_memory_map
-    from parsers.pte import decode_program
+    from etu.parsers.errors import ParseError
+    from etu.parsers.fit import check_fit, fit_record
+    from etu.parsers.memory_map import load_memory_map
+    from etu.parsers.pte import decode_program
 
     elf = Path(elf)
     map_file = elf.with_suffix(".map")
@@ -125,8 +125,8 @@ def _fit_section(data: bytes | None, meta: dict, vela) -> dict[str, Any]:
 
 
 def _vela(workspace: Path):
-    from parsers.errors import ParseError
-    from parsers.vela import load_vela_report
+    from etu.parsers.errors import ParseError
+    from etu.parsers.vela import load_vela_report
 
     folder = workspace / "vela"
     if not folder.is_dir():
@@ -142,7 +142,7 @@ def build_report(folder: Path, workspace: Path | None = None) -> dict[str, Any]:
     the program and Vela's output; default: the folder holding ``.etu/sessions``). A
     session file that cannot be read is a ParseError (one line, naming it); a field of the
     wrong type, or a workspace ``.pte`` that cannot be hashed, is a warning."""
-    from parsers.errors import ParseError, describe_error
+    from etu.parsers.errors import ParseError, describe_error
 
     folder = Path(folder)
     workspace = Path(workspace) if workspace is not None else folder.parent.parent.parent

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from parsers.log_summary import LogSummary
-from parsers.runner_events import (
+from etu.parsers.log_summary import LogSummary
+from etu.parsers.runner_events import (
     AssertFailed,
     EtdumpBlock,
     Event,
@@ -35,10 +35,10 @@ from parsers.runner_events import (
     RunError,
     RunSucceeded,
 )
-from parsers.runner_log import RunnerLogParser
-from runner.history import figures, run_summary
-from runner.process import ProcessStats, StreamingProcess
-from runner.session import SessionWriter
+from etu.parsers.runner_log import RunnerLogParser
+from etu.runner.history import figures, run_summary
+from etu.runner.process import ProcessStats, StreamingProcess
+from etu.runner.session import SessionWriter
 
 # How a run ended → the exit status of `etu run`.
 EXIT_STATUS = {

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from runner.runtime_source import (
+from etu.runner.runtime_source import (
     ENV_CMSIS,
     ENV_DRIVER,
     RuntimeSource,
@@ -95,8 +95,8 @@ def check_plain_path(path: Path, what: str, variable: str) -> None:
 
 def _check_program_file(pte: Path) -> None:
     """A regular, readable file (not a FIFO, a device, a link loop), before anything else."""
-    from parsers.errors import ParseError, describe_error
-    from parsers.files import GiB, open_regular
+    from etu.parsers.errors import ParseError, describe_error
+    from etu.parsers.files import GiB, open_regular
 
     try:
         fd, _size = open_regular(pte, "an ExecuTorch program", 4 * GiB)
@@ -110,7 +110,7 @@ def staged_name(program: Path) -> str:
     user's path. A new program is a new path in the configure line, so every upstream
     command that reads it runs again (upstream's selective-build step does not list the
     program among its dependencies: with one fixed name its operator list went stale)."""
-    from parsers.files import GiB, sha256_regular
+    from etu.parsers.files import GiB, sha256_regular
 
     digest = sha256_regular(program, "an ExecuTorch program", 4 * GiB)[:16]
     return f"program-{digest}{'.bpte' if program.suffix == '.bpte' else '.pte'}"
@@ -178,10 +178,10 @@ class ProgramFacts:
 
 def program_facts(pte: Path) -> ProgramFacts:
     """What the build needs to know of the program, from etu's own decoder."""
-    from parsers.errors import ParseError
-    from parsers.fit import _metadata_estimate, method_pool_need, vela_flags
-    from parsers.program_facts import cpu_operators, delegates
-    from parsers.pte import open_program
+    from etu.parsers.errors import ParseError
+    from etu.parsers.fit import _metadata_estimate, method_pool_need, vela_flags
+    from etu.parsers.program_facts import cpu_operators, delegates
+    from etu.parsers.pte import open_program
 
     try:
         with open_program(pte) as program:
@@ -264,7 +264,7 @@ class KernelPlan:
 
 def kernel_plan(root: Path, ops: list[str]) -> KernelPlan:
     """Place every operator of ``ops`` in its kernel library's sources, or say why not."""
-    from runner.kernel_sources import LIBRARIES, load_index, select_kernels
+    from etu.runner.kernel_sources import LIBRARIES, load_index, select_kernels
 
     index = load_index(root)
     selections, unknown = select_kernels(index, ops)
@@ -361,7 +361,7 @@ def build_runner(
     refuse_delegated(pte, facts, board)
     program_pte = pte
     if bundleio:
-        from runner.bundleio import BundleError, make_bundled
+        from etu.runner.bundleio import BundleError, make_bundled
 
         say("bundling inputs and expected outputs (.bpte)")
         try:
@@ -513,8 +513,8 @@ def build_runner(
 
 
 def load_record(folder: Path) -> dict | None:
-    from parsers.errors import ParseError
-    from parsers.files import MiB, read_json
+    from etu.parsers.errors import ParseError
+    from etu.parsers.files import MiB, read_json
 
     path = Path(folder) / RECORD_NAME
     if not path.exists():
@@ -539,7 +539,7 @@ _NINJA_STEP = re.compile(rb"^\[(\d+)/(\d+)\] (.*)$")
 
 def _run_step(argv: list[str], step: str, cwd: Path, say: Progress) -> None:
     """Run one step, reporting ninja's ``[n/N]`` lines; keep the tail for the error."""
-    from runner.process import kill_group, spawn
+    from etu.runner.process import kill_group, spawn
 
     tail: list[str] = []
     try:

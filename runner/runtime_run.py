@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from runner.run import RunController, RunListener
+from etu.runner.run import RunController, RunListener
 
 QEMU = "qemu-system-arm"
 QEMU_BOARD = "qemu-an547"  # also the Run tab's target for the emulated board
@@ -48,7 +48,7 @@ def run_on_qemu(
 
 def qemu_meta(elf: Path) -> dict:
     """What a session on the emulated board records about it (label, ELF and its hash)."""
-    from parsers.files import GiB, sha256_regular
+    from etu.parsers.files import GiB, sha256_regular
 
     elf = Path(elf).resolve()
     return {
@@ -80,7 +80,7 @@ def symbolize(elf: Path, address: int) -> str | None:
 
 
 def describe_fault(registers: dict, elf: Path | None = None) -> str:
-    """One line: the fault in words, PC/LR symbolised (see :mod:`parsers.fault`)."""
-    from parsers.fault import decode_fault
+    """One line: the fault in words, PC/LR symbolised (see :mod:`etu.parsers.fault`)."""
+    from etu.parsers.fault import decode_fault
 
     return decode_fault(registers, elf).summary()

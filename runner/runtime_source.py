@@ -138,7 +138,7 @@ def _find_marker(folder: Path, marker: str) -> Path | None:
 def _workspace_setting(workspace: Path, key: str) -> tuple[Path | None, str | None]:
     """A path setting from the workspace's etu.toml / the user's config file, and the
     warning when an untrusted workspace file set it (then ignored)."""
-    from runner.config import ConfigError, load_settings
+    from etu.runner.config import ConfigError, load_settings
 
     try:
         settings = load_settings(Path(workspace), env={})

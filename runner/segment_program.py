@@ -1,6 +1,6 @@
 """A program that runs some of another program's kernel calls, for ExecuTorch's host runtime.
 
-The host reference (:mod:`runner.reference`) runs a delegated program's CPU part with
+The host reference (:mod:`etu.runner.reference`) runs a delegated program's CPU part with
 ExecuTorch's own kernels: each run of kernel calls between two delegate calls becomes a
 small program of its own (this module writes it), which the host runtime executes; each
 delegate call runs through the TOSA reference model in between. The small program keeps
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from parsers.pte import (
+from etu.parsers.pte import (
     AllocationDetailsSlot,
     ChainSlot,
     DataSegmentSlot,

@@ -20,8 +20,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from parsers.errors import ParseError
-from parsers.files import GiB, MiB, loads_json, read_json, read_lines, read_regular, sha256_regular
+from etu.parsers.errors import ParseError
+from etu.parsers.files import (
+    GiB,
+    MiB,
+    loads_json,
+    read_json,
+    read_lines,
+    read_regular,
+    sha256_regular,
+)
 
 RAW, INDEX, EVENTS, META = "raw.log", "raw.index", "events.jsonl", "meta.json"
 # What etu reads of a session (its files are refused when they are not regular files, or
@@ -203,7 +211,7 @@ def read_session(folder: Path, *, with_log: bool = True) -> RecordedSession:
     A file that is there but cannot be read (not a regular file, a link, past its cap) is a
     ParseError naming it; an unreadable ``meta.json`` is a warning (the run did not finish),
     and its fields are type-checked (runner.session_fields: a wrong one is dropped, said)."""
-    from runner.session_fields import check_meta
+    from etu.runner.session_fields import check_meta
 
     folder = Path(folder)
     warnings: list[str] = []

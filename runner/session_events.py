@@ -16,11 +16,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from parsers.errors import ParseError
-from parsers.files import read_blocks
-from parsers.runner_events import Event, LogLine
-from parsers.runner_log import RunnerLogParser
-from runner.isolated import ChildError, isolated_python, last_line
+from etu.parsers.errors import ParseError
+from etu.parsers.files import read_blocks
+from etu.parsers.runner_events import Event, LogLine
+from etu.parsers.runner_log import RunnerLogParser
+from etu.runner.isolated import ChildError, isolated_python, last_line
 
 _PARSE_BLOCK = 1 << 22  # bytes of raw.log parsed at once
 
@@ -41,7 +41,7 @@ def events_of_file(path: Path, npu: str | None) -> tuple[list[Event], int]:
             else:
                 others.append(event)
 
-    from runner.session import LOG_CAP
+    from etu.runner.session import LOG_CAP
 
     # a FIFO, a device or a link is refused; a log past the session cap too
     for block in read_blocks(path, "a session log", LOG_CAP, follow=False, block=_PARSE_BLOCK):
@@ -56,7 +56,7 @@ class EventsChild:
 
     def __init__(self, path: Path, npu: str | None) -> None:
         self.path = path
-        argv = isolated_python("runner.session_events", str(path), npu or "")
+        argv = isolated_python("etu.runner.session_events", str(path), npu or "")
         self._process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.killed = False
 

@@ -60,7 +60,7 @@ def _open_regular(path: Path, what: str, cap: int) -> int:
     """A descriptor of ``path`` if it is a regular file (not a link) of at most ``cap``
     bytes; else a ParseError naming it. (parsers.files is imported here: the search child
     imports nothing it does not use.)"""
-    from parsers.files import open_regular
+    from etu.parsers.files import open_regular
 
     return open_regular(path, what, cap, follow=False)[0]
 
@@ -71,7 +71,7 @@ def _open_log(path: Path):
 
 
 def _log_cap() -> int:
-    from runner.session import LOG_CAP
+    from etu.runner.session import LOG_CAP
 
     return LOG_CAP
 
@@ -93,7 +93,7 @@ class _LevelScan:
     def __init__(self, levels: Iterable[str]) -> None:
         # The parser's rules, for the lines the bytes leave open (imported here: the search
         # child, which never filters by level, imports nothing beyond this module).
-        from parsers.runner_log import line_level
+        from etu.parsers.runner_log import line_level
 
         self._level_of = line_level
         self.levels = frozenset(levels) & frozenset(NAMED_LEVELS)
@@ -441,7 +441,7 @@ def offsets_in_child(path: Path, needle: str, start: int, end: int) -> array:
     """:func:`find_offsets` in isolated child processes, one per core, each over its own
     run of whole lines: their cores, not the UI's, and a 650 MB session searched in about
     the time one core takes for half of it."""
-    from runner.isolated import ChildError, isolated_python, last_line
+    from etu.runner.isolated import ChildError, isolated_python, last_line
 
     cuts = [start]
     with _open_log(path) as handle:
@@ -453,7 +453,7 @@ def offsets_in_child(path: Path, needle: str, start: int, end: int) -> array:
     cuts.append(end)
     children = [
         subprocess.Popen(
-            isolated_python("runner.session_file", str(path), needle, str(lo), str(hi)),
+            isolated_python("etu.runner.session_file", str(path), needle, str(lo), str(hi)),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
@@ -473,7 +473,7 @@ def offsets_in_child(path: Path, needle: str, start: int, end: int) -> array:
 
 def main(argv: list[str]) -> int:
     path, needle, start, end = Path(argv[0]), argv[1], int(argv[2]), int(argv[3])
-    from parsers.errors import ParseError
+    from etu.parsers.errors import ParseError
 
     try:
         hits = find_offsets(path, needle, start, end)

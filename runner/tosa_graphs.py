@@ -5,7 +5,7 @@ delegate, but only on the graph that delegate was compiled from. Delegates are m
 graphs without guessing (the file names do not say: in a program with two delegates, ExecuTorch
 named delegate 0's graph ``output_tag1_…`` and delegate 1's ``output_tag0_…``):
 
-1. **the compile record**: etu's compile (:mod:`runner.aot`) writes, in
+1. **the compile record**: etu's compile (:mod:`etu.runner.aot`) writes, in
    ``vela/etu_compile.json``, each delegate's payload SHA-256 beside the SHA-256 and file
    name of the TOSA graph Vela compiled it from, caught at the call;
 2. **Vela again**: for a graph without a record (an older compile, ``--tosa PATH``), Vela
@@ -29,10 +29,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from parsers.errors import ParseError
-from parsers.ethosu import decode_ethosu_payload, is_ethosu_delegate
-from parsers.files import GiB, MiB, read_json, read_regular
-from parsers.pte import BackendDelegate, DelegateCall, ExecutionPlan, Program
+from etu.parsers.errors import ParseError
+from etu.parsers.ethosu import decode_ethosu_payload, is_ethosu_delegate
+from etu.parsers.files import GiB, MiB, read_json, read_regular
+from etu.parsers.pte import BackendDelegate, DelegateCall, ExecutionPlan, Program
 
 COMPILE_RECORD = "etu_compile.json"  # runner.aot.COMPILE_RECORD_NAME (aot imports torch)
 VELA_FOLDER = "vela"  # beside a compiled program: Vela's files, the TOSA graphs, the record
@@ -299,7 +299,7 @@ def _match_key(payload_sha256: str, tosa_sha256: str, flags: list[str]) -> str:
 
 
 def _matches_path() -> Path:
-    from runner.runtime_source import cache_root
+    from etu.runner.runtime_source import cache_root
 
     return cache_root() / MATCHES_FILE
 

@@ -19,16 +19,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from parsers.elf_map import Symbol
-from parsers.errors import ParseError, WrongKindError, describe_error, find_parse_error
-from parsers.memory_map import MemoryMap, load_memory_map
-from runner.session import sessions_root
+from etu.parsers.elf_map import Symbol
+from etu.parsers.errors import ParseError, WrongKindError, describe_error, find_parse_error
+from etu.parsers.memory_map import MemoryMap, load_memory_map
+from etu.runner.session import sessions_root
 
 if TYPE_CHECKING:  # the decoders load on first use: `etu elf` needs only the memory map
-    from parsers.fit import Verdict
-    from parsers.program_facts import CpuOperator, DelegateInfo
-    from parsers.pte import Program
-    from parsers.vela import VelaReport
+    from etu.parsers.fit import Verdict
+    from etu.parsers.program_facts import CpuOperator, DelegateInfo
+    from etu.parsers.pte import Program
+    from etu.parsers.vela import VelaReport
 
 VELA_FOLDER = "vela"  # where `etu compile` leaves Vela's output, beside the .pte
 FIRMWARE_FOLDER = "firmware"  # where the runner's ELF (and its .map, .ld) sit in a workspace
@@ -78,9 +78,9 @@ def resolve_target(target: Path) -> Path:
 def decode_facts(path: Path) -> ProgramFacts:
     """Decode ``path`` and everything derived from it: a ``.pte``, or a firmware ELF's
     baked-in program. Raises ParseError; blocking."""
-    from parsers.firmware_program import is_elf, open_embedded_program
-    from parsers.program_facts import cpu_operators, delegates, select_ops_list
-    from parsers.pte import DelegateCall, KernelCall, open_program
+    from etu.parsers.firmware_program import is_elf, open_embedded_program
+    from etu.parsers.program_facts import cpu_operators, delegates, select_ops_list
+    from etu.parsers.pte import DelegateCall, KernelCall, open_program
 
     program = open_embedded_program(path) if is_elf(path) else open_program(path)
     try:
@@ -187,7 +187,7 @@ def vela_error_line(error: BaseException, path: Path, label: str) -> str:
 
 def load_vela(path: Path, label: str) -> VelaResult:
     """Read one Vela output folder or file; any failure becomes a one-line error. Blocking."""
-    from parsers.vela import load_vela_report
+    from etu.parsers.vela import load_vela_report
 
     try:
         return VelaResult(label, path, report=load_vela_report(path))
@@ -355,7 +355,7 @@ def load_firmware(
     if program is None:
         result.fit_error = "no program open to check"
         return result
-    from parsers.fit import check_fit
+    from etu.parsers.fit import check_fit
 
     try:
         result.verdicts = check_fit(program, memory_map, vela)

@@ -149,7 +149,7 @@ def runner_log(lines: int = 20, *, verdict: bool = True) -> bytes:
 def etu_argv(*args: str) -> list[str]:
     import sys
 
-    return [sys.executable, "-m", "etu_tui.cli", *args]
+    return [sys.executable, "-m", "etu.tui.cli", *args]
 
 
 def etu_env() -> dict[str, str]:

@@ -9,9 +9,8 @@ import io
 import time
 
 import pytest
+from etu.tui.app import EtuApp
 from rich.console import Console
-
-from etu_tui.app import EtuApp
 
 SIZE = (140, 45)
 

@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from parsers.errors import ParseError
+from etu.parsers.errors import ParseError
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
@@ -32,67 +32,67 @@ def _text(data: bytes) -> str:
 
 
 def fuzz_program(data: bytes) -> None:
-    from parsers.program_facts import inspect_record
-    from parsers.pte import decode_program
+    from etu.parsers.program_facts import inspect_record
+    from etu.parsers.pte import decode_program
 
     program = decode_program(data, "fuzz.pte")
     json.dumps(inspect_record(program))
 
 
 def fuzz_payload(data: bytes) -> None:
-    from parsers.ethosu import decode_ethosu_payload
-    from parsers.program_facts import payload_summary
+    from etu.parsers.ethosu import decode_ethosu_payload
+    from etu.parsers.program_facts import payload_summary
 
     json.dumps(payload_summary(decode_ethosu_payload(data)))
 
 
 def fuzz_vela_summary(data: bytes) -> None:
-    from parsers.vela_csv import parse_summary_csv
+    from etu.parsers.vela_csv import parse_summary_csv
 
     parse_summary_csv(data, "fuzz_summary.csv")
 
 
 def fuzz_vela_per_layer(data: bytes) -> None:
-    from parsers.vela_csv import parse_per_layer_csv
+    from etu.parsers.vela_csv import parse_per_layer_csv
 
     parse_per_layer_csv(data, "fuzz_per-layer.csv")
 
 
 def fuzz_vela_debug(data: bytes) -> None:
-    from parsers.vela_debug_db import parse_debug_db
+    from etu.parsers.vela_debug_db import parse_debug_db
 
     parse_debug_db(data, "fuzz_debug.xml")
 
 
 def fuzz_vela_stdout(data: bytes) -> None:
-    from parsers.vela_stdout import parse_vela_stdout
+    from etu.parsers.vela_stdout import parse_vela_stdout
 
     parse_vela_stdout(data, "fuzz_stdout.txt")
 
 
 def fuzz_elf(data: bytes) -> None:
-    from parsers.elf_map import decode_elf
-    from parsers.memory_map import build_memory_map, elf_record
+    from etu.parsers.elf_map import decode_elf
+    from etu.parsers.memory_map import build_memory_map, elf_record
 
     image = decode_elf(data, "fuzz.elf")
     json.dumps(elf_record(build_memory_map(image)))
 
 
 def fuzz_ld_map(data: bytes) -> None:
-    from parsers.ld_map import parse_ld_map
+    from etu.parsers.ld_map import parse_ld_map
 
     parse_ld_map(_text(data), "fuzz.map")
 
 
 def fuzz_linker_script(data: bytes) -> None:
-    from parsers.linker_script import parse_linker_script
+    from etu.parsers.linker_script import parse_linker_script
 
     parse_linker_script(_text(data), "fuzz.ld")
 
 
 def fuzz_runner_log(data: bytes) -> None:
     """Fed in uneven chunks (cut anywhere, as a UART delivers), then summarised."""
-    from parsers.runner_log import LogSummary, RunnerLogParser
+    from etu.parsers.runner_log import LogSummary, RunnerLogParser
 
     parser, summary = RunnerLogParser(max_line=256), LogSummary()
     step = 1 + (data[0] % 97 if data else 0)
@@ -108,7 +108,7 @@ def fuzz_runner_log(data: bytes) -> None:
 def fuzz_session(data: bytes) -> None:
     """A session folder whose files are cut from the input: meta.json, events.jsonl,
     raw.index and raw.log, read back as `etu log` and the history views do."""
-    from runner.session import read_session
+    from etu.runner.session import read_session
 
     parts = data.split(b"\x00\x00", 3) + [b""] * 3
     folder = Path(tempfile.mkdtemp(prefix="etu-fuzz-session-"))
@@ -139,8 +139,8 @@ HARNESSES: dict[str, Callable[[bytes], None]] = {
 
 
 def _payloads() -> list[bytes]:
-    from parsers.program_facts import delegates
-    from parsers.pte import open_program
+    from etu.parsers.program_facts import delegates
+    from etu.parsers.pte import open_program
 
     blobs = []
     for path in _programs():

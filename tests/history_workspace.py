@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fvp.standin import install_standin
+from etu.fvp.standin import install_standin
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "etu_tui" / "demo"
@@ -23,7 +23,7 @@ STANDIN_SETTINGS = ("ETU_STANDIN_FAULT", "ETU_STANDIN_INFERENCES", "ETU_STANDIN_
 def etu(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120):
     base = {k: v for k, v in os.environ.items() if k not in STANDIN_SETTINGS}
     return subprocess.run(
-        [sys.executable, "-m", "etu_tui.cli", *args], capture_output=True, text=True,
+        [sys.executable, "-m", "etu.tui.cli", *args], capture_output=True, text=True,
         cwd=cwd, env={**base, "PYTHONPATH": str(ROOT), **(env or {})},
         timeout=timeout, check=False,
     )  # fmt: skip
@@ -79,9 +79,8 @@ def fallback_programs() -> tuple[Path, Path]:
 
 def _lower_fallback_programs(paths: tuple[Path, Path]) -> None:
     import torch
+    from etu.runner.aot import LoweringSpec, example_inputs_for, lower_to_pte
     from torch import nn
-
-    from runner.aot import LoweringSpec, example_inputs_for, lower_to_pte
 
     class FallbackNet(nn.Module):
         """conv/relu/linear on the NPU; with ``fallback``, a top-k the Ethos-U cannot run."""

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-from parsers.errors import ParseError
+from etu.parsers.errors import ParseError
 
 PLACE = "@@"  # where a template takes the run (templates hold "{" and "}" of their own)
 
@@ -153,8 +153,8 @@ ISSUE_SHAPES: dict[str, tuple[str, str, str]] = {
 
 
 def _runner_log(text: str) -> None:
-    from parsers.log_summary import LogSummary
-    from parsers.runner_log import RunnerLogParser
+    from etu.parsers.log_summary import LogSummary
+    from etu.parsers.runner_log import RunnerLogParser
 
     data = text.encode()
     parser, summary = RunnerLogParser(), LogSummary()  # the console's own line cap (64 KiB)
@@ -167,11 +167,11 @@ def _runner_log(text: str) -> None:
 
 
 def _parsers() -> dict[str, Callable[[str], object]]:
-    from parsers.ld_map import parse_ld_map, parse_memory_usage
-    from parsers.linker_script import parse_linker_script
-    from parsers.vela_csv import parse_per_layer_csv, parse_summary_csv
-    from parsers.vela_debug_db import parse_debug_db
-    from parsers.vela_stdout import parse_vela_stdout
+    from etu.parsers.ld_map import parse_ld_map, parse_memory_usage
+    from etu.parsers.linker_script import parse_linker_script
+    from etu.parsers.vela_csv import parse_per_layer_csv, parse_summary_csv
+    from etu.parsers.vela_debug_db import parse_debug_db
+    from etu.parsers.vela_stdout import parse_vela_stdout
 
     return {
         "runner log": _runner_log,

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 
-from runner.aot import LoweringSpec
+from etu.runner.aot import LoweringSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE_ROOT = Path(os.environ.get("ETU_TEST_ARTIFACTS", ROOT / "tests" / ".artifacts"))
@@ -71,8 +71,8 @@ def cache_lock(name: str) -> Iterator[None]:
 
 
 def _lower(base: str, out: Path) -> None:
-    from runner.aot import example_inputs_for, lower_to_pte
-    from runner.example_models import EXAMPLES
+    from etu.runner.aot import example_inputs_for, lower_to_pte
+    from etu.runner.example_models import EXAMPLES
 
     model_name, spec = PROGRAMS[base]
     factory, shapes = EXAMPLES[model_name]

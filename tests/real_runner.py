@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-ETU = [sys.executable, "-m", "etu_tui.cli"]
+ETU = [sys.executable, "-m", "etu.tui.cli"]
 
 
 def vendor_file(prefix: str) -> Path | None:

@@ -42,7 +42,7 @@ def _compile(done: Path) -> None:
     shutil.rmtree(work, ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     subprocess.run(
-        [sys.executable, "-m", "etu_tui.cli", "compile", f"{MODEL}:TwoDelegates",
+        [sys.executable, "-m", "etu.tui.cli", "compile", f"{MODEL}:TwoDelegates",
          "--input", "1x3x16x16", "--no-cache", "--out", str(work)],
         check=True, env=env, capture_output=True, timeout=600,
     )  # fmt: skip

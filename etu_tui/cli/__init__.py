@@ -51,7 +51,7 @@ def etu_version() -> str:
 
 
 def command_module(name: str):
-    return importlib.import_module(f"etu_tui.cli.{COMMAND_MODULES[name]}")
+    return importlib.import_module(f"etu.tui.cli.{COMMAND_MODULES[name]}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -85,12 +85,12 @@ def _console_parser() -> argparse.ArgumentParser:
 
 def _open_console(path: Path | None) -> int:
     if path is not None and not path.exists():
-        from parsers.text import printable
+        from etu.parsers.text import printable
 
         print(f"etu: {printable(str(path))}: no such file or folder", file=sys.stderr)
         return 2
-    from etu_tui import app as console  # Textual is imported only for the console
-    from runner.run import install_stop_signals, wait_all_runs
+    from etu.runner.run import install_stop_signals, wait_all_runs
+    from etu.tui import app as console  # Textual is imported only for the console
 
     app = console.EtuApp(path)
 
@@ -125,7 +125,7 @@ class SafeStream:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        from parsers.text import printable_lines
+        from etu.parsers.text import printable_lines
 
         return self._stream.write(printable_lines(text))
 
@@ -209,7 +209,7 @@ def _run_command(argv: list[str]) -> int:
         except (KeyboardInterrupt, BrokenPipeError):
             raise
         except Exception as error:  # never a traceback: one line, like every other error
-            from parsers.errors import describe_error
+            from etu.parsers.errors import describe_error
 
             (errors or err).write(f"etu: {describe_error(error)}\n")
             status = 1

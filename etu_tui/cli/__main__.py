@@ -1,5 +1,5 @@
-"""``python -m etu_tui.cli`` is ``etu``."""
+"""``python -m etu.tui.cli`` is ``etu``."""
 
-from etu_tui.cli import main
+from etu.tui.cli import main
 
 raise SystemExit(main())

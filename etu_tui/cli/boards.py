@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TextIO
 
-from etu_tui.cli.common import add_json_lines_option, board_profiles_or_error
+from etu.tui.cli.common import add_json_lines_option, board_profiles_or_error
 
 HELP = "list board profiles (built in, and ETU_BOARDS_DIR's *.toml)"
 

@@ -26,10 +26,10 @@ def add_region_options(parser: argparse.ArgumentParser) -> None:
 def memory_map_from_args(args: argparse.Namespace):
     """The regions the options name; with none, what the console reads too: the ``.map``
     beside the ELF, else its ``.ld``, else the runner's layout (runner/workspace.py)."""
-    from parsers.memory_map import load_memory_map, parse_region_spec
+    from etu.parsers.memory_map import load_memory_map, parse_region_spec
 
     if not (args.map or args.ld or args.region or args.preset):
-        from runner.workspace import read_memory_map
+        from etu.runner.workspace import read_memory_map
 
         memory_map, _source, notes, _names = read_memory_map(args.elf, args.elf.name)
         memory_map.warnings[:0] = notes
@@ -43,7 +43,7 @@ def memory_map_from_args(args: argparse.Namespace):
 
 def add_target_option(parser: argparse.ArgumentParser, what: str, **kwargs) -> None:
     """``--target`` with its values listed (the FVPs' targets, fvp/targets.py)."""
-    from fvp.targets import targets
+    from etu.fvp.targets import targets
 
     values = targets()
     parser.add_argument(
@@ -55,7 +55,7 @@ def add_target_option(parser: argparse.ArgumentParser, what: str, **kwargs) -> N
 def add_vela_config_options(parser: argparse.ArgumentParser) -> None:
     """``--system-config`` and ``--memory-mode`` with their values listed
     (runner/compile_request.py: Vela's vela.ini sections the runner builds for)."""
-    from runner.compile_request import MEMORY_MODES, SYSTEM_CONFIGS
+    from etu.runner.compile_request import MEMORY_MODES, SYSTEM_CONFIGS
 
     parser.add_argument(
         "--system-config", choices=list(SYSTEM_CONFIGS), metavar="CONFIG",
@@ -75,7 +75,7 @@ def add_json_lines_option(parser: argparse.ArgumentParser, what: str) -> None:
 def board_profiles_or_error(err) -> dict | None:
     """Every board profile (built in and the user's); None after writing the one-line error
     (a malformed profile file names its file, line and key)."""
-    from runner.boards.profiles import ProfileError, load_profiles
+    from etu.runner.boards.profiles import ProfileError, load_profiles
 
     try:
         return load_profiles()
@@ -91,7 +91,7 @@ def stoppable(body, err) -> int:
     (building firmware, flashing, opening the port) stops the command there, its clean-up
     run on the way out, with the same status. An ignored SIGINT (a background job) stays
     ignored."""
-    from runner.run import EXIT_STATUS, install_stop_signals, stop_reason
+    from etu.runner.run import EXIT_STATUS, install_stop_signals, stop_reason
 
     install_stop_signals()
     try:

@@ -8,13 +8,13 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from parsers.errors import describe_error, first_line
+from etu.parsers.errors import describe_error, first_line
 
 HELP = "compare a recorded run's outputs with the host reference (or .npy files): errors, SNR"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from runner.compare import DEFAULT_ATOL, DEFAULT_RTOL
+    from etu.runner.compare import DEFAULT_ATOL, DEFAULT_RTOL
 
     parser.add_argument("session", type=Path, help="a session folder (.etu/sessions/...)")
     parser.add_argument(
@@ -34,7 +34,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     """0 all outputs pass, 1 some fail, 2 cannot compare."""
-    from runner.compare import CompareError, compare_session
+    from etu.runner.compare import CompareError, compare_session
 
     reference = "host" if args.reference == ["host"] else [Path(p) for p in args.reference]
     try:

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from etu_tui.cli.common import add_target_option, add_vela_config_options
-from parsers.text import printable as p
-from parsers.text import printable_lines
+from etu.parsers.text import printable as p
+from etu.parsers.text import printable_lines
+from etu.tui.cli.common import add_target_option, add_vela_config_options
 
 HELP = "compile a PyTorch model for an Ethos-U target with ExecuTorch + Vela"
 
@@ -51,14 +51,14 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 def compile_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     """0: every job compiled (or came from the cache); 1: a job failed; 2: bad request."""
-    from runner.compile_job import (
+    from etu.runner.compile_job import (
         CompileJob,
         CompileListener,
         comparison_row,
         run_sweep,
         sweep_requests,
     )
-    from runner.compile_request import CompileRequest, InputSpec, RequestError
+    from etu.runner.compile_request import CompileRequest, InputSpec, RequestError
 
     if args.out.exists() and not args.out.is_dir():
         err.write(f"etu: {p(str(args.out))}: not a folder (--out is where job folders go)\n")

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from parsers.text import printable
+from etu.parsers.text import printable
 
 HELP = "print the effective settings (etu.toml, user file, defaults, environment)"
 
@@ -27,7 +27,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    from runner.config import SETTINGS, ConfigError, load_settings, user_config_file
+    from etu.runner.config import SETTINGS, ConfigError, load_settings, user_config_file
 
     if args.action == "trust":
         return _trust(args.dir or args.workspace, out=out, err=err)
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 
 def _trust(folder: Path, *, out: TextIO, err: TextIO) -> int:
-    from runner.config import ConfigError, trust_workspace
+    from etu.runner.config import ConfigError, trust_workspace
 
     try:
         trusted = trust_workspace(folder)
@@ -89,8 +89,8 @@ def _trust(folder: Path, *, out: TextIO, err: TextIO) -> int:
 
 def known_binding_ids() -> set[str]:
     """Every binding id of the console: the action table and each tab panel's own keys."""
-    from etu_tui.app import EtuApp
-    from etu_tui.keys import KEYS, panel_bindings
+    from etu.tui.app import EtuApp
+    from etu.tui.keys import KEYS, panel_bindings
 
     ids = {spec.id for spec in KEYS}
     for _tab, _label, panel, _panel_id in EtuApp.TABS:

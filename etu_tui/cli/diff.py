@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from etu_tui.cli.sessions import add_workspace_options, sessions_folder
+from etu.tui.cli.sessions import add_workspace_options, sessions_folder
 
 HELP = "compare two sessions, two .pte programs or two Vela outputs (exit 1 when they differ)"
 PROGRAM_SUFFIXES = (".pte", ".bpte")
@@ -29,8 +29,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    from runner.diff import DiffError, Tolerance, diff_programs, diff_sessions, diff_vela
-    from runner.history import resolve_session
+    from etu.runner.diff import DiffError, Tolerance, diff_programs, diff_sessions, diff_vela
+    from etu.runner.history import resolve_session
 
     tol = Tolerance(rtol=args.rtol, atol=args.atol)
     a, b = Path(args.a), Path(args.b)
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 def _mark_simulated(result: dict, a: Path, b: Path) -> None:
     """Which sides the etu stand-in FVP printed (their figures and outputs are made up)."""
-    from runner.history import read_meta
+    from etu.runner.history import read_meta
 
     sides = [name for name, folder in (("A", a), ("B", b)) if read_meta(folder).get("simulated")]
     result["simulated"] = sides
@@ -98,7 +98,7 @@ def _rows(items: list[dict], all_rows: bool = False) -> list[str]:
 
 
 def format_diff(result: dict) -> str:
-    from parsers.text import printable
+    from etu.parsers.text import printable
 
     lines: list[str] = []
     kind = result["kind"]

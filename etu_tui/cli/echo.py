@@ -14,8 +14,8 @@ import threading
 from collections.abc import Callable
 from typing import TextIO
 
-from parsers.runner_events import Event
-from runner.run import RunListener
+from etu.parsers.runner_events import Event
+from etu.runner.run import RunListener
 
 BACKLOG = 100_000  # lines waiting for a slow stdout before further ones are only counted
 

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from etu_tui.cli.common import add_region_options, memory_map_from_args
-from parsers.errors import ParseError
-from parsers.text import printable as p
+from etu.parsers.errors import ParseError
+from etu.parsers.text import printable as p
+from etu.tui.cli.common import add_region_options, memory_map_from_args
 
 HELP = "firmware memory map: regions, sections, largest symbols, the runner's pools"
 
@@ -25,7 +25,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 
 def elf_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    from parsers.memory_map import elf_record
+    from etu.parsers.memory_map import elf_record
 
     try:
         memory_map = memory_map_from_args(args)

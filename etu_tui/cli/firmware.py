@@ -54,8 +54,8 @@ def add_build_options(parser: argparse.ArgumentParser, *, board_required: bool =
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    from runner.runtime_build import RuntimeBuildError
-    from runner.runtime_source import SourceError
+    from etu.runner.runtime_build import RuntimeBuildError
+    from etu.runner.runtime_source import SourceError
 
     folder = args.out or args.pte.with_name(f"{args.pte.stem}.{args.board}")
     try:
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 def build_from_args(args: argparse.Namespace, folder: Path, *, err: TextIO | None):
     """Shared by `etu firmware build` and `etu run --board`."""
-    from runner.runtime_build import build_runner, parse_pools
+    from etu.runner.runtime_build import build_runner, parse_pools
 
     pools = parse_pools(args.pools)
     select = None
@@ -94,7 +94,7 @@ def build_from_args(args: argparse.Namespace, folder: Path, *, err: TextIO | Non
 
     def progress(text: str) -> None:
         if err is not None:
-            from etu_tui.safe_text import printable
+            from etu.tui.safe_text import printable
 
             err.write(f"etu: firmware: {printable(text)}\n")
             err.flush()

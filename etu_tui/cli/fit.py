@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from etu_tui.cli.common import add_region_options, add_target_option, memory_map_from_args
-from parsers.errors import ParseError
-from parsers.text import printable as p
+from etu.parsers.errors import ParseError
+from etu.parsers.text import printable as p
+from etu.tui.cli.common import add_region_options, add_target_option, memory_map_from_args
 
 HELP = "does a program fit a firmware? verdicts with the shortfall and the build fix"
 
@@ -29,9 +29,9 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 def fit_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     """Exit 1 when any check fails, 2 when an input cannot be read."""
-    from parsers.fit import FAIL, check_fit, fit_record
-    from parsers.pte import open_program
-    from parsers.vela import load_vela_report
+    from etu.parsers.fit import FAIL, check_fit, fit_record
+    from etu.parsers.pte import open_program
+    from etu.parsers.vela import load_vela_report
 
     try:
         memory_map = memory_map_from_args(args)

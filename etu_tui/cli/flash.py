@@ -65,14 +65,14 @@ class ProgressPrinter:
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    from etu_tui.cli.common import stoppable
+    from etu.tui.cli.common import stoppable
 
     return stoppable(lambda: _flash_command(args, out=out, err=err), err)
 
 
 def _flash_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    from runner.boards.flash import FlashError, parse_file_spec
-    from runner.boards.profiles import ProfileError, get_profile
+    from etu.runner.boards.flash import FlashError, parse_file_spec
+    from etu.runner.boards.profiles import ProfileError, get_profile
 
     try:
         profile = get_profile(args.board)
@@ -119,7 +119,7 @@ class _NoPort(Exception):
 
 
 def _pick_port(profile, wanted: str | None, index: int = 0) -> str:
-    from runner.boards.ports import list_serial_ports, ports_for
+    from etu.runner.boards.ports import list_serial_ports, ports_for
 
     if wanted:
         return wanted
@@ -137,7 +137,7 @@ def _pick_port(profile, wanted: str | None, index: int = 0) -> str:
 
 
 def _flash(profile, files, args, printer):
-    from runner.boards.flash import flash_board
+    from etu.runner.boards.flash import flash_board
 
     port = mcc = None
     if profile.method == "mps3-drive":
@@ -153,8 +153,8 @@ def _flash(profile, files, args, printer):
 
 
 def _monitor(profile, result, args, out: TextIO, err: TextIO) -> int:
-    from etu_tui.cli.monitor import follow
-    from runner.boards.source import SerialSource
+    from etu.runner.boards.source import SerialSource
+    from etu.tui.cli.monitor import follow
 
     source = result.source
     if source is None:

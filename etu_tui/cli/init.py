@@ -25,7 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    from runner.config import WORKSPACE_FILE, workspace_template
+    from etu.runner.config import WORKSPACE_FILE, workspace_template
 
     folder: Path = args.dir
     try:

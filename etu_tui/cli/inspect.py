@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from parsers.errors import ParseError
-from parsers.text import printable as p
+from etu.parsers.errors import ParseError
+from etu.parsers.text import printable as p
 
 HELP = "decode .pte files: plans, delegates, Ethos-U payloads, CPU operators"
 
@@ -31,13 +31,13 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 def inspect_command(files: Sequence[Path], *, as_json: bool, out: TextIO, err: TextIO) -> int:
     """Print one record per file in argument order; a bad file never stops the others."""
-    from parsers.firmware_program import (
+    from etu.parsers.firmware_program import (
         decode_embedded_program,
         find_embedded_program,
         is_elf,
     )
-    from parsers.program_facts import inspect_record
-    from parsers.pte import open_program
+    from etu.parsers.program_facts import inspect_record
+    from etu.parsers.pte import open_program
 
     failed = 0
     for path in files:

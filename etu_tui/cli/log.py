@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from parsers.errors import describe_error
+from etu.parsers.errors import describe_error
 
 HELP = "summarise a saved runner log or a recorded session"
 MAX_LOG_BYTES = 64 << 30  # read as a stream: the cap only refuses absurd files
@@ -28,8 +28,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     if args.elf is not None:
-        from parsers.elf_map import check_arm_firmware
-        from parsers.errors import ParseError, describe_error
+        from etu.parsers.elf_map import check_arm_firmware
+        from etu.parsers.errors import ParseError, describe_error
 
         try:
             check_arm_firmware(args.elf)
@@ -45,13 +45,13 @@ def log_command(
     path: Path, *, as_json: bool, events: bool, out: TextIO, err: TextIO, elf: Path | None = None
 ) -> int:
     """A saved log (or a session folder's raw.log) re-read through the same parser."""
-    from parsers.errors import ParseError
-    from parsers.files import open_regular
-    from parsers.log_summary import LogSummary
-    from parsers.runner_log import RunnerLogParser
-    from parsers.text import printable
-    from runner.run import bound_summary
-    from runner.session import RAW
+    from etu.parsers.errors import ParseError
+    from etu.parsers.files import open_regular
+    from etu.parsers.log_summary import LogSummary
+    from etu.parsers.runner_log import RunnerLogParser
+    from etu.parsers.text import printable
+    from etu.runner.run import bound_summary
+    from etu.runner.session import RAW
 
     source = path / RAW if path.is_dir() else path
     # Streamed: a log of any length is read in blocks; only the summary is kept (and with
@@ -92,7 +92,7 @@ def log_command(
     if etdump:
         rows = _etdump_rows(etdump[-1].data, err)
         if rows and _session_meta(path).get("emulated"):
-            from runner.etdump import EMULATED_TIME_NOTE
+            from etu.runner.etdump import EMULATED_TIME_NOTE
 
             for row in rows:
                 row["time"] = None  # the runner's tick source reads 0 there
@@ -100,7 +100,7 @@ def log_command(
         summary["etdump_operators"] = rows
     fault = None
     if faults:
-        from parsers.fault import decode_fault
+        from etu.parsers.fault import decode_fault
 
         fault = decode_fault(faults[0], elf or _session_elf(path))
     summary["fault"] = fault.to_json() if fault is not None else None
@@ -140,7 +140,7 @@ def log_command(
 
 def _session_meta(path: Path) -> dict:
     """A session folder's meta.json ({} for a plain log or an unreadable meta)."""
-    from runner.history import read_meta
+    from etu.runner.history import read_meta
 
     if not path.is_dir():
         return {}
@@ -160,10 +160,10 @@ def _n(value) -> str:
 
 def _etdump_rows(data: bytes, err: TextIO) -> list[dict] | None:
     """The per-operator table from the run's ETDump (ExecuTorch's Inspector, lazily)."""
-    from parsers.text import printable
+    from etu.parsers.text import printable
 
     try:
-        from runner.etdump import etdump_operators
+        from etu.runner.etdump import etdump_operators
 
         return etdump_operators(data)
     except Exception as error:  # a foreign library reading device-sent bytes

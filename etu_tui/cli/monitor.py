@@ -37,14 +37,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    from etu_tui.cli.common import stoppable
+    from etu.tui.cli.common import stoppable
 
     return stoppable(lambda: _monitor_port(args, out=out, err=err), err)
 
 
 def _monitor_port(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    from runner.boards.profiles import ProfileError, get_profile
-    from runner.boards.source import PortError, SerialSource
+    from etu.runner.boards.profiles import ProfileError, get_profile
+    from etu.runner.boards.source import PortError, SerialSource
 
     settings: dict = {"baudrate": 115200}
     profile = None
@@ -75,11 +75,11 @@ def _monitor_port(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 def follow(source, meta: dict, sessions: Path, *, as_json: bool, out: TextIO, err: TextIO) -> int:
     """Record and parse ``source`` until it ends; print the log (or, with --json, the
     summary) and return the exit status of `etu run` for the same ending."""
-    from etu_tui.cli.echo import Echo
-    from etu_tui.safe_text import printable
-    from parsers.runner_events import LogLine
-    from runner.run import RunController, RunListener, stop_reason
-    from runner.session import RAW
+    from etu.parsers.runner_events import LogLine
+    from etu.runner.run import RunController, RunListener, stop_reason
+    from etu.runner.session import RAW
+    from etu.tui.cli.echo import Echo
+    from etu.tui.safe_text import printable
 
     def render(event) -> str | None:
         if isinstance(event, LogLine):
@@ -118,9 +118,9 @@ def follow(source, meta: dict, sessions: Path, *, as_json: bool, out: TextIO, er
 def _streamed_summary(raw: Path) -> dict:
     """The ``etu log --json`` summary of a session's raw.log, read in blocks: a flood of
     gigabytes from a device costs the summary, not the log's size, in memory."""
-    from parsers.files import GiB, read_blocks
-    from parsers.log_summary import LogSummary
-    from parsers.runner_log import RunnerLogParser
+    from etu.parsers.files import GiB, read_blocks
+    from etu.parsers.log_summary import LogSummary
+    from etu.parsers.runner_log import RunnerLogParser
 
     parser, summary = RunnerLogParser(), LogSummary()
     for block in read_blocks(raw, "a session log", 64 * GiB, follow=False):

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TextIO
 
-from etu_tui.cli.common import add_json_lines_option, board_profiles_or_error
+from etu.tui.cli.common import add_json_lines_option, board_profiles_or_error
 
 HELP = "list serial ports (device, VID:PID, serial number, matching board profile)"
 
@@ -16,8 +16,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    from etu_tui.safe_text import printable
-    from runner.boards.ports import list_serial_ports
+    from etu.runner.boards.ports import list_serial_ports
+    from etu.tui.safe_text import printable
 
     profiles = board_profiles_or_error(err)
     if profiles is None:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from parsers.errors import describe_error, first_line
+from etu.parsers.errors import describe_error, first_line
 
 HELP = "what a program should output: CPU kernels on the host, each Ethos-U delegate by TOSA"
 SHOWN_VALUES = 16  # values printed per tensor in text (--json has them all)
@@ -29,10 +29,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     """0 the reference was made, 2 it cannot be (no TOSA graph, unreadable inputs...)."""
-    from parsers.errors import ParseError
-    from runner.reference import ReferenceError, program_reference
-    from runner.segment_program import SegmentError
-    from runner.tosa_graphs import TosaMatchError
+    from etu.parsers.errors import ParseError
+    from etu.runner.reference import ReferenceError, program_reference
+    from etu.runner.segment_program import SegmentError
+    from etu.runner.tosa_graphs import TosaMatchError
 
     if not args.program.is_file():
         err.write(f"etu: {args.program}: no such file\n")

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
-from etu_tui.cli.sessions import add_workspace_options, sessions_folder
+from etu.tui.cli.sessions import add_workspace_options, sessions_folder
 
 HELP = "a self-contained report (Markdown or one HTML file) on one recorded session"
 
@@ -21,10 +21,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    from etu_tui.report_format import render_html, render_markdown
-    from parsers.errors import ParseError
-    from runner.history import resolve_session
-    from runner.report import build_report
+    from etu.parsers.errors import ParseError
+    from etu.runner.history import resolve_session
+    from etu.runner.report import build_report
+    from etu.tui.report_format import render_html, render_markdown
 
     root = sessions_folder(args)
     folder = resolve_session(args.session, root)

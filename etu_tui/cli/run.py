@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from etu_tui.cli.common import add_target_option, stoppable
+from etu.tui.cli.common import add_target_option, stoppable
 
 # With --json, statuses other than 2 are the run's ending, already in the JSON outcome.
 JSON_ERROR_STATUSES = (2,)
@@ -65,10 +65,10 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         return 2
     if not _is_arm_firmware(args.elf, err):
         return 2
-    from fvp.command import FvpOptions, format_command, parse_param
-    from fvp.launch import LaunchError, prepare_fvp_launch
-    from parsers.text import printable
-    from runner.config import ConfigError, load_settings
+    from etu.fvp.command import FvpOptions, format_command, parse_param
+    from etu.fvp.launch import LaunchError, prepare_fvp_launch
+    from etu.parsers.text import printable
+    from etu.runner.config import ConfigError, load_settings
 
     try:
         settings = load_settings(Path.cwd())
@@ -105,8 +105,8 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 
 def _stream_run(launch, args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    from parsers.text import printable
-    from runner.run import RunController
+    from etu.parsers.text import printable
+    from etu.runner.run import RunController
 
     if launch.simulated and not args.json:  # --json: the events say "simulated"
         shown = printable(str(launch.executable))
@@ -127,8 +127,8 @@ def _stream_run(launch, args: argparse.Namespace, *, out: TextIO, err: TextIO) -
 
 def _is_arm_firmware(elf: Path, err: TextIO) -> bool:
     """Checked before any simulator or QEMU starts (and for a dry run): one line if not."""
-    from parsers.elf_map import check_arm_firmware
-    from parsers.errors import ParseError, describe_error
+    from etu.parsers.elf_map import check_arm_firmware
+    from etu.parsers.errors import ParseError, describe_error
 
     if not Path(elf).exists():
         err.write(f"etu: {elf}: no such firmware file\n")
@@ -143,7 +143,7 @@ def _is_arm_firmware(elf: Path, err: TextIO) -> bool:
 
 def _board_run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     """`etu run --board qemu-an547 [PROGRAM.pte | --elf ELF]`: build if needed, run."""
-    from runner.runtime_run import QEMU_LABEL, QemuMissing, qemu_argv, run_on_qemu
+    from etu.runner.runtime_run import QEMU_LABEL, QemuMissing, qemu_argv, run_on_qemu
 
     elf = args.elf
     if elf is None:
@@ -176,11 +176,11 @@ def _board_run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 def _explain_fault(controller, elf: Path, err: TextIO) -> None:
     """A hard fault's registers decoded and PC/LR symbolised from the ELF that ran."""
-    from runner.runtime_run import describe_fault
+    from etu.runner.runtime_run import describe_fault
 
     if controller.outcome is None or controller.outcome.reason != "hard_fault":
         return
-    from parsers.files import GiB, MiB, read_lines
+    from etu.parsers.files import GiB, MiB, read_lines
 
     events = read_lines(controller.folder / "events.jsonl", "a session's events", GiB, MiB,
                         follow=False)  # fmt: skip
@@ -194,10 +194,10 @@ def _explain_fault(controller, elf: Path, err: TextIO) -> None:
 
 
 def _build_if_needed(args: argparse.Namespace, *, err: TextIO):
-    from etu_tui.cli.firmware import build_from_args
-    from runner.runtime_build import RuntimeBuildError, load_record
-    from runner.runtime_source import SourceError
-    from runner.session import file_sha256
+    from etu.runner.runtime_build import RuntimeBuildError, load_record
+    from etu.runner.runtime_source import SourceError
+    from etu.runner.session import file_sha256
+    from etu.tui.cli.firmware import build_from_args
 
     folder = args.build_dir or Path(".etu") / "firmware" / f"{args.pte.stem}.{args.board}"
     record = load_record(folder)
@@ -228,9 +228,9 @@ def _build_if_needed(args: argparse.Namespace, *, err: TextIO):
 def _printer(args: argparse.Namespace, out: TextIO, err: TextIO):
     """The run's events (--json) or its lines, echoed from a thread of their own (a stdout
     that stops reading must not pause the simulator)."""
-    from etu_tui.cli.echo import Echo
-    from etu_tui.safe_text import printable
-    from parsers.runner_events import LogLine
+    from etu.parsers.runner_events import LogLine
+    from etu.tui.cli.echo import Echo
+    from etu.tui.safe_text import printable
 
     def render(event) -> str | None:
         if args.json:
@@ -241,8 +241,8 @@ def _printer(args: argparse.Namespace, out: TextIO, err: TextIO):
 
 
 def _finish(controller, args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    from etu_tui.safe_text import printable
-    from runner.run import stop_reason
+    from etu.runner.run import stop_reason
+    from etu.tui.safe_text import printable
 
     try:
         outcome = controller.wait()

@@ -3,7 +3,7 @@
 Each browser tab that connects starts its own ``etu`` console process; the page talks to
 it over a websocket. A console runs simulators, compiles ``model.py`` files and reads and
 writes the workspace, so every request must carry the per-start token and a socket must come
-from the served origin (``etu_tui.serve_guard``); the server binds to 127.0.0.1 unless
+from the served origin (``etu.tui.serve_guard``); the server binds to 127.0.0.1 unless
 ``--host`` says otherwise.
 """
 
@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
-from etu_tui.serve_guard import TOKEN_ENV, Guard, TokenError, checked_token, url_host
+from etu.tui.serve_guard import TOKEN_ENV, Guard, TokenError, checked_token, url_host
 
 HELP = "the console in a web browser (textual-serve); 127.0.0.1 only unless --host"
 # The page textual-serve ships links a web font from the internet; etu serves the page
@@ -53,9 +53,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def console_command(path: Path | None) -> str:
     """The command each connection starts. textual-serve runs it through a shell, so every
     part is quoted (shlex.join): a path cannot add shell syntax."""
-    from runner.isolated import isolated_python
+    from etu.runner.isolated import isolated_python
 
-    argv = isolated_python("etu_tui.cli")  # -I: nothing in its working folder runs instead
+    argv = isolated_python("etu.tui.cli")  # -I: nothing in its working folder runs instead
     if path is not None:
         argv.append(str(path.resolve()))
     return shlex.join(argv)

@@ -52,13 +52,13 @@ def add_workspace_options(parser: argparse.ArgumentParser) -> None:
 
 
 def sessions_folder(args: argparse.Namespace) -> Path:
-    from runner.session import sessions_root
+    from etu.runner.session import sessions_root
 
     return args.sessions if args.sessions is not None else sessions_root(args.workspace)
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    from runner.history import list_rows
+    from etu.runner.history import list_rows
 
     rows = list_rows(
         sessions_folder(args), workspace=args.workspace, program=args.program,
@@ -79,7 +79,7 @@ def _num(value: int | None) -> str:
 
 
 def format_rows(rows) -> str:
-    from parsers.text import printable
+    from etu.parsers.text import printable
 
     header = ("when", "kind", "target", "program", "firmware", "ending", "NPU cycles",
               "CPU cycles", "method alloc", "temp alloc", "time", "proof")  # fmt: skip

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from parsers.errors import ParseError
-from parsers.text import printable as p
+from etu.parsers.errors import ParseError
+from etu.parsers.text import printable as p
 
 HELP = "read Vela's output (folder, summary/per-layer CSV, debug DB or saved stdout)"
 
@@ -27,7 +27,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 def vela_command(path: Path, *, as_json: bool, out: TextIO, err: TextIO) -> int:
     """Vela's estimate for one output folder or file; exit 1 when it cannot be read."""
-    from parsers.vela import load_vela_report, vela_record
+    from etu.parsers.vela import load_vela_report, vela_record
 
     try:
         report = load_vela_report(path)

@@ -15,8 +15,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from runner.compile_job import CompileJob, CompileListener  # noqa: E402
-from runner.compile_request import CompileRequest, InputSpec  # noqa: E402
+from etu.runner.compile_job import CompileJob, CompileListener  # noqa: E402
+from etu.runner.compile_request import CompileRequest, InputSpec  # noqa: E402
 
 REQUEST = CompileRequest(
     source=f"{HERE / 'model.py'}:DemoCNN",

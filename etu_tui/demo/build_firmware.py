@@ -15,7 +15,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from runner.firmware import build_stub_firmware  # noqa: E402
+from etu.runner.firmware import build_stub_firmware  # noqa: E402
 
 DEMO_OPS = [
     "quantized_decomposed::quantize_per_tensor.out",

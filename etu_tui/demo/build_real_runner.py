@@ -24,10 +24,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT))
 
-from etu_tui.demo.build_demo import REQUEST, Progress  # noqa: E402
-from runner.compile_job import CompileJob  # noqa: E402
-from runner.runtime_build import RuntimeBuildError, build_runner  # noqa: E402
-from runner.runtime_source import SourceError  # noqa: E402
+from etu.runner.compile_job import CompileJob  # noqa: E402
+from etu.runner.runtime_build import RuntimeBuildError, build_runner  # noqa: E402
+from etu.runner.runtime_source import SourceError  # noqa: E402
+from etu.tui.demo.build_demo import REQUEST, Progress  # noqa: E402
 
 
 def _vendor_defaults() -> None:

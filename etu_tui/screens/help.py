@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from etu.tui.keys import KEYS, PANELS, KeySpec, panel_bindings, spec_by_id
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
-
-from etu_tui.keys import KEYS, PANELS, KeySpec, panel_bindings, spec_by_id
 
 
 def key_text(spec: KeySpec, keymap: dict[str, str], display) -> str:

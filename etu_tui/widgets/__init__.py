@@ -1,12 +1,12 @@
 """The console's widgets: each shows one part of a decoded program and owns no loading."""
 
-from etu_tui.widgets.compile import CompileBridge, CompilePanel
-from etu_tui.widgets.cpu_ops import CpuOpsView, SelectOps
-from etu_tui.widgets.delegates import DelegatesView
-from etu_tui.widgets.error_panel import ErrorPanel
-from etu_tui.widgets.fit import FitChecks, FitHeadline, VerdictRow
-from etu_tui.widgets.instructions import InstructionsLegend, InstructionsTable
-from etu_tui.widgets.memory import (
+from etu.tui.widgets.compile import CompileBridge, CompilePanel
+from etu.tui.widgets.cpu_ops import CpuOpsView, SelectOps
+from etu.tui.widgets.delegates import DelegatesView
+from etu.tui.widgets.error_panel import ErrorPanel
+from etu.tui.widgets.fit import FitChecks, FitHeadline, VerdictRow
+from etu.tui.widgets.instructions import InstructionsLegend, InstructionsTable
+from etu.tui.widgets.memory import (
     FirmwareError,
     KernelsView,
     MemoryWarnings,
@@ -16,7 +16,7 @@ from etu_tui.widgets.memory import (
     SectionsTable,
     SymbolsTable,
 )
-from etu_tui.widgets.npu import (
+from etu.tui.widgets.npu import (
     AddReportScreen,
     CompareTable,
     LayerTable,
@@ -24,11 +24,11 @@ from etu_tui.widgets.npu import (
     VelaMessages,
     VelaSummary,
 )
-from etu_tui.widgets.plan import PlanFacts
-from etu_tui.widgets.run import RunBridge, RunElfScreen, RunPanel
-from etu_tui.widgets.run_log import HexView, LogView
-from etu_tui.widgets.run_model import LogStore, RunRecord
-from etu_tui.widgets.run_panes import (
+from etu.tui.widgets.plan import PlanFacts
+from etu.tui.widgets.run import RunBridge, RunElfScreen, RunPanel
+from etu.tui.widgets.run_log import HexView, LogView
+from etu.tui.widgets.run_model import LogStore, RunRecord
+from etu.tui.widgets.run_panes import (
     AllocatorPane,
     OperatorsPane,
     OutputsPane,
@@ -37,9 +37,9 @@ from etu_tui.widgets.run_panes import (
     ProcessPane,
     RunBanner,
 )
-from etu_tui.widgets.summary import ProgramSummary
-from etu_tui.widgets.values import ValuesTable
-from etu_tui.widgets.virtual_table import Column, VirtualTable
+from etu.tui.widgets.summary import ProgramSummary
+from etu.tui.widgets.values import ValuesTable
+from etu.tui.widgets.virtual_table import Column, VirtualTable
 
 __all__ = [
     "AddReportScreen",

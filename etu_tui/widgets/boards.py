@@ -14,16 +14,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
+from etu.parsers.errors import describe_error
+from etu.tui.safe_text import printable
+from etu.tui.screens.open_file import OpenFileScreen
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import Button, Input, Label, ProgressBar, Select, Static
-
-from etu_tui.safe_text import printable
-from etu_tui.screens.open_file import OpenFileScreen
-from parsers.errors import describe_error
 
 PORT_POLL_SECONDS = 1.5  # how often the port list is re-read (hot-plug)
 EMULATED = "qemu-an547"  # the emulated board's profile: QEMU, no port to pick
@@ -134,7 +133,7 @@ class BoardsPanel(Vertical):
         yield Static(id="boards-ports")
 
     def on_mount(self) -> None:
-        from runner.boards.profiles import ProfileError, load_profiles
+        from etu.runner.boards.profiles import ProfileError, load_profiles
 
         try:
             self.profiles = load_profiles()
@@ -184,7 +183,7 @@ class BoardsPanel(Vertical):
                         exit_on_error=False)  # fmt: skip
 
     def _list_ports(self) -> None:
-        from runner.boards.ports import list_serial_ports
+        from etu.runner.boards.ports import list_serial_ports
 
         try:
             ports = list_serial_ports(self.profiles or None)
@@ -266,8 +265,8 @@ class BoardsPanel(Vertical):
         return True
 
     def _flash_in_thread(self, profile, firmware: Path, port: str | None, baud: int | None):
-        from runner.boards.flash import FlashError, flash_board, parse_file_spec
-        from runner.boards.source import SerialSource
+        from etu.runner.boards.flash import FlashError, flash_board, parse_file_spec
+        from etu.runner.boards.source import SerialSource
 
         try:
             result = flash_board(

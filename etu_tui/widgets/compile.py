@@ -14,33 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from textual import on, work
-from textual.app import ComposeResult
-from textual.binding import BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.content import Content
-from textual.widgets import Button, DataTable, Input, Label, RichLog, Select, Static
-
-from etu_tui.keys import bindings
-from etu_tui.safe_text import printable
-from etu_tui.widgets.compile_messages import (
-    CompileDone,
-    CompileLog,
-    CompileStage,
-    CompileStarted,
-    OpenCompiled,
-    SweepDone,
-    SweepRow,
-)
-from parsers.errors import describe_error, first_line
-from runner.compile_job import (
+from etu.parsers.errors import describe_error, first_line
+from etu.runner.compile_job import (
     CompileJob,
     CompileListener,
     comparison_row,
     run_sweep,
     sweep_requests,
 )
-from runner.compile_request import (
+from etu.runner.compile_request import (
     DEFAULTS,
     MEMORY_MODES,
     SYSTEM_CONFIGS,
@@ -49,8 +31,25 @@ from runner.compile_request import (
     InputSpec,
     RequestError,
 )
-from runner.compile_worker import STAGES
-from runner.workspace import compile_root, workspace_of
+from etu.runner.compile_worker import STAGES
+from etu.runner.workspace import compile_root, workspace_of
+from etu.tui.keys import bindings
+from etu.tui.safe_text import printable
+from etu.tui.widgets.compile_messages import (
+    CompileDone,
+    CompileLog,
+    CompileStage,
+    CompileStarted,
+    OpenCompiled,
+    SweepDone,
+    SweepRow,
+)
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.widgets import Button, DataTable, Input, Label, RichLog, Select, Static
 
 DEFAULT_SOURCE = "cnn"
 DEFAULT_TARGET = "ethos-u55-128"
@@ -377,7 +376,7 @@ class CompilePanel(Vertical):
 
     @work(thread=True, group="compile", exit_on_error=False)
     def _compile(self, state: CompileState, out_dir: Path) -> None:
-        from runner.compile_job import CompileResult
+        from etu.runner.compile_job import CompileResult
 
         try:
             job = CompileJob(state.request, out_dir, CompileBridge(self, state.job_id))

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+from etu.parsers.program_facts import CpuOperator
+from etu.tui.safe_text import printable
+from etu.tui.widgets.formatting import plural
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
-
-from etu_tui.safe_text import printable
-from etu_tui.widgets.formatting import plural
-from parsers.program_facts import CpuOperator
 
 
 def operators_content(ops: list[CpuOperator]) -> Content:

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
+from etu.parsers.errors import ParseError
+from etu.parsers.ethosu import EthosUPayload, VelaIO, is_ethosu_delegate
+from etu.parsers.program_facts import DelegateInfo
+from etu.parsers.pte import Program
+from etu.tui.safe_text import printable
+from etu.tui.widgets.formatting import nbytes, shape
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
-
-from etu_tui.safe_text import printable
-from etu_tui.widgets.formatting import nbytes, shape
-from parsers.errors import ParseError
-from parsers.ethosu import EthosUPayload, VelaIO, is_ethosu_delegate
-from parsers.program_facts import DelegateInfo
-from parsers.pte import Program
 
 LABEL_WIDTH = 16
 

@@ -11,16 +11,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from textual import on, work
-from textual.app import ComposeResult
-from textual.binding import BindingType
-from textual.containers import Horizontal, Vertical
-from textual.message import Message
-
-from etu_tui.keys import bindings
-from etu_tui.widgets.fit import FitChecks, FitHeadline
-from etu_tui.widgets.formatting import short_path
-from etu_tui.widgets.memory import (
+from etu.parsers.errors import describe_error
+from etu.runner.workspace import (
+    FirmwareResult,
+    ProgramFacts,
+    VelaResult,
+    find_firmware,
+    load_firmware,
+)
+from etu.tui.keys import bindings
+from etu.tui.widgets.fit import FitChecks, FitHeadline
+from etu.tui.widgets.formatting import short_path
+from etu.tui.widgets.memory import (
     FirmwareError,
     KernelsView,
     MemoryWarnings,
@@ -31,8 +33,11 @@ from etu_tui.widgets.memory import (
     SymbolsTable,
     pools_height,
 )
-from parsers.errors import describe_error
-from runner.workspace import FirmwareResult, ProgramFacts, VelaResult, find_firmware, load_firmware
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
 
 
 @dataclass

@@ -1,20 +1,19 @@
 """The Fit tab: does the open program fit the firmware? One row per check, failing first.
 
-The verdicts come from ``parsers.fit.check_fit``; each names what is needed, what the
+The verdicts come from ``etu.parsers.fit.check_fit``; each names what is needed, what the
 firmware has and, for a shortfall, the build flag that fixes it.
 """
 
 from __future__ import annotations
 
+from etu.parsers.fit import FAIL, OK, WARN, Verdict, worst_status
+from etu.runner.workspace import FirmwareResult
+from etu.tui.safe_text import printable
+from etu.tui.widgets.formatting import nbytes, plural
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
-
-from etu_tui.safe_text import printable
-from etu_tui.widgets.formatting import nbytes, plural
-from parsers.fit import FAIL, OK, WARN, Verdict, worst_status
-from runner.workspace import FirmwareResult
 
 MISSING = "–"
 MARKERS = {FAIL: "✗ FAIL", WARN: "! WARN", OK: "✓ ok"}

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from parsers.ethosu import is_ethosu_delegate
-from parsers.pte import (
+from etu.parsers.ethosu import is_ethosu_delegate
+from etu.parsers.pte import (
     DelegateCall,
     ExecutionPlan,
     FreeCall,

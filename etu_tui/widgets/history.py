@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from etu.parsers.text import printable
+from etu.runner.history import SessionRow
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -22,9 +24,6 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
-
-from parsers.text import printable
-from runner.history import SessionRow
 
 # (column title, key of SessionRow or a function of it, numeric)
 COLUMNS: tuple[tuple[str, str, bool], ...] = (
@@ -173,8 +172,8 @@ class HistoryPanel(Vertical):
 
     @work(thread=True, exclusive=True, group="history-list")
     def _list(self, workspace: Path, request: int) -> None:
-        from runner.history import list_rows
-        from runner.session import sessions_root
+        from etu.runner.history import list_rows
+        from etu.runner.session import sessions_root
 
         try:
             rows = list_rows(sessions_root(workspace), workspace=workspace)
@@ -310,7 +309,7 @@ class HistoryPanel(Vertical):
 
     @work(thread=True, exclusive=True, group="history-diff")
     def _diff(self, a: Path, b: Path, request: int) -> None:
-        from runner.diff import DiffError, diff_sessions
+        from etu.runner.diff import DiffError, diff_sessions
 
         try:
             result, error = diff_sessions(a, b), None

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+from etu.parsers.pte import ExecutionPlan
+from etu.tui.widgets.formatting import instruction_row
+from etu.tui.widgets.virtual_table import Column, VirtualTable
 from textual.widgets import Static
-
-from etu_tui.widgets.formatting import instruction_row
-from etu_tui.widgets.virtual_table import Column, VirtualTable
-from parsers.pte import ExecutionPlan
 
 MARKERS = {"NPU": "◆ NPU", "CPU": "○ CPU", "EXT": "◇ EXT"}
 ROW_CLASSES = {"NPU": "instructions--npu", "CPU": "instructions--cpu", "EXT": "instructions--ext"}

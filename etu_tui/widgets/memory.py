@@ -1,26 +1,25 @@
 """The Memory tab: a firmware ELF's memory regions, runner pools, sections and symbols.
 
 Usage numbers are the parser's replay of GNU ld's ``--print-memory-usage`` for the same
-link (``parsers.memory_map``); sizes are exact bytes, as a linker map prints them.
+link (``etu.parsers.memory_map``); sizes are exact bytes, as a linker map prints them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from etu.parsers.elf_map import Symbol
+from etu.parsers.memory_map import MemoryMap, PlacedSection, Pool, Region
+from etu.runner.workspace import FirmwareResult
+from etu.tui.safe_text import printable
+from etu.tui.screens.open_file import OpenFileScreen
+from etu.tui.widgets.error_panel import ProblemBox
+from etu.tui.widgets.formatting import nbytes
+from etu.tui.widgets.virtual_table import Column, VirtualTable, fit
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
-
-from etu_tui.safe_text import printable
-from etu_tui.screens.open_file import OpenFileScreen
-from etu_tui.widgets.error_panel import ProblemBox
-from etu_tui.widgets.formatting import nbytes
-from etu_tui.widgets.virtual_table import Column, VirtualTable, fit
-from parsers.elf_map import Symbol
-from parsers.memory_map import MemoryMap, PlacedSection, Pool, Region
-from runner.workspace import FirmwareResult
 
 MISSING = "–"
 REGION_BAR = 40

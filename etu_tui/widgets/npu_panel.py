@@ -10,15 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from textual import on, work
-from textual.app import ComposeResult
-from textual.binding import BindingType
-from textual.containers import Horizontal, Vertical
-from textual.message import Message
-
-from etu_tui.keys import bindings
-from etu_tui.safe_text import printable
-from etu_tui.widgets.npu import (
+from etu.parsers.errors import describe_error
+from etu.runner.workspace import VelaResult, load_vela, vela_label
+from etu.tui.keys import bindings
+from etu.tui.safe_text import printable
+from etu.tui.widgets.npu import (
     AddReportScreen,
     CompareTable,
     LayerTable,
@@ -26,8 +22,11 @@ from etu_tui.widgets.npu import (
     VelaMessages,
     VelaSummary,
 )
-from parsers.errors import describe_error
-from runner.workspace import VelaResult, load_vela, vela_label
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
 
 
 @dataclass

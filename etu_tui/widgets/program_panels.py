@@ -1,6 +1,6 @@
 """The Program, Tensors and Delegates tabs: one plan of the open program each.
 
-Each panel owns its keys (from :mod:`etu_tui.keys`). The plan shown is the App's (it loads
+Each panel owns its keys (from :mod:`etu.tui.keys`). The plan shown is the App's (it loads
 the program); ``p`` asks for the next one with a :class:`PlanStep` message.
 """
 
@@ -9,23 +9,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from etu.parsers.pte import ExecutionPlan, Tensor
+from etu.runner.workspace import ProgramFacts
+from etu.tui.keys import bindings
+from etu.tui.widgets.cpu_ops import CpuOpsView
+from etu.tui.widgets.delegates import DelegatesView, one_line
+from etu.tui.widgets.formatting import plural
+from etu.tui.widgets.instructions import InstructionsLegend, InstructionsTable
+from etu.tui.widgets.plan import PlanFacts
+from etu.tui.widgets.summary import ProgramSummary
+from etu.tui.widgets.values import ValuesTable
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import Static
-
-from etu_tui.keys import bindings
-from etu_tui.widgets.cpu_ops import CpuOpsView
-from etu_tui.widgets.delegates import DelegatesView, one_line
-from etu_tui.widgets.formatting import plural
-from etu_tui.widgets.instructions import InstructionsLegend, InstructionsTable
-from etu_tui.widgets.plan import PlanFacts
-from etu_tui.widgets.summary import ProgramSummary
-from etu_tui.widgets.values import ValuesTable
-from parsers.pte import ExecutionPlan, Tensor
-from runner.workspace import ProgramFacts
 
 
 @dataclass

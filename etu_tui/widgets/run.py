@@ -20,22 +20,28 @@ from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
-from textual import on
-from textual.actions import SkipAction
-from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
-from textual.content import Content
-from textual.timer import Timer
-from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select, Static
-
-from etu_tui.keys import bindings
-from etu_tui.safe_text import printable
-from etu_tui.screens.open_file import OpenFileScreen
-from etu_tui.screens.preflight import PreflightScreen
-from etu_tui.widgets.formatting import plural, short_path
-from etu_tui.widgets.run_log import TIME_MODES, HexView, LogView
-from etu_tui.widgets.run_messages import (
+from etu.fvp.command import DEFAULT_TIMELIMIT, FvpOptions, format_command
+from etu.fvp.launch import LaunchError, prepare_fvp_launch
+from etu.fvp.targets import targets
+from etu.parsers.elf_map import read_elf
+from etu.parsers.errors import describe_error
+from etu.parsers.fit import FAIL, OK, check_fit
+from etu.parsers.runner_events import Event
+from etu.runner.isolated import ChildError
+from etu.runner.process import ProcessStats
+from etu.runner.run import RunController, RunListener, RunOutcome
+from etu.runner.runtime_run import QEMU_BOARD
+from etu.runner.session import RAW as RAW_LOG
+from etu.runner.session import sessions_root
+from etu.runner.session_events import EventsChild
+from etu.runner.workspace import file_label, find_firmware
+from etu.tui.keys import bindings
+from etu.tui.safe_text import printable
+from etu.tui.screens.open_file import OpenFileScreen
+from etu.tui.screens.preflight import PreflightScreen
+from etu.tui.widgets.formatting import plural, short_path
+from etu.tui.widgets.run_log import TIME_MODES, HexView, LogView
+from etu.tui.widgets.run_messages import (
     LaunchPreviewed,
     OperatorsRead,
     OutputsCompared,
@@ -48,7 +54,7 @@ from etu_tui.widgets.run_messages import (
     RunStarted,
     RunStats,
 )
-from etu_tui.widgets.run_model import (
+from etu.tui.widgets.run_model import (
     LEVELS,
     RING_LINES,
     Chunk,
@@ -58,7 +64,7 @@ from etu_tui.widgets.run_model import (
     read_past_run,
     split_events,
 )
-from etu_tui.widgets.run_panes import (
+from etu.tui.widgets.run_panes import (
     LIVE_OPTION,
     SIMULATED_OUTPUTS,
     AllocatorPane,
@@ -71,23 +77,16 @@ from etu_tui.widgets.run_panes import (
     per_inference,
     session_name,
 )
-from etu_tui.widgets.run_store import FileLogStore
-from etu_tui.widgets.triage import fault_lines, missing_operator_lines
-from fvp.command import DEFAULT_TIMELIMIT, FvpOptions, format_command
-from fvp.launch import LaunchError, prepare_fvp_launch
-from fvp.targets import targets
-from parsers.elf_map import read_elf
-from parsers.errors import describe_error
-from parsers.fit import FAIL, OK, check_fit
-from parsers.runner_events import Event
-from runner.isolated import ChildError
-from runner.process import ProcessStats
-from runner.run import RunController, RunListener, RunOutcome
-from runner.runtime_run import QEMU_BOARD
-from runner.session import RAW as RAW_LOG
-from runner.session import sessions_root
-from runner.session_events import EventsChild
-from runner.workspace import file_label, find_firmware
+from etu.tui.widgets.run_store import FileLogStore
+from etu.tui.widgets.triage import fault_lines, missing_operator_lines
+from textual import on
+from textual.actions import SkipAction
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.timer import Timer
+from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select, Static
 
 BATCH_SECONDS = 0.05
 DEFAULT_TARGET = "ethos-u55-128"  # what `etu run` uses when nothing says otherwise
@@ -168,7 +167,7 @@ PREFLIGHT_CHECKS = ("target", "program_placement")
 
 def _qemu_launch(elf: Path) -> LaunchInfo:
     """The emulated board's command for ``elf`` (QEMU mps3-an547, UART0 on stdout)."""
-    from runner.runtime_run import QemuMissing, qemu_argv
+    from etu.runner.runtime_run import QemuMissing, qemu_argv
 
     try:
         argv = qemu_argv(elf)
@@ -481,7 +480,7 @@ class RunPanel(Vertical):
             if elf is None:
                 raise LaunchError(self._no_elf())
             if target == QEMU_BOARD:
-                from runner.runtime_run import qemu_meta
+                from etu.runner.runtime_run import qemu_meta
 
                 info = _qemu_launch(elf)
                 return info.command, qemu_meta(elf), info, None, "qemu"
@@ -543,7 +542,7 @@ class RunPanel(Vertical):
         return True
 
     def _replay_in_thread(self, folder: Path, bridge: RunBridge, timed: bool) -> None:
-        from runner.replay import replay_session
+        from etu.runner.replay import replay_session
 
         try:
             replay_session(folder, bridge, timed=timed)
@@ -875,7 +874,7 @@ class RunPanel(Vertical):
             )
 
     def _operators_in_thread(self, folder: Path) -> None:
-        from runner.etdump import operators_in_child
+        from etu.runner.etdump import operators_in_child
 
         try:
             self.post_message(OperatorsRead(folder, operators_in_child(folder), None))
@@ -914,7 +913,7 @@ class RunPanel(Vertical):
         )
 
     def _compare_in_thread(self, folder: Path) -> None:
-        from runner.compare import CompareError, compare_in_child
+        from etu.runner.compare import CompareError, compare_in_child
 
         try:
             self.post_message(OutputsCompared(folder, compare_in_child(folder), None))

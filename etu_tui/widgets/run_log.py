@@ -3,7 +3,7 @@
 Only the rows on screen are ever formatted (the toolong LogLines design), so a run printing
 20,000 lines a second costs the UI a list append per line and a repaint per batch. Filtering
 keeps a list of matching line numbers, extended as lines arrive. Every line is shown through
-:func:`etu_tui.safe_text.printable`: nothing a device prints can act on the terminal.
+:func:`etu.tui.safe_text.printable`: nothing a device prints can act on the terminal.
 """
 
 from __future__ import annotations
@@ -17,6 +17,19 @@ from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar
 
+from etu.parsers.errors import describe_error
+from etu.parsers.runner_events import LogLine
+from etu.tui.safe_text import printable
+from etu.tui.widgets.run_model import (
+    LEVEL,
+    LEVELS,
+    STREAM,
+    TEXT,
+    WHEN,
+    Entry,
+    LogStore,
+    entry_level,
+)
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
@@ -28,20 +41,6 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Static
-
-from etu_tui.safe_text import printable
-from etu_tui.widgets.run_model import (
-    LEVEL,
-    LEVELS,
-    STREAM,
-    TEXT,
-    WHEN,
-    Entry,
-    LogStore,
-    entry_level,
-)
-from parsers.errors import describe_error
-from parsers.runner_events import LogLine
 
 TIME_MODES = ("relative", "delta", "absolute", "off")
 _TIME_WIDTH = {"relative": 10, "delta": 10, "absolute": 13, "off": 0}

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
-from parsers.errors import ParseError
-from parsers.runner_events import (
+from etu.parsers.errors import ParseError
+from etu.parsers.runner_events import (
     Event,
     HardFault,
     LogLine,
@@ -28,13 +28,13 @@ from parsers.runner_events import (
     OutputTensor,
     PmuReport,
 )
-from parsers.runner_log import LogSummary, parse_log_bytes
-from runner.history import read_meta
-from runner.process import ProcessStats
-from runner.run import RunOutcome
-from runner.session import RAW as RAW_LOG
-from runner.session import list_sessions, read_session
-from runner.session_events import events_of_file
+from etu.parsers.runner_log import LogSummary, parse_log_bytes
+from etu.runner.history import read_meta
+from etu.runner.process import ProcessStats
+from etu.runner.run import RunOutcome
+from etu.runner.session import RAW as RAW_LOG
+from etu.runner.session import list_sessions, read_session
+from etu.runner.session_events import events_of_file
 
 RING_LINES = 100_000  # lines kept on screen; the session's raw.log keeps every byte
 LEVELS = ("D", "I", "E", "F", "other")
@@ -253,7 +253,7 @@ class RunRecord:
     def _session_store(self):
         """The run's own session file as its log (the bytes are recorded before they are
         parsed, so the file already holds every line the ring was given)."""
-        from etu_tui.widgets.run_store import FileLogStore  # run_store imports this module
+        from etu.tui.widgets.run_store import FileLogStore  # run_store imports this module
 
         assert self.folder is not None
         return FileLogStore(self.folder, self.started)
@@ -305,7 +305,7 @@ def _read_past(record: RunRecord, folder: Path, events: bool) -> RunRecord:
     started = meta.get("started")
     record.started = float(started) if isinstance(started, int | float) else None
     if os.path.lexists(folder / RAW_LOG):  # its reader refuses a FIFO, a device, a link
-        from etu_tui.widgets.run_store import FileLogStore  # run_store imports this module
+        from etu.tui.widgets.run_store import FileLogStore  # run_store imports this module
 
         record.store = FileLogStore(folder, record.started)
         others, errors = events_of_file(folder / RAW_LOG, npu) if events else ([], 0)

@@ -8,18 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from etu.parsers.runner_events import MemoryReport, OutputTensor, PmuReport
+from etu.runner.process import ProcessStats
+from etu.tui.safe_text import printable
+from etu.tui.widgets.formatting import shape as shape_text
+from etu.tui.widgets.memory import gauge
+from etu.tui.widgets.run_model import REASON_CLASS, PastRun, RunRecord
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Label, OptionList, Sparkline, Static
 from textual.widgets.option_list import Option
-
-from etu_tui.safe_text import printable
-from etu_tui.widgets.formatting import shape as shape_text
-from etu_tui.widgets.memory import gauge
-from etu_tui.widgets.run_model import REASON_CLASS, PastRun, RunRecord
-from parsers.runner_events import MemoryReport, OutputTensor, PmuReport
-from runner.process import ProcessStats
 
 MISSING = "–"
 GAUGE = 10

@@ -15,11 +15,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from etu_tui.widgets.run_model import TEXT, WHEN, Entry
-from parsers.runner_events import LogLine
-from parsers.runner_log import line_level, line_text
-from runner.session import INDEX, RAW
-from runner.session_file import NAMED_LEVELS, LineFile, LineTimes
+from etu.parsers.runner_events import LogLine
+from etu.parsers.runner_log import line_level, line_text
+from etu.runner.session import INDEX, RAW
+from etu.runner.session_file import NAMED_LEVELS, LineFile, LineTimes
+from etu.tui.widgets.run_model import TEXT, WHEN, Entry
 
 LINE_BYTES = 1 << 16  # bytes of one line shown (a device may print megabytes without a newline)
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from etu.runner.workspace import ProgramFacts
+from etu.tui.safe_text import printable
+from etu.tui.widgets.formatting import nbytes, plural
 from textual.content import Content
 from textual.widgets import Static
-
-from etu_tui.safe_text import printable
-from etu_tui.widgets.formatting import nbytes, plural
-from runner.workspace import ProgramFacts
 
 
 def _field(label: str, value: str) -> Content:

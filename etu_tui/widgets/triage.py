@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from parsers.elf_map import ElfImage, Symbol
-from parsers.runner_events import HardFault
+from etu.parsers.elf_map import ElfImage, Symbol
+from etu.parsers.runner_events import HardFault
 
 REGISTER_ORDER = ("pc", "lr", "cfsr", "hfsr", "mmfar", "bfar", "sp", "xpsr", "irq")
 
@@ -35,9 +35,9 @@ def symbolise(address: int, elf: ElfImage | None) -> str:
 
 
 def decode_with_parsers(fault: HardFault, elf_path) -> list[str] | None:
-    """The words of ``parsers.fault`` for this fault, when that module is there."""
+    """The words of ``etu.parsers.fault`` for this fault, when that module is there."""
     try:
-        from parsers import fault as fault_module  # type: ignore[attr-defined]
+        from etu.parsers import fault as fault_module  # type: ignore[attr-defined]
     except ImportError:
         return None
     describe = getattr(fault_module, "describe_fault", None)

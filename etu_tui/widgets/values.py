@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from etu_tui.widgets.formatting import nbytes, payload, shape
-from etu_tui.widgets.virtual_table import Column, VirtualTable
-from parsers.pte import ExecutionPlan, Tensor
+from etu.parsers.pte import ExecutionPlan, Tensor
+from etu.tui.widgets.formatting import nbytes, payload, shape
+from etu.tui.widgets.virtual_table import Column, VirtualTable
 
 COLUMNS = (
     Column("#", 7, "right"),

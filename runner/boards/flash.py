@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.boards.profiles import BoardProfile, Prompt
-from runner.boards.prompts import PromptTimeout, expect
-from runner.boards.source import PortError, open_port
-from runner.boards.transfer import Progress, TransferError, xmodem_send
+from etu.runner.boards.profiles import BoardProfile, Prompt
+from etu.runner.boards.prompts import PromptTimeout, expect
+from etu.runner.boards.source import PortError, open_port
+from etu.runner.boards.transfer import Progress, TransferError, xmodem_send
 
 PLACEMENT_MAGIC = (b"\xc0\x5a", b"\x5a\xc0")
 
@@ -360,7 +360,7 @@ def flash_pyocd(
 # ------------------------------------------------------------------------- QEMU
 def flash_qemu(profile: BoardProfile, files: list[FlashFile], *, timelimit=None) -> FlashResult:
     """The emulated board: "flashing" is loading the ELF; QEMU waits paused on its pty."""
-    from runner.boards.source import QemuSource
+    from etu.runner.boards.source import QemuSource
 
     if len(files) != 1 or files[0].address is not None:
         raise FlashError("qemu-an547: give exactly one firmware ELF (QEMU loads it)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runner.boards.profiles import BoardProfile
+from etu.runner.boards.profiles import BoardProfile
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +39,7 @@ def list_serial_ports(profiles: dict[str, BoardProfile] | None = None) -> list[P
     from serial.tools import list_ports
 
     if profiles is None:
-        from runner.boards.profiles import load_profiles
+        from etu.runner.boards.profiles import load_profiles
 
         profiles = load_profiles()
     found = []

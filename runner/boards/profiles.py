@@ -95,7 +95,7 @@ def user_boards_dir() -> Path | None:
     value = os.environ.get(ENV_DIR)
     if value:
         return Path(value).expanduser()
-    from runner.config import ConfigError, load_settings
+    from etu.runner.config import ConfigError, load_settings
 
     try:
         return load_settings(Path.cwd(), env={}).boards_dir
@@ -126,8 +126,8 @@ def get_profile(name: str, user_dir: Path | None = None) -> BoardProfile:
 
 def load_profile(path: Path, *, builtin: bool = False) -> BoardProfile:
     path = Path(path)
-    from parsers.errors import ParseError, describe_error
-    from parsers.files import MiB, read_regular
+    from etu.parsers.errors import ParseError, describe_error
+    from etu.parsers.files import MiB, read_regular
 
     try:
         text = read_regular(path, "a board profile", MiB).decode("utf-8")
@@ -231,7 +231,7 @@ class _Reader:
         memory = self.table(data, "memory")
         preset = self.get(memory, "memory", "preset", str)
         if preset is not None:
-            from parsers.memory_presets import PRESETS
+            from etu.parsers.memory_presets import PRESETS
 
             if preset not in PRESETS:
                 raise self.fail("memory", "preset", f"{preset!r}: presets are {', '.join(PRESETS)}")

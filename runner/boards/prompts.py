@@ -11,8 +11,7 @@ from __future__ import annotations
 import time
 
 import serial
-
-from runner.boards.profiles import Prompt
+from etu.runner.boards.profiles import Prompt
 
 
 class PromptTimeout(RuntimeError):

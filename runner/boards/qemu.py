@@ -7,7 +7,7 @@ opens a board's USB serial port. "Flashing" this board is loading the ELF.
 QEMU starts paused (``-S``) because a pty nobody has opened drops what the guest writes:
 open the port first, then :meth:`QemuBoard.resume`. The monitor is on QEMU's stdin/stdout
 (``-monitor stdio``), which is how ``cont`` and ``quit`` reach it. QEMU is started through
-:func:`runner.process.spawn`, in its own process group: it dies with etu (even when etu is
+:func:`etu.runner.process.spawn`, in its own process group: it dies with etu (even when etu is
 SIGKILLed: parent-death signal and etu's reaper), and :meth:`QemuBoard.stop` ends it and
 anything it started: ``quit``, then SIGKILL of the group (SIGTERM would not do: with
 ``-action shutdown=pause`` QEMU takes it as a shutdown request and pauses).
@@ -30,7 +30,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from runner.process import kill_group, spawn
+from etu.runner.process import kill_group, spawn
 
 QEMU = "qemu-system-arm"
 MACHINE = "mps3-an547"
@@ -117,8 +117,8 @@ class QemuBoard:
         if not self.elf.is_file():
             raise QemuError(f"{self.elf}: no such firmware ELF")
         # QEMU would load anything else as a raw image at 0 and run garbage.
-        from parsers.elf_map import check_arm_firmware
-        from parsers.errors import ParseError, describe_error
+        from etu.parsers.elf_map import check_arm_firmware
+        from etu.parsers.errors import ParseError, describe_error
 
         try:
             check_arm_firmware(self.elf)

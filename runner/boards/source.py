@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import serial
-
-from parsers.errors import first_line
+from etu.parsers.errors import first_line
 
 READ_TIMEOUT = 0.05
 RETRY_INTERVAL = 0.1
@@ -280,14 +279,14 @@ class QemuSource(SerialSource):
     """
 
     def __init__(self, elf: Path, *, timelimit: float | None = None, qemu: str | None = None):
-        from runner.boards.qemu import QemuBoard
+        from etu.runner.boards.qemu import QemuBoard
 
         self.board = QemuBoard(elf, qemu=qemu)
         super().__init__("", {}, exclusive=True, reconnect=False, timelimit=timelimit)
 
     def open(self) -> QemuSource:
         if self._handle is None:
-            from runner.boards.qemu import QemuError
+            from etu.runner.boards.qemu import QemuError
 
             try:
                 self.port = self.board.start(paused=True)

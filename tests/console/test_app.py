@@ -12,13 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from textual.message import Message
-from textual.notifications import Notify
-
-from etu_tui.app import EtuApp, ProgramFailed, ProgramLoaded
-from etu_tui.screens.open_file import OpenFileScreen
-from etu_tui.screenshots import settle
-from etu_tui.widgets import (
+from etu.parsers.program_facts import select_ops_list
+from etu.parsers.pte import ExecutionPlan, Tensor, Value, open_program
+from etu.runner.workspace import decode_facts
+from etu.tui.app import EtuApp, ProgramFailed, ProgramLoaded
+from etu.tui.screens.open_file import OpenFileScreen
+from etu.tui.screenshots import settle
+from etu.tui.widgets import (
     DelegatesView,
     ErrorPanel,
     InstructionsTable,
@@ -26,9 +26,9 @@ from etu_tui.widgets import (
     SelectOps,
     ValuesTable,
 )
-from parsers.program_facts import select_ops_list
-from parsers.pte import ExecutionPlan, Tensor, Value, open_program
-from runner.workspace import decode_facts
+from textual.message import Message
+from textual.notifications import Notify
+
 from tests.console_helpers import SIZE, palette_search, screen_text
 
 pytestmark = pytest.mark.anyio

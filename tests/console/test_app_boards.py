@@ -9,13 +9,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from etu.runner.session import list_sessions, sessions_root
+from etu.tui.app import BOARDS_TAB, RUN_TAB, EtuApp
+from etu.tui.screenshots import settle
+from etu.tui.widgets.boards import BoardsPanel
 from serial.tools import list_ports_common
 from textual.widgets import ProgressBar, Select, TabbedContent
 
-from etu_tui.app import BOARDS_TAB, RUN_TAB, EtuApp
-from etu_tui.screenshots import settle
-from etu_tui.widgets.boards import BoardsPanel
-from runner.session import list_sessions, sessions_root
 from tests.console_helpers import wait_until
 
 pytestmark = pytest.mark.anyio

@@ -9,14 +9,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from etu.runner.compile_worker import STAGES
+from etu.runner.workspace import program_target
+from etu.tui.app import COMPILE_TAB, PROGRAM_TAB, EtuApp
+from etu.tui.screenshots import settle
+from etu.tui.widgets import CompilePanel
 from textual.pilot import Pilot
 from textual.widgets import Input, Select, Static, TabbedContent
 
-from etu_tui.app import COMPILE_TAB, PROGRAM_TAB, EtuApp
-from etu_tui.screenshots import settle
-from etu_tui.widgets import CompilePanel
-from runner.compile_worker import STAGES
-from runner.workspace import program_target
 from tests.console_helpers import SIZE, screen_text, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.aot]

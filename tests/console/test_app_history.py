@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from etu.tui.app import RUN_TAB, EtuApp
+from etu.tui.screenshots import history_steps, settle
+from etu.tui.widgets.history import HistoryPanel
 from textual.widgets import DataTable, TabbedContent
 
-from etu_tui.app import RUN_TAB, EtuApp
-from etu_tui.screenshots import history_steps, settle
-from etu_tui.widgets.history import HistoryPanel
 from tests.console_helpers import wait_until
 from tests.history_workspace import add_v1_sessions, make_workspace, record_run
 

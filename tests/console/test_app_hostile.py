@@ -11,12 +11,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from etu.tui.app import EtuApp
+from etu.tui.safe_text import PrintableFilter
+from etu.tui.screenshots import settle
+from etu.tui.widgets.history import HistoryPanel
 from textual.widgets import TabbedContent
 
-from etu_tui.app import EtuApp
-from etu_tui.safe_text import PrintableFilter
-from etu_tui.screenshots import settle
-from etu_tui.widgets.history import HistoryPanel
 from tests.hostile import (
     FORBIDDEN,
     HOSTILE,

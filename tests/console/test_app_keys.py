@@ -10,15 +10,15 @@ import itertools
 from pathlib import Path
 
 import pytest
+from etu.tui.app import EtuApp
+from etu.tui.keys import KEYS, PANELS, specs
+from etu.tui.screens.help import HelpScreen
+from etu.tui.screenshots import settle
+from etu.tui.widgets import LogView
+from etu.tui.widgets.virtual_table import VirtualTable
 from textual.binding import Binding
 from textual.widgets import Input, TabbedContent
 
-from etu_tui.app import EtuApp
-from etu_tui.keys import KEYS, PANELS, specs
-from etu_tui.screens.help import HelpScreen
-from etu_tui.screenshots import settle
-from etu_tui.widgets import LogView
-from etu_tui.widgets.virtual_table import VirtualTable
 from tests.console_helpers import palette_search, screen_text
 
 pytestmark = pytest.mark.anyio
@@ -214,7 +214,7 @@ async def test_a_file_that_fails_to_decode_keeps_run_and_compile(tmp_path: Path)
 
 
 def test_complete_path_completes_one_match_and_the_common_start(tmp_path: Path) -> None:
-    from etu_tui.screens.open_file import complete_path
+    from etu.tui.screens.open_file import complete_path
 
     (tmp_path / "model_a.pte").write_bytes(b"")
     (tmp_path / "model_b.pte").write_bytes(b"")
@@ -232,7 +232,7 @@ def test_complete_path_completes_one_match_and_the_common_start(tmp_path: Path) 
 async def test_tab_completes_the_path_in_the_open_and_pick_elf_dialogs(
     tmp_path: Path, key: str
 ) -> None:
-    from etu_tui.screens.open_file import OpenFileScreen
+    from etu.tui.screens.open_file import OpenFileScreen
 
     (tmp_path / "firmware").mkdir()
     elf = tmp_path / "firmware" / "runner.elf"
@@ -260,12 +260,11 @@ async def test_tab_completes_the_path_in_the_open_and_pick_elf_dialogs(
 def test_every_binding_of_the_console_has_an_id() -> None:
     """The keymap rebinds by id: every binding of the panels, dialogs, tables and logs has
     one (the History panel's come from its own module)."""
+    from etu.tui.screens.help import HelpScreen
+    from etu.tui.screens.open_file import OpenFileScreen
+    from etu.tui.screens.preflight import PreflightScreen
+    from etu.tui.widgets.virtual_table import VirtualTable
     from textual.binding import Binding
-
-    from etu_tui.screens.help import HelpScreen
-    from etu_tui.screens.open_file import OpenFileScreen
-    from etu_tui.screens.preflight import PreflightScreen
-    from etu_tui.widgets.virtual_table import VirtualTable
 
     owners = [EtuApp, *(panel for _t, _l, panel, _i in EtuApp.TABS)]
     owners += [HelpScreen, OpenFileScreen, PreflightScreen, VirtualTable, LogView]
@@ -277,7 +276,7 @@ def test_every_binding_of_the_console_has_an_id() -> None:
 async def test_etu_toml_keymap_rebinds_a_history_key(tmp_path: Path) -> None:
     """History's binding ids are plain (no dots), so ``[keymap]`` in etu.toml can name them
     as bare TOML keys and rebind them like any other panel's."""
-    from etu_tui.widgets.history import HistoryPanel
+    from etu.tui.widgets.history import HistoryPanel
 
     ids = [b.id for b in HistoryPanel.BINDINGS if isinstance(b, Binding)]
     assert ids and all(i and i.isidentifier() for i in ids)

@@ -8,13 +8,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from etu.fvp.standin import install_standin
+from etu.tui.app import EtuApp
+from etu.tui.screenshots import DEMO_PROGRAM, DEMO_WORKSPACE, settle
+from etu.tui.widgets import InstructionsTable, LayerTable, LogView
 from textual.pilot import Pilot
 from textual.widgets import TabbedContent
 
-from etu_tui.app import EtuApp
-from etu_tui.screenshots import DEMO_PROGRAM, DEMO_WORKSPACE, settle
-from etu_tui.widgets import InstructionsTable, LayerTable, LogView
-from fvp.standin import install_standin
 from tests.console_helpers import screen_text, wait_until
 
 pytestmark = pytest.mark.anyio
@@ -131,7 +131,7 @@ async def test_pmu_pane_names_utilisation_and_the_runners_ratio(
     async with app.run_test(size=(140, 45)) as pilot:
         await settle(pilot)
         await _finish_run(pilot)
-        from etu_tui.widgets.run_panes import PmuPane
+        from etu.tui.widgets.run_panes import PmuPane
 
         report = app.run_panel.shown.pmu[-1]
         idle = next(v for k, v in report.counters.items() if k.endswith("NPU_IDLE"))
@@ -159,9 +159,9 @@ async def test_pmu_pane_says_why_there_is_no_report_after_a_fault(
 async def test_hard_fault_banner_symbolises_pc_and_lr_against_the_elf(
     workspace: Path, standin: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from etu_tui.widgets.run_panes import RunBanner
-    from etu_tui.widgets.triage import symbolise
-    from parsers.elf_map import read_elf
+    from etu.parsers.elf_map import read_elf
+    from etu.tui.widgets.run_panes import RunBanner
+    from etu.tui.widgets.triage import symbolise
 
     monkeypatch.setenv("ETU_STANDIN_FAULT", "hard-fault")
     app = EtuApp(workspace)
@@ -181,7 +181,7 @@ async def test_hard_fault_banner_symbolises_pc_and_lr_against_the_elf(
 async def test_missing_operator_banner_gives_the_fit_fix(
     workspace: Path, standin: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from etu_tui.widgets.run_panes import RunBanner
+    from etu.tui.widgets.run_panes import RunBanner
 
     monkeypatch.setenv("ETU_STANDIN_FAULT", "missing-operator")
     app = EtuApp(workspace)
@@ -195,8 +195,8 @@ async def test_missing_operator_banner_gives_the_fit_fix(
 
 
 def test_symbolise_names_the_function_and_offset_in_the_demo_firmware() -> None:
-    from etu_tui.widgets.triage import symbolise
-    from parsers.elf_map import read_elf
+    from etu.parsers.elf_map import read_elf
+    from etu.tui.widgets.triage import symbolise
 
     image = read_elf(DEMO_WORKSPACE / "firmware" / "arm_executor_runner.elf")
     main = next(s for s in image.symbols if s.name == "main" and s.type == "FUNC")

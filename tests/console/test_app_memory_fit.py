@@ -2,7 +2,7 @@
 
 Nothing is mocked: the app finds the demo's ``firmware/`` ELF (or reads the one picked with
 ``e``) through its worker, and the expected numbers come from
-:func:`parsers.memory_map.load_memory_map` and :func:`parsers.fit.check_fit` on the same
+:func:`etu.parsers.memory_map.load_memory_map` and :func:`etu.parsers.fit.check_fit` on the same
 files. The firmware that does not fit is linked here by :func:`build_stub_firmware`.
 """
 
@@ -12,15 +12,16 @@ import shutil
 from pathlib import Path
 
 import pytest
-from textual.message import Message
-from textual.notifications import Notify
-from textual.pilot import Pilot
-from textual.widgets import Input, TabbedContent
-
-from etu_tui.app import FIT_TAB, MEMORY_TAB, NPU_TAB, PROGRAM_TAB, EtuApp
-from etu_tui.screens.open_file import OpenFileScreen
-from etu_tui.screenshots import COMPARE_REPORT, settle
-from etu_tui.widgets import (
+from etu.parsers.elf_map import read_elf
+from etu.parsers.errors import ParseError
+from etu.parsers.fit import FAIL, OK, TEMP_POOL_FLAG, check_fit
+from etu.parsers.memory_map import load_memory_map
+from etu.parsers.pte import open_program
+from etu.parsers.vela import load_vela_report
+from etu.tui.app import FIT_TAB, MEMORY_TAB, NPU_TAB, PROGRAM_TAB, EtuApp
+from etu.tui.screens.open_file import OpenFileScreen
+from etu.tui.screenshots import COMPARE_REPORT, settle
+from etu.tui.widgets import (
     ErrorPanel,
     FirmwareError,
     FitChecks,
@@ -32,13 +33,12 @@ from etu_tui.widgets import (
     SectionsTable,
     SymbolsTable,
 )
-from etu_tui.widgets.formatting import nbytes
-from parsers.elf_map import read_elf
-from parsers.errors import ParseError
-from parsers.fit import FAIL, OK, TEMP_POOL_FLAG, check_fit
-from parsers.memory_map import load_memory_map
-from parsers.pte import open_program
-from parsers.vela import load_vela_report
+from etu.tui.widgets.formatting import nbytes
+from textual.message import Message
+from textual.notifications import Notify
+from textual.pilot import Pilot
+from textual.widgets import Input, TabbedContent
+
 from tests.console_helpers import SIZE, palette_search, screen_text
 
 pytestmark = pytest.mark.anyio
@@ -59,7 +59,7 @@ SMALL_TEMP_POOL = 1024  # far below the demo's Ethos-U scratch
 @pytest.fixture(scope="module")
 def small_scratch_elf(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo program linked into a runner whose temp pool cannot hold its scratch."""
-    from runner.firmware import build_stub_firmware
+    from etu.runner.firmware import build_stub_firmware
 
     out = tmp_path_factory.mktemp("small_scratch")
     return build_stub_firmware(DEMO, out, ops=DEMO_OPS, temp_pool=SMALL_TEMP_POOL).elf

@@ -1,7 +1,7 @@
 """Pilot tests of the NPU tab on real Vela output: the demo's and the sample runs'.
 
 Nothing is mocked: the app finds ``vela/`` beside the program and reads it through its worker,
-and the expected numbers come from :func:`parsers.vela.load_vela_report` on the same files.
+and the expected numbers come from :func:`etu.parsers.vela.load_vela_report` on the same files.
 """
 
 from __future__ import annotations
@@ -10,15 +10,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from textual.message import Message
-from textual.notifications import Notify
-from textual.pilot import Pilot
-from textual.widgets import Input, TabbedContent
-
-from etu_tui.app import NPU_TAB, PROGRAM_TAB, EtuApp
-from etu_tui.screens.open_file import OpenFileScreen
-from etu_tui.screenshots import settle
-from etu_tui.widgets import (
+from etu.parsers.errors import ParseError
+from etu.parsers.vela import load_vela_report
+from etu.tui.app import NPU_TAB, PROGRAM_TAB, EtuApp
+from etu.tui.screens.open_file import OpenFileScreen
+from etu.tui.screenshots import settle
+from etu.tui.widgets import (
     AddReportScreen,
     CompareTable,
     InstructionsTable,
@@ -26,8 +23,11 @@ from etu_tui.widgets import (
     VelaError,
     VelaSummary,
 )
-from parsers.errors import ParseError
-from parsers.vela import load_vela_report
+from textual.message import Message
+from textual.notifications import Notify
+from textual.pilot import Pilot
+from textual.widgets import Input, TabbedContent
+
 from tests.console_helpers import SIZE, palette_search, screen_text
 
 pytestmark = pytest.mark.anyio

@@ -12,13 +12,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from etu.runner.session import list_sessions, sessions_root
+from etu.tui.app import RUN_TAB, EtuApp
+from etu.tui.screenshots import settle
+from etu.tui.widgets import OperatorsPane, OutputsPane, PastRunsList
+from etu.tui.widgets.run_panes import comparison_line
 from textual.widgets import TabbedContent
 
-from etu_tui.app import RUN_TAB, EtuApp
-from etu_tui.screenshots import settle
-from etu_tui.widgets import OperatorsPane, OutputsPane, PastRunsList
-from etu_tui.widgets.run_panes import comparison_line
-from runner.session import list_sessions, sessions_root
 from tests.console_helpers import wait_until
 from tests.real_runner import build, run_qemu
 

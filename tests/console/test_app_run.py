@@ -17,13 +17,17 @@ from pathlib import Path
 
 import psutil
 import pytest
-from textual.content import Content
-from textual.pilot import Pilot
-from textual.widgets import Input, Select, Static, TabbedContent
-
-from etu_tui.app import PROGRAM_TAB, RUN_TAB, EtuApp
-from etu_tui.screenshots import settle
-from etu_tui.widgets import (
+from etu.fvp.command import format_command
+from etu.fvp.standin import install_standin
+from etu.parsers.runner_events import LogLine, MemoryReport, PmuReport
+from etu.parsers.runner_log import RunnerLogParser, parse_log_bytes
+from etu.parsers.vela import load_vela_report
+from etu.runner.run import RunOutcome
+from etu.runner.session import SessionWriter, list_sessions, read_session, sessions_root
+from etu.runner.workspace import program_target
+from etu.tui.app import PROGRAM_TAB, RUN_TAB, EtuApp
+from etu.tui.screenshots import settle
+from etu.tui.widgets import (
     AllocatorPane,
     HexView,
     LogView,
@@ -34,16 +38,12 @@ from etu_tui.widgets import (
     RunElfScreen,
     RunPanel,
 )
-from etu_tui.widgets.run_messages import RunBatch
-from etu_tui.widgets.run_model import LaunchInfo, split_events
-from fvp.command import format_command
-from fvp.standin import install_standin
-from parsers.runner_events import LogLine, MemoryReport, PmuReport
-from parsers.runner_log import RunnerLogParser, parse_log_bytes
-from parsers.vela import load_vela_report
-from runner.run import RunOutcome
-from runner.session import SessionWriter, list_sessions, read_session, sessions_root
-from runner.workspace import program_target
+from etu.tui.widgets.run_messages import RunBatch
+from etu.tui.widgets.run_model import LaunchInfo, split_events
+from textual.content import Content
+from textual.pilot import Pilot
+from textual.widgets import Input, Select, Static, TabbedContent
+
 from tests.console_helpers import SIZE, palette_search, screen_text, wait_until
 
 pytestmark = pytest.mark.anyio
@@ -250,7 +250,7 @@ async def test_quitting_during_a_run_leaves_no_simulator(
         simulators = [
             child
             for child in psutil.Process().children(recursive=True)
-            if "fvp.standin" in " ".join(child.cmdline())
+            if "etu.fvp.standin" in " ".join(child.cmdline())
         ]
         assert len(simulators) == 1
         pid = simulators[0].pid
@@ -623,7 +623,7 @@ async def test_palette_copies_select_ops_from_the_run_tab(workspace: Path) -> No
 async def test_preflight_stops_a_run_for_another_npu_and_runs_anyway_when_asked(
     workspace: Path, standin: Path
 ) -> None:
-    from etu_tui.screens.preflight import PreflightScreen
+    from etu.tui.screens.preflight import PreflightScreen
 
     app = EtuApp(workspace)
     async with app.run_test(size=SIZE) as pilot:

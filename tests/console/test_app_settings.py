@@ -7,10 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from etu.tui.app import EtuApp
+from etu.tui.screenshots import settle
 from textual.widgets import Select
-
-from etu_tui.app import EtuApp
-from etu_tui.screenshots import settle
 
 pytestmark = pytest.mark.anyio
 

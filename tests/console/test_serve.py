@@ -21,8 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from etu.tui.cli.serve import console_command, is_loopback
 
-from etu_tui.cli.serve import console_command, is_loopback
 from tests.browser import ARTIFACTS, chromium, console_errors, save_artifact
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -94,7 +94,7 @@ def serving(tmp_path: Path, *args: str, host: str = "127.0.0.1", token: str | No
         env["ETU_SERVE_TOKEN"] = token
     log = (tmp_path / f"serve-{port}.err").open("w+")
     process = subprocess.Popen(
-        [sys.executable, "-m", "etu_tui.cli", "serve", "--port", str(port), "--host", host,
+        [sys.executable, "-m", "etu.tui.cli", "serve", "--port", str(port), "--host", host,
          *args],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=log, text=True,
         start_new_session=True,
@@ -124,7 +124,7 @@ def consoles_started(server: subprocess.Popen) -> list:
 
     return [
         child for child in psutil.Process(server.pid).children(recursive=True)
-        if "etu_tui.cli" in " ".join(child.cmdline()) and child.pid != server.pid
+        if "etu.tui.cli" in " ".join(child.cmdline()) and child.pid != server.pid
     ]  # fmt: skip
 
 
@@ -186,7 +186,7 @@ def test_command_is_quoted_and_loopback_is_the_default(tmp_path: Path) -> None:
     assert command.endswith(f"'{odd}'")
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.2")
-    from etu_tui.cli import serve
+    from etu.tui.cli import serve
 
     parser = __import__("argparse").ArgumentParser()
     serve.configure(parser)
@@ -300,7 +300,7 @@ def test_a_page_from_another_origin_cannot_open_the_socket(tmp_path: Path) -> No
 
 def test_token_rules_and_ipv6_urls(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ETU_SERVE_TOKEN": "short"}
-    serve = [sys.executable, "-m", "etu_tui.cli", "serve"]
+    serve = [sys.executable, "-m", "etu.tui.cli", "serve"]
     weak = subprocess.run([*serve, "--port", "1"], env=env, capture_output=True, text=True,
                           timeout=60, check=False)  # fmt: skip
     assert weak.returncode == 2 and "ETU_SERVE_TOKEN" in weak.stderr
@@ -322,7 +322,7 @@ def test_token_rules_and_ipv6_urls(tmp_path: Path) -> None:
 
 
 def test_guard_rules() -> None:
-    from etu_tui.serve_guard import Guard, url_host
+    from etu.tui.serve_guard import Guard, url_host
 
     guard = Guard(token=TOKEN, host="127.0.0.1", port=8000)
     assert guard.host_allowed("127.0.0.1:8000") and guard.host_allowed("localhost:8000")

@@ -10,10 +10,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from textual.pilot import Pilot
-
-from etu_tui.app import EtuApp
-from etu_tui.screenshots import (
+from etu.tui.app import EtuApp
+from etu.tui.screenshots import (
     COMPARE_REPORT,
     compile_steps,
     fit_steps,
@@ -22,6 +20,7 @@ from etu_tui.screenshots import (
     settle,
     small_scratch_firmware,
 )
+from textual.pilot import Pilot
 
 DEMO = Path(__file__).resolve().parent.parent.parent / "etu_tui" / "demo" / "demo_cnn.pte"
 

@@ -11,11 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from parsers.errors import ParseError
-from parsers.files import MiB, read_regular
-from parsers.linker_script import evaluate, parse_linker_script
-from parsers.memory_map import parse_region_spec
+from etu.parsers.errors import ParseError
+from etu.parsers.files import MiB, read_regular
+from etu.parsers.linker_script import evaluate, parse_linker_script
+from etu.parsers.memory_map import parse_region_spec
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEMO = ROOT / "etu_tui" / "demo"
@@ -26,7 +25,7 @@ TRANSCRIPTS = ROOT / "tests" / "data" / "transcripts"
 
 def etu(*args, cwd: Path | None = None, env: dict | None = None, timeout: float = 60):
     return subprocess.run(
-        [sys.executable, "-m", "etu_tui.cli", *map(os.fsdecode, args)], capture_output=True,
+        [sys.executable, "-m", "etu.tui.cli", *map(os.fsdecode, args)], capture_output=True,
         cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, timeout=timeout,
         check=False,
     )  # fmt: skip
@@ -149,7 +148,7 @@ def test_closed_stdout_is_quiet(tmp_path: Path) -> None:
     transcript = TRANSCRIPTS / "04_et_docs_v0.4_mv2_pmu_allocator.log"
     for command in (f"inspect {args}", f"inspect --json {args}", f"log --events {transcript}"):
         result = subprocess.run(
-            f"set -o pipefail; {sys.executable} -m etu_tui.cli {command} | head -1",
+            f"set -o pipefail; {sys.executable} -m etu.tui.cli {command} | head -1",
             shell=True, executable="/bin/bash", capture_output=True, timeout=120, check=False,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )  # fmt: skip
@@ -188,7 +187,7 @@ def test_meta_json_that_is_not_an_object(tmp_path: Path) -> None:
 
 
 def test_standin_refuses_an_unknown_fault(tmp_path: Path) -> None:
-    from fvp.standin import install_standin
+    from etu.fvp.standin import install_standin
 
     (sim, *_) = install_standin(tmp_path / "fvps")
     result = etu("run", "--elf", DEMO_ELF, "--fvp-path", sim, "--sessions", tmp_path / "s",
@@ -200,8 +199,8 @@ def test_standin_refuses_an_unknown_fault(tmp_path: Path) -> None:
 def test_a_long_run_keeps_bounded_lists() -> None:
     """A runner that prints errors, PMU reports and ETDump blocks forever: the summary
     keeps the first (the cause) and the latest, never all."""
-    from parsers.runner_log import LogSummary, RunnerLogParser
-    from runner.run import MAX_HELD, bound_summary
+    from etu.parsers.runner_log import LogSummary, RunnerLogParser
+    from etu.runner.run import MAX_HELD, bound_summary
 
     parser, summary = RunnerLogParser(), LogSummary()
     line = b"E [executorch:runner.cpp:9 run()] Inference [%d] failed with status 0x12\n"
@@ -217,7 +216,7 @@ def test_a_long_run_keeps_bounded_lists() -> None:
 def test_debug_xml_fallback_reads_complete_tables_in_one_pass() -> None:
     """A malformed debug XML: the complete tables are read, unclosed ones (which made the
     old regex fallback rescan to the end for each: quadratic) are skipped."""
-    from parsers.vela_debug_db import _table_blocks, parse_debug_db
+    from etu.parsers.vela_debug_db import _table_blocks, parse_debug_db
 
     good = '<table name="perf"><![CDATA[a,b\n1,2\n]]></table>'
     text = '<debug source="x">' + good + '<table name="t"><![CDATA[x\n' * 2000 + "<oops>"
@@ -229,7 +228,7 @@ def test_debug_xml_fallback_reads_complete_tables_in_one_pass() -> None:
 
 
 def test_session_meta_that_is_a_fifo_or_huge(tmp_path: Path) -> None:
-    from runner.session import read_session
+    from etu.runner.session import read_session
 
     folder = tmp_path / "s"
     folder.mkdir()

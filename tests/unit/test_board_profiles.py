@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
-from etu_tui.cli import main
-from runner.boards.profiles import ProfileError, load_profile, load_profiles
+from etu.runner.boards.profiles import ProfileError, load_profile, load_profiles
+from etu.tui.cli import main
 
 BUILT_IN = {"wiseeye2", "mps3-an552", "mps3-an555", "pyocd", "qemu-an547"}
 

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 import serial
-
-from runner.boards.qemu import QemuBoard, QemuError, qemu_argv
-from runner.firmware import build_stub_firmware
+from etu.runner.boards.qemu import QemuBoard, QemuError, qemu_argv
+from etu.runner.firmware import build_stub_firmware
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEMO_PTE = ROOT / "etu_tui" / "demo" / "demo_cnn.pte"

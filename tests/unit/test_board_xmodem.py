@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import serial
+from etu.runner.boards.transfer import TransferError, xmodem_send
 
-from runner.boards.transfer import TransferError, xmodem_send
 from tests.board_peers import FaultyRelay, Pty, random_faults, start_rx, wait_for
 
 pytestmark = pytest.mark.skipif(
@@ -160,7 +160,7 @@ def test_a_receiver_that_falls_silent_mid_file_ends_in_bounded_time(tmp_path, mo
     import signal
     import time
 
-    from runner.boards import transfer
+    from etu.runner.boards import transfer
 
     monkeypatch.setattr(transfer._Port, "STALL", 2.0)
     data = payload(60_000, seed=9)

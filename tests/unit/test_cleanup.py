@@ -10,10 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import parsers.runner_events as runner_events
-from parsers.runner_events import EVENT_TYPES, Event
-from parsers.vela_csv import LEGACY_PER_LAYER_COLUMNS, REGOR_PER_LAYER_COLUMNS
-from parsers.vela_debug_db import REGOR_TABLES
+import etu.parsers.runner_events as runner_events
+from etu.parsers.runner_events import EVENT_TYPES, Event
+from etu.parsers.vela_csv import LEGACY_PER_LAYER_COLUMNS, REGOR_PER_LAYER_COLUMNS
+from etu.parsers.vela_debug_db import REGOR_TABLES
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEMO = ROOT / "etu_tui" / "demo"
@@ -23,13 +23,13 @@ ELF = DEMO / "firmware" / "arm_executor_runner.elf"
 
 def etu(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "etu_tui.cli", *map(str, args)], capture_output=True, text=True,
+        [sys.executable, "-m", "etu.tui.cli", *map(str, args)], capture_output=True, text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, timeout=120, check=False,
     )  # fmt: skip
 
 
 def test_run_fvp_flag_is_accepted_documented_and_changes_nothing(tmp_path: Path) -> None:
-    from fvp.standin import install_standin
+    from etu.fvp.standin import install_standin
 
     (sim, *_) = install_standin(tmp_path / "fvps")
     base = ["run", "--elf", ELF, "--fvp-path", sim, "--dry-run", "--json"]
@@ -47,7 +47,7 @@ def test_documented_per_layer_columns_are_the_real_headers() -> None:
 
 
 def test_documented_debug_db_tables_cover_the_real_ones() -> None:
-    from parsers.vela_debug_db import parse_debug_db
+    from etu.parsers.vela_debug_db import parse_debug_db
 
     for path in VELA.rglob("*_debug.xml"):
         db = parse_debug_db(path.read_bytes(), str(path))
@@ -64,14 +64,14 @@ def test_event_registry_lists_every_event() -> None:
 
 
 def test_unused_target_list_is_gone() -> None:
-    import runner.aot
+    import etu.runner.aot
 
-    assert not hasattr(runner.aot, "ETHOS_U_TARGETS")  # runner.compile_request.TARGETS rules
+    assert not hasattr(etu.runner.aot, "ETHOS_U_TARGETS")  # runner.compile_request.TARGETS rules
 
 
 def test_standin_abort_flushes_what_the_runner_said(tmp_path: Path) -> None:
     """The abort path (a fault) ends with status 1 and everything printed before it."""
-    from fvp.standin import install_standin
+    from etu.fvp.standin import install_standin
 
     (sim, *_) = install_standin(tmp_path / "fvps")
     result = subprocess.run(

@@ -11,15 +11,14 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from fvp.targets import targets
-from runner.compile_request import MEMORY_MODES, SYSTEM_CONFIGS
-from runner.workspace import decode_facts
+from etu.fvp.targets import targets
+from etu.runner.compile_request import MEMORY_MODES, SYSTEM_CONFIGS
+from etu.runner.workspace import decode_facts
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEMO = ROOT / "etu_tui" / "demo"
 FIRMWARE = DEMO / "firmware" / "arm_executor_runner.elf"
-ETU = [sys.executable, "-m", "etu_tui.cli"]
+ETU = [sys.executable, "-m", "etu.tui.cli"]
 
 
 def run_etu(*args: str, env: dict | None = None, cwd: Path | None = None):
@@ -106,7 +105,7 @@ def test_the_console_decodes_a_firmware_too() -> None:
 
 @pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="no cross gcc")
 def test_a_firmware_without_a_program_and_a_cut_one(tmp_path: Path) -> None:
-    from runner.firmware import build_stub_firmware
+    from etu.runner.firmware import build_stub_firmware
 
     empty = build_stub_firmware(None, tmp_path / "empty", ops=["aten::add.out"]).elf
     result = run_etu("inspect", "--json", str(empty))
@@ -124,7 +123,7 @@ def test_a_firmware_without_a_program_and_a_cut_one(tmp_path: Path) -> None:
 @pytest.mark.anyio
 async def test_the_console_opens_a_firmware() -> None:
     """`etu FIRMWARE.elf`: the console shows the program baked into it."""
-    from etu_tui.app import EtuApp
+    from etu.tui.app import EtuApp
 
     app = EtuApp(FIRMWARE)
     async with app.run_test(size=(120, 36)) as pilot:

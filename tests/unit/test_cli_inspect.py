@@ -9,11 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from etu.parsers.program_facts import inspect_record
+from etu.parsers.pte import open_program
 
-from parsers.program_facts import inspect_record
-from parsers.pte import open_program
-
-ETU = [sys.executable, "-m", "etu_tui.cli"]
+ETU = [sys.executable, "-m", "etu.tui.cli"]
 
 
 def run_etu(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

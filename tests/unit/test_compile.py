@@ -11,18 +11,17 @@ import threading
 from pathlib import Path
 
 import pytest
-
-from parsers.program_facts import cpu_operators, delegates
-from parsers.pte import open_program
-from parsers.vela import load_vela_report
-from runner.compile_job import (
+from etu.parsers.program_facts import cpu_operators, delegates
+from etu.parsers.pte import open_program
+from etu.parsers.vela import load_vela_report
+from etu.runner.compile_job import (
     CompileJob,
     CompileListener,
     comparison_row,
     run_sweep,
     sweep_requests,
 )
-from runner.compile_request import CompileRequest, InputSpec, RequestError
+from etu.runner.compile_request import CompileRequest, InputSpec, RequestError
 
 pytestmark = pytest.mark.aot
 MODELS = Path(__file__).resolve().parent.parent / "data" / "models"
@@ -168,7 +167,7 @@ def test_cancel(out_dir: Path) -> None:
 
 def test_cli_json(sweep, out_dir: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "etu_tui.cli", "compile", "cnn", "--target", "ethos-u55-128",
+        [sys.executable, "-m", "etu.tui.cli", "compile", "cnn", "--target", "ethos-u55-128",
          "--out", str(out_dir), "--json"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
@@ -177,7 +176,7 @@ def test_cli_json(sweep, out_dir: Path) -> None:
     assert record["status"] == "ok" and record["cached"] is True
     assert record["pte"] == str(sweep[0].pte)
     refused = subprocess.run(
-        [sys.executable, "-m", "etu_tui.cli", "compile", "cnn", "--memory-mode", "Dedicated_Sram",
+        [sys.executable, "-m", "etu.tui.cli", "compile", "cnn", "--memory-mode", "Dedicated_Sram",
          "--out", str(out_dir)],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
@@ -188,8 +187,7 @@ def test_pt2_archive_and_npy_inputs(tmp_path: Path, out_dir: Path) -> None:
     """The other two source forms: a torch.export archive, and inputs from a .npy file."""
     import numpy
     import torch
-
-    from runner.example_models import Add
+    from etu.runner.example_models import Add
 
     archive = tmp_path / "add.pt2"
     torch.export.save(torch.export.export(Add(), (torch.rand(1, 16),)), archive)

@@ -10,12 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from fvp.discovery import find_fvps
-from fvp.launch import prepare_fvp_launch
-from fvp.standin import install_standin
-from fvp.targets import SSE300_U55
-from runner.config import (
+from etu.fvp.discovery import find_fvps
+from etu.fvp.launch import prepare_fvp_launch
+from etu.fvp.standin import install_standin
+from etu.fvp.targets import SSE300_U55
+from etu.runner.config import (
     ConfigError,
     load_settings,
     trust_workspace,
@@ -29,7 +28,7 @@ ELF = ROOT / "etu_tui" / "demo" / "firmware" / "arm_executor_runner.elf"
 
 def etu(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "etu_tui.cli", *args], capture_output=True, text=True,
+        [sys.executable, "-m", "etu.tui.cli", *args], capture_output=True, text=True,
         cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
         timeout=60, check=False,
     )  # fmt: skip
@@ -166,8 +165,8 @@ def test_init_creates_a_workspace_that_opens(tmp_path: Path) -> None:
 
 
 def test_runtime_source_and_board_profiles_read_the_settings(tmp_path: Path, monkeypatch) -> None:
-    from runner.boards.profiles import user_boards_dir
-    from runner.runtime_source import find_executorch
+    from etu.runner.boards.profiles import user_boards_dir
+    from etu.runner.runtime_source import find_executorch
 
     tree = tmp_path / "src" / "executorch"
     (tree / "runtime").mkdir(parents=True)

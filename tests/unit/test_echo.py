@@ -7,8 +7,8 @@ import io
 import os
 import threading
 
-from etu_tui.cli.echo import Echo
-from parsers.runner_events import LogLine
+from etu.parsers.runner_events import LogLine
+from etu.tui.cli.echo import Echo
 
 
 def _lines(count: int) -> list[LogLine]:
@@ -40,7 +40,7 @@ def test_a_full_pipe_never_blocks_the_reader_and_every_line_arrives_later() -> N
 
 
 def test_past_the_backlog_lines_are_counted_and_said() -> None:
-    from etu_tui.cli import echo as module
+    from etu.tui.cli import echo as module
 
     read_end, write_end = os.pipe()
     out = os.fdopen(write_end, "w")

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from parsers.errors import FormatError, ParseError, TruncatedError, describe_error
-from runner.workspace import error_line, load_firmware, load_vela
+from etu.parsers.errors import FormatError, ParseError, TruncatedError, describe_error
+from etu.runner.workspace import error_line, load_firmware, load_vela
 
 
 def test_a_parse_error_names_field_and_offset() -> None:

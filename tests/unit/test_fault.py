@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 from elftools.elf.elffile import ELFFile
-
-from parsers.fault import decode_fault
-from parsers.runner_log import parse_log_bytes
-from runner.firmware import build_stub_firmware
+from etu.parsers.fault import decode_fault
+from etu.parsers.runner_log import parse_log_bytes
+from etu.runner.firmware import build_stub_firmware
 
 TRANSCRIPT = Path(__file__).resolve().parent.parent / "data" / "transcripts" / "qemu"
 FAULT_LOG = TRANSCRIPT / "qemu_fault_on_start.log"
@@ -109,7 +108,7 @@ def test_etu_log_shows_the_fault(debug_elf: Path, tmp_path: Path) -> None:
         "sp=0x3007ffe8\n            cfsr=0x00008200 hfsr=0x40000000 bfar=0xf0000000 "
         "mmfar=0x00000000\n"
     )
-    etu = [sys.executable, "-m", "etu_tui.cli", "log"]
+    etu = [sys.executable, "-m", "etu.tui.cli", "log"]
     result = subprocess.run([*etu, "--json", str(log), "--elf", str(debug_elf)],
                             capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -130,9 +129,9 @@ def test_etu_log_shows_the_fault(debug_elf: Path, tmp_path: Path) -> None:
 @needs_gcc
 def test_the_run_banner_shows_the_words(debug_elf: Path) -> None:
     """The console's triage seam (etu_tui/widgets/triage.py) finds describe_fault."""
-    from etu_tui.widgets.triage import fault_lines
-    from parsers.elf_map import read_elf
-    from parsers.runner_events import HardFault
+    from etu.parsers.elf_map import read_elf
+    from etu.parsers.runner_events import HardFault
+    from etu.tui.widgets.triage import fault_lines
 
     start, _size = _function(debug_elf, "main")
     fault = HardFault(1, {"cfsr": 0x8200, "bfar": 0xF0000000, "pc": start + 8}, "Hard fault.")

@@ -8,9 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from runner.firmware import build_stub_firmware, upstream_rebuild_command
-from runner.runtime_build import auto_pools, program_facts
+from etu.runner.firmware import build_stub_firmware, upstream_rebuild_command
+from etu.runner.runtime_build import auto_pools, program_facts
 
 DEMO = Path(__file__).resolve().parent.parent.parent / "etu_tui" / "demo"
 OPS = [

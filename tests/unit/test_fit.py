@@ -13,11 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from parsers.fit import FAIL, OK, check_fit, fit_record
-from parsers.memory_map import load_memory_map
-from parsers.program_facts import delegates, select_ops_list
-from parsers.pte import open_program
+from etu.parsers.fit import FAIL, OK, check_fit, fit_record
+from etu.parsers.memory_map import load_memory_map
+from etu.parsers.program_facts import delegates, select_ops_list
+from etu.parsers.pte import open_program
 
 pytestmark = pytest.mark.skipif(
     shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc is not installed"
@@ -27,7 +26,7 @@ DEMO = Path(__file__).resolve().parent.parent.parent / "etu_tui" / "demo"
 
 
 def firmware(tmp_path: Path, pte: Path, **options) -> Path:
-    from runner.firmware import build_stub_firmware
+    from etu.runner.firmware import build_stub_firmware
 
     with open_program(pte) as program:
         ops = options.pop("ops", select_ops_list(program).split(","))
@@ -125,7 +124,7 @@ def test_dedicated_sram_needs_fast_scratch(tmp_path: Path, real_program) -> None
 def test_fit_cli_json_and_exit_status(tmp_path: Path, real_program) -> None:
     pte = real_program("u55")
     bad = firmware(tmp_path, pte, temp_pool=1024)
-    run = [sys.executable, "-m", "etu_tui.cli", "fit", "--pte", str(pte), "--elf", str(bad)]
+    run = [sys.executable, "-m", "etu.tui.cli", "fit", "--pte", str(pte), "--elf", str(bad)]
     result = subprocess.run([*run, "--json"], capture_output=True, text=True, check=False)
     assert result.returncode == 1
     record = json.loads(result.stdout)

@@ -31,11 +31,11 @@ from pathlib import Path
 
 import psutil
 import pytest
+from etu.fvp.standin import install_standin
+from etu.runner.process import REAPER_NAME
+from etu.runner.run import RunController, install_stop_signals
+from etu.runner.session import read_session
 
-from fvp.standin import install_standin
-from runner.process import REAPER_NAME
-from runner.run import RunController, install_stop_signals
-from runner.session import read_session
 from tests.board_peers import Pty, runner_log
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -140,7 +140,7 @@ def fvp_with_a_child(standin: Path) -> Path:
 def endless_elf(tmp_path_factory) -> Path:
     """The stub runner (cross-compiled here, a second) told to run 4e9 inferences: it
     prints its start, then computes on QEMU for hours."""
-    from runner.firmware import build_stub_firmware
+    from etu.runner.firmware import build_stub_firmware
 
     if not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")):
         pytest.skip("needs qemu-system-arm and arm-none-eabi-gcc (make system-deps)")
@@ -156,7 +156,7 @@ def env(**extra: str) -> dict[str, str]:
 
 
 def start_etu(args: list, cwd: Path, **kwargs) -> subprocess.Popen:
-    return start([sys.executable, "-m", "etu_tui.cli", *args], cwd=cwd,
+    return start([sys.executable, "-m", "etu.tui.cli", *args], cwd=cwd,
                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)  # fmt: skip
 
 
@@ -231,7 +231,7 @@ def test_signals_end_a_cli_run_and_finish_the_session(
         tmp_path, env=env(ETU_STANDIN_FAULT="hang"),
     )  # fmt: skip
     wait_for_simulator(etu, sessions)
-    signal_and_check(etu, sig, family, sessions, children=("fvp.standin", "sleep 600"))
+    signal_and_check(etu, sig, family, sessions, children=("etu.fvp.standin", "sleep 600"))
 
 
 @needs_qemu
@@ -319,7 +319,7 @@ def test_a_run_stopped_before_it_starts_ends_killed_as_it_starts(tmp_path: Path)
 RUN_FROM_A_WORKER_THREAD = """
 import sys, threading, time
 from pathlib import Path
-from runner.run import RunController, install_stop_signals, wait_all_runs
+from etu.runner.run import RunController, install_stop_signals, wait_all_runs
 
 exited = []
 install_stop_signals(exited.append)
@@ -369,7 +369,7 @@ def test_console_exits_cleanly_on_sigterm(family, tmp_path: Path) -> None:
         default_signals()
         os.chdir(tmp_path)
         os.environ["PYTHONPATH"] = str(ROOT)
-        os.execv(sys.executable, [sys.executable, "-m", "etu_tui.cli",
+        os.execv(sys.executable, [sys.executable, "-m", "etu.tui.cli",
                                   str(ROOT / "etu_tui" / "demo" / "demo_cnn.pte")])  # fmt: skip
     family.add(pid)
     output = b""

@@ -9,9 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from runner.boards.profiles import ProfileError, load_profile
-from runner.compile_request import InputSpec, RequestError
+from etu.runner.boards.profiles import ProfileError, load_profile
+from etu.runner.compile_request import InputSpec, RequestError
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEMO = ROOT / "etu_tui" / "demo"
@@ -20,7 +19,7 @@ BUILTIN = ROOT / "runner" / "boards" / "profiles"
 
 def etu(*args, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "etu_tui.cli", *map(str, args)], capture_output=True, text=True,
+        [sys.executable, "-m", "etu.tui.cli", *map(str, args)], capture_output=True, text=True,
         cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120, check=False,
     )  # fmt: skip
 
@@ -99,7 +98,7 @@ def test_an_mps3_profile_images_dir_stays_on_the_drive(tmp_path: Path, images_di
 def test_settings_profiles_and_build_records_refuse_fifos(tmp_path: Path) -> None:
     """Read through the one bounded reader: a FIFO is refused at once, not waited on (nor,
     for etu.toml, silently skipped)."""
-    from runner.runtime_build import RECORD_NAME, load_record
+    from etu.runner.runtime_build import RECORD_NAME, load_record
 
     os.mkfifo(tmp_path / "etu.toml")
     config = etu("config", cwd=tmp_path)

@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from etu.parsers.text import is_printable, printable, printable_lines
 from hypothesis import given
 from hypothesis import strategies as st
 
-from parsers.text import is_printable, printable, printable_lines
 from tests.hostile import (
     DEMO,
     FORBIDDEN,
@@ -29,7 +29,7 @@ from tests.hostile import (
     hostile_vela,
 )
 
-ETU = [sys.executable, "-m", "etu_tui.cli"]
+ETU = [sys.executable, "-m", "etu.tui.cli"]
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEMO_ELF = DEMO / "firmware" / "arm_executor_runner.elf"
 
@@ -143,9 +143,9 @@ def test_fit_and_its_fix_line_is_shell_quoted(hostile) -> None:
 
 
 def test_fit_target_fix_quotes_the_value() -> None:
-    from parsers.fit import check_fit
-    from parsers.memory_map import load_memory_map
-    from parsers.pte import open_program
+    from etu.parsers.fit import check_fit
+    from etu.parsers.memory_map import load_memory_map
+    from etu.parsers.pte import open_program
 
     with open_program(DEMO / "demo_cnn.pte") as program:
         verdicts = check_fit(program, load_memory_map(DEMO_ELF), target="x; rm -rf ~")

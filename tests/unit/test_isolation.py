@@ -11,11 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from fvp.discovery import find_fvps
-from fvp.standin import install_standin
-from runner.compile_job import CompileJob, CompileListener, _is_message
-from runner.compile_request import CompileRequest, InputSpec
+from etu.fvp.discovery import find_fvps
+from etu.fvp.standin import install_standin
+from etu.runner.compile_job import CompileJob, CompileListener, _is_message
+from etu.runner.compile_request import CompileRequest, InputSpec
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 STAGE_ORDER = ["load", "export", "quantize", "calibrate", "tosa", "vela", "serialize", "write"]
@@ -102,7 +101,7 @@ def test_worker_is_isolated_and_its_channel_private(tmp_path: Path, monkeypatch)
 
 def test_compile_cli_prints_stages_in_order_and_says_model_code_runs() -> None:
     help_text = subprocess.run(
-        [sys.executable, "-m", "etu_tui.cli", "compile", "--help"], capture_output=True,
+        [sys.executable, "-m", "etu.tui.cli", "compile", "--help"], capture_output=True,
         text=True, timeout=60, check=False,
     ).stdout  # fmt: skip
     assert "executed" in help_text and "model.py" in help_text
@@ -153,7 +152,7 @@ def test_served_console_command_is_isolated(tmp_path: Path) -> None:
     planted packages, it is etu's CLI that answers."""
     import shlex
 
-    from etu_tui.cli.serve import console_command
+    from etu.tui.cli.serve import console_command
 
     marker = plant(tmp_path)
     argv = [*shlex.split(console_command(None)), "--version"]

@@ -18,9 +18,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from etu.runner.kernel_sources import load_index, select_kernels
+from etu.runner.runtime_build import RuntimeBuildError, kernel_plan
 
-from runner.kernel_sources import load_index, select_kernels
-from runner.runtime_build import RuntimeBuildError, kernel_plan
 from tests.real_runner import build, etu, run_qemu
 
 runtime_build = pytest.mark.runtime_build
@@ -35,7 +35,7 @@ MACRO_KERNELS = frozenset({
 
 @pytest.fixture(scope="module")
 def executorch_root(runtime_env) -> Path:
-    from runner.runtime_source import find_executorch
+    from etu.runner.runtime_source import find_executorch
 
     saved = dict(os.environ)
     os.environ.update(runtime_env)
@@ -128,8 +128,7 @@ def test_macro_kernels_build_run_on_the_emulated_board_and_match_pytorch(
     real_program, runtime_env, tmp_path
 ):
     import torch
-
-    from runner.example_models import EXAMPLES
+    from etu.runner.example_models import EXAMPLES
 
     program = real_program("macro_cpu")
     firmware = build(program, tmp_path / "fw", runtime_env)

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import etu.parsers.runner_log as runner_log
 import pytest
-
-import parsers.runner_log as runner_log
-from parsers.log_summary import VERDICTS, LogSummary, summarize
-from parsers.runner_log import parse_log_bytes
+from etu.parsers.log_summary import VERDICTS, LogSummary, summarize
+from etu.parsers.runner_log import parse_log_bytes
 
 TRANSCRIPTS = Path(__file__).resolve().parent.parent / "data" / "transcripts"
 FIELDS = {

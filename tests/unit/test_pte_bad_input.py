@@ -7,12 +7,11 @@ import random
 from pathlib import Path
 
 import pytest
+from etu.parsers.errors import ParseError, WrongKindError
+from etu.parsers.program_facts import inspect_record
+from etu.parsers.pte import decode_program, open_program
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from parsers.errors import ParseError, WrongKindError
-from parsers.program_facts import inspect_record
-from parsers.pte import decode_program, open_program
 
 
 def decode_fully(data: bytes) -> dict | None:

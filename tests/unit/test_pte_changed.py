@@ -11,10 +11,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from parsers import pte
-from parsers.errors import ParseError
-from parsers.pte import open_program
+from etu.parsers import pte
+from etu.parsers.errors import ParseError
+from etu.parsers.pte import open_program
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -63,8 +62,8 @@ def test_a_64_mib_program_cut_short_while_read_is_a_parse_error(tmp_path, demo_p
     os.truncate(big, 65 * 1024 * 1024)
     result = _in_child(f"""
         import os
-        from parsers import pte
-        from parsers.errors import ParseError
+        from etu.parsers import pte
+        from etu.parsers.errors import ParseError
         real_read = os.read
         def read_then_cut(fd, n):
             chunk = real_read(fd, n)
@@ -90,8 +89,8 @@ def test_a_large_segmented_program_that_shrank_is_a_parse_error(tmp_path: Path) 
     shutil.copy(build("u55_segment"), copy)
     result = _in_child(f"""
         import os
-        from parsers import pte
-        from parsers.errors import ParseError
+        from etu.parsers import pte
+        from etu.parsers.errors import ParseError
         pte.MAP_THRESHOLD = 0
         program = pte.open_program({str(copy)!r})
         assert program._closer is not None  # segments read on demand
@@ -147,7 +146,8 @@ def test_a_large_segmented_program_decodes_its_flatbuffer_from_memory(tmp_path) 
     """Large with an extended header: the FlatBuffer part is read into memory, so a file
     cut short during decoding is a ParseError (the check after decoding); the decoded
     program equals the one read whole. In a child process, as above."""
-    from parsers.program_facts import inspect_record
+    from etu.parsers.program_facts import inspect_record
+
     from tests.real_programs import build
 
     source = build("u55_segment")
@@ -158,9 +158,9 @@ def test_a_large_segmented_program_decodes_its_flatbuffer_from_memory(tmp_path) 
         expected = inspect_record(program)
     script = textwrap.dedent(f"""
         import json, os
-        from parsers import pte
-        from parsers.errors import ParseError
-        from parsers.program_facts import inspect_record
+        from etu.parsers import pte
+        from etu.parsers.errors import ParseError
+        from etu.parsers.program_facts import inspect_record
         pte.MAP_THRESHOLD = 0
         with pte.open_program({str(copy)!r}) as program:
             assert program._closer is not None  # segments on disk
@@ -193,8 +193,8 @@ def test_a_firmware_relinked_while_open_is_a_parse_error(tmp_path: Path) -> None
     shutil.copy(ROOT / "etu_tui" / "demo" / "firmware" / "arm_executor_runner.elf", elf)
     result = _in_child(f"""
         import os
-        from parsers.elf_map import read_elf
-        from parsers.errors import ParseError
+        from etu.parsers.elf_map import read_elf
+        from etu.parsers.errors import ParseError
         image = read_elf({str(elf)!r})
         text = next(s for s in image.sections if s.name == ".text")
         assert image.section_bytes(text)

@@ -6,10 +6,9 @@ import math
 from pathlib import Path
 
 import pytest
-
-from parsers.ethosu import decode_ethosu_payload
-from parsers.program_facts import cpu_operators, inspect_record, select_ops_list
-from parsers.pte import (
+from etu.parsers.ethosu import decode_ethosu_payload
+from etu.parsers.program_facts import cpu_operators, inspect_record, select_ops_list
+from etu.parsers.pte import (
     DelegateCall,
     FreeCall,
     JumpFalseCall,

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy
 import pytest
+from etu.parsers.pte import KernelCall, open_program
+from etu.runner.reference import integer_comparison, program_reference
 
-from parsers.pte import KernelCall, open_program
-from runner.reference import integer_comparison, program_reference
 from tests.history_workspace import make_workspace, record_run
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -51,7 +51,7 @@ def two_delegates() -> Path:
 
 def etu(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "etu_tui.cli", *args], capture_output=True, text=True,
+        [sys.executable, "-m", "etu.tui.cli", *args], capture_output=True, text=True,
         cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, timeout=300,
         check=False,
     )  # fmt: skip
@@ -105,7 +105,7 @@ def test_a_delegated_programs_reference_is_the_tosa_reference_models_output(
     assert output["values"] == dequantized.reshape(-1).tolist()
     # The proof is remembered (by content hash): a second reference does not run Vela again.
     assert len(json.loads((fresh_cache / "tosa-matches.json").read_text())) == 1
-    monkeypatch.setattr("runner.tosa_graphs.vela_blocks", lambda *a: pytest.fail("Vela ran"))
+    monkeypatch.setattr("etu.runner.tosa_graphs.vela_blocks", lambda *a: pytest.fail("Vela ran"))
     again = program_reference(DEMO / "demo_cnn.pte").to_json()
     assert again["delegates"][0]["matched_by"] == "vela" and again["outputs"] == [output]
 
@@ -116,8 +116,7 @@ def test_a_cpu_only_programs_reference_is_the_host_runtimes_output_exactly(
     real_program, name: str, split: bool
 ) -> None:
     import torch
-
-    from runner.compare import host_reference
+    from etu.runner.compare import host_reference
 
     pte = real_program(name)
     reference = program_reference(pte, split_every_call=split)
@@ -247,8 +246,8 @@ def test_compare_on_a_standin_session_of_the_demo(tmp_path: Path) -> None:
 def test_integer_outputs_compare_exactly(tmp_path: Path, monkeypatch) -> None:
     """An integer output passes only when every element is the reference's; the record
     counts the elements that differ and the largest difference in LSBs."""
-    from runner import reference
-    from runner.compare import compare_session, session_outputs
+    from etu.runner import reference
+    from etu.runner.compare import compare_session, session_outputs
 
     assert integer_comparison([1, 2, 3, -4], [1, 2, 5, -4]) == {"differing": 1, "max_lsb": 2}
     assert integer_comparison([7, 7], [7, 7]) == {"differing": 0, "max_lsb": 0}

@@ -17,16 +17,15 @@ from pathlib import Path
 
 import psutil
 import pytest
-
-from fvp.command import FvpOptions, build_command
-from fvp.discovery import find_fvps, fvp_version
-from fvp.launch import LaunchError, prepare_fvp_launch
-from fvp.standin import STANDIN_VERSION, install_standin
-from fvp.targets import SSE300_U55, SSE320, fvp_target
-from parsers.elf_map import read_elf
-from parsers.runner_events import InferenceStarted, PmuReport
-from runner.run import RunController, RunListener
-from runner.session import read_session
+from etu.fvp.command import FvpOptions, build_command
+from etu.fvp.discovery import find_fvps, fvp_version
+from etu.fvp.launch import LaunchError, prepare_fvp_launch
+from etu.fvp.standin import STANDIN_VERSION, install_standin
+from etu.fvp.targets import SSE300_U55, SSE320, fvp_target
+from etu.parsers.elf_map import read_elf
+from etu.parsers.runner_events import InferenceStarted, PmuReport
+from etu.runner.run import RunController, RunListener
+from etu.runner.session import read_session
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 ELF = ROOT / "etu_tui" / "demo" / "firmware" / "arm_executor_runner.elf"
@@ -49,7 +48,7 @@ def env(fvp_dir: Path, monkeypatch) -> dict[str, str]:
 
 def run_cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "etu_tui.cli", *args],
+        [sys.executable, "-m", "etu.tui.cli", *args],
         capture_output=True, env=env, cwd=cwd, timeout=120, check=False,
     )  # fmt: skip
 
@@ -172,7 +171,7 @@ def test_stop_kills_the_process_group_and_samples_it(env, tmp_path: Path) -> Non
 def test_session_survives_kill_9_of_the_console(env, tmp_path: Path) -> None:
     env = {**env, "ETU_STANDIN_LINE_DELAY": "0.05"}
     console = subprocess.Popen(
-        [sys.executable, "-m", "etu_tui.cli", "run", "--elf", str(ELF)],
+        [sys.executable, "-m", "etu.tui.cli", "run", "--elf", str(ELF)],
         cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     sessions = tmp_path / ".etu" / "sessions"
@@ -227,7 +226,7 @@ def test_etdump_block_is_saved_under_a_name_etu_chooses(env, tmp_path: Path) -> 
 
 
 def test_standin_npu_cycles_come_from_the_workspace_vela_estimate(env, tmp_path: Path) -> None:
-    from parsers.vela import load_vela_report
+    from etu.parsers.vela import load_vela_report
 
     estimate = load_vela_report(ROOT / "etu_tui" / "demo" / "vela").cycles
     env = {**env, "ETU_STANDIN_INFERENCES": "3"}
@@ -241,9 +240,9 @@ def test_standin_npu_cycles_come_from_the_workspace_vela_estimate(env, tmp_path:
     result = run_cli("run", "--elf", str(alone), "--json", env=env, cwd=tmp_path)
     (pmu,) = [json.loads(x) for x in result.stdout.splitlines() if b'"PmuReport"' in x]
     # exactly the stand-in's rough figure: 120 cycles per command-stream word per inference
-    from parsers.memory_map import build_memory_map
-    from parsers.program_facts import inspect_record
-    from parsers.pte import decode_program
+    from etu.parsers.memory_map import build_memory_map
+    from etu.parsers.program_facts import inspect_record
+    from etu.parsers.pte import decode_program
 
     with read_elf(alone) as image:
         pool = build_memory_map(image).pools["model_pte"]

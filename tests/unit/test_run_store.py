@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from runner.session_file import CHUNK, LineFile
+from etu.runner.session_file import CHUNK, LineFile
 
 
 def _lines(data: bytes) -> list[bytes]:
@@ -53,8 +53,8 @@ def test_search_reports_every_matching_line_of_300k(tmp_path):
 def test_line_times_come_from_the_index_by_offset(tmp_path):
     """The session writer's index, bisected in place: each line gets the time of the write
     that started it, lines of one write share it, a torn last index line is skipped."""
-    from etu_tui.widgets.run_store import FileLogStore
-    from runner.session import SessionWriter
+    from etu.runner.session import SessionWriter
+    from etu.tui.widgets.run_store import FileLogStore
 
     writer = SessionWriter(tmp_path, "fvp", {})
     stamps = [100.0 + n for n in range(300)]
@@ -73,9 +73,9 @@ def test_line_times_come_from_the_index_by_offset(tmp_path):
 def test_a_session_files_lines_get_the_levels_the_parser_gives_them(tmp_path):
     """A past or long run read back from its file shows and filters the levels it showed
     live: a board's Zephyr log, a timestamped and a coloured one, not only the plain form."""
-    from etu_tui.widgets.run_model import TEXT
-    from etu_tui.widgets.run_store import FileLogStore
-    from runner.session import SessionWriter
+    from etu.runner.session import SessionWriter
+    from etu.tui.widgets.run_model import TEXT
+    from etu.tui.widgets.run_store import FileLogStore
 
     lines = [
         b"[00:00:06.006,000] <err> executorch: Memory allocation failed",
@@ -103,8 +103,8 @@ def test_level_filter_over_the_file_agrees_with_each_line_level(tmp_path, monkey
     choice of levels: also behind a foreign prefix, a platform's tag or a colour code."""
     import itertools
 
-    from parsers.runner_log import line_level
-    from runner import session_file
+    from etu.parsers.runner_log import line_level
+    from etu.runner import session_file
 
     monkeypatch.setattr(session_file, "_LEVEL_BLOCK", 4096)
     rng = random.Random(3)
@@ -151,8 +151,8 @@ def test_level_filter_over_the_file_agrees_with_each_line_level(tmp_path, monkey
 def test_a_search_in_a_child_process_finds_what_one_in_place_finds(tmp_path):
     """The child (a big file's search) and the in-place scan agree, hit for hit: one offset
     per line holding the text, case folded, a hit across a block edge found once."""
-    from runner import session_file
-    from runner.session_file import find_offsets, offsets_in_child
+    from etu.runner import session_file
+    from etu.runner.session_file import find_offsets, offsets_in_child
 
     rng = random.Random(5)
     rows = [

@@ -15,10 +15,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from parsers.runner_events import (
+from etu.parsers.runner_events import (
     AssertFailed,
     BundleIOResult,
     EtdumpBlock,
@@ -45,7 +42,7 @@ from parsers.runner_events import (
     RunSucceeded,
     new_log_line,
 )
-from parsers.runner_log import (
+from etu.parsers.runner_log import (
     BLANK_RUN,
     U55_EVENTS,
     U85_EVENTS_7,
@@ -54,7 +51,9 @@ from parsers.runner_log import (
     parse_log_bytes,
     summarize,
 )
-from parsers.status_codes import STATUS_NAMES, status_code, status_name
+from etu.parsers.status_codes import STATUS_NAMES, status_code, status_name
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 TRANSCRIPTS = Path(__file__).resolve().parent.parent / "data" / "transcripts"
 ALL_LOGS = sorted(p.name for p in TRANSCRIPTS.glob("*.log"))

@@ -9,9 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from parsers.runner_events import LogLine, MethodLoaded, RunError, RunSucceeded
-from parsers.runner_log import _RUNTIME, line_level, parse_log_bytes, summarize
+from etu.parsers.runner_events import LogLine, MethodLoaded, RunError, RunSucceeded
+from etu.parsers.runner_log import _RUNTIME, line_level, parse_log_bytes, summarize
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "transcripts"
 SHARED = Path("/work/shared/reference/transcripts")  # the same set, when this machine has it

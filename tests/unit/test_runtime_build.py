@@ -17,9 +17,9 @@ import shlex
 from pathlib import Path
 
 import pytest
+from etu.parsers.runner_log import parse_log_bytes
+from etu.runner.compare import metrics
 
-from parsers.runner_log import parse_log_bytes
-from runner.compare import metrics
 from tests.real_runner import build, etu, run_qemu
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -177,7 +177,7 @@ def test_hard_fault_registers_come_over_the_uart(
     registers = fault["registers"]
     assert registers["cfsr"] & 0x8200 == 0x8200  # BusFault, precise, BFAR valid
     assert registers["bfar"] == 0xF0000000  # the address the platform layer stores to
-    from runner.runtime_run import symbolize
+    from etu.runner.runtime_run import symbolize
 
     assert symbolize(Path(faulty["elf"]), registers["pc"]) == "etu_fault_on_start"
 
@@ -222,15 +222,14 @@ def test_bundleio_passes_on_target_and_a_wrong_reference_fails_and_etdump_is_rea
     assert all(r["time"] is None for r in rows)
     assert "emulated board" in json.loads(logged.stdout)["etdump_time_note"]
     # The console's reader (a child process: the Inspector imports torch) agrees.
-    from runner.etdump import operators_in_child
+    from etu.runner.etdump import operators_in_child
 
     table = operators_in_child(_session_of(events))
     assert table["rows"] == rows and table["time_note"]
 
     # A deliberately wrong reference: the host's outputs plus 0.5 on element 7.
     import numpy
-
-    from runner.compare import session_outputs
+    from etu.runner.compare import session_outputs
 
     host = numpy.array(session_outputs(_session_of(events))[0][0]["values"], dtype="float32")
     wrong = host.copy()
@@ -272,8 +271,7 @@ def test_per_channel_quantized_cpu_program_matches_the_host(real_program, runtim
 def test_int32_per_channel_zero_points_are_widened():
     """The pass itself, on a converted graph: int32 zero points become int64, others stay."""
     import torch
-
-    from runner.aot import widen_per_channel_zero_points
+    from etu.runner.aot import widen_per_channel_zero_points
 
     class Dequant(torch.nn.Module):
         def __init__(self):
@@ -354,8 +352,8 @@ def test_a_program_path_full_of_shell_syntax_builds_and_runs_nothing(
 def test_the_memory_map_of_a_real_runner_lists_only_kernels(float_firmware):
     """Before, the kernel list of a real runner ELF held C++ strings: ``Error::Ok``,
     ``ScalarType::Long``, ``vector::reserve``, ``basic_string::_S_create``."""
-    from parsers.memory_map import load_memory_map
-    from parsers.program_facts import PRIM_OPS
+    from etu.parsers.memory_map import load_memory_map
+    from etu.parsers.program_facts import PRIM_OPS
 
     names = set(load_memory_map(Path(float_firmware["elf"])).kernels.names)
     assert set(float_firmware["select_ops"]) <= names

@@ -95,7 +95,7 @@ def child(argv: list[str], cwd: Path | None = None) -> tuple[subprocess.Complete
 PROBE = r"""
 import json, resource, sys
 from pathlib import Path
-from parsers.errors import ParseError, describe_error
+from etu.parsers.errors import ParseError, describe_error
 out = {}
 try:
     exec(sys.argv[1])
@@ -227,7 +227,7 @@ def cli_ws(tmp_path_factory) -> Path:
 
 
 def etu(ws: Path, *args: str) -> tuple[subprocess.CompletedProcess, float]:
-    return child([sys.executable, "-m", "etu_tui.cli", *args], cwd=ws)
+    return child([sys.executable, "-m", "etu.tui.cli", *args], cwd=ws)
 
 
 def one_line(result: subprocess.CompletedProcess, status: int) -> str:
@@ -336,7 +336,7 @@ def test_console_reads_and_replays_hostile_sessions(tmp_path: Path, kind: str) -
 SHRINK = r"""
 import os, sys
 from pathlib import Path
-from runner.session_file import LineFile, LineTimes
+from etu.runner.session_file import LineFile, LineTimes
 
 folder = Path(sys.argv[1])
 raw, index = folder / "raw.log", folder / "raw.index"
@@ -465,8 +465,8 @@ def test_wrong_field_types_in_report_diff_and_compare(ws: Path) -> None:
 
 
 def test_json_reader_refuses_deep_nesting_and_non_finite_numbers() -> None:
-    from parsers.errors import ParseError
-    from parsers.files import loads_json
+    from etu.parsers.errors import ParseError
+    from etu.parsers.files import loads_json
 
     for text, says in (("[" * 200_000 + "]" * 200_000, "nested too deeply"),
                        ('{"a": NaN}', "NaN"), ('{"a": -Infinity}', "Infinity"),

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from etu.runner.history import SUMMARY, list_rows, resolve_session
 
-from runner.history import SUMMARY, list_rows, resolve_session
 from tests.history_workspace import add_v1_sessions, etu, make_workspace, record_run
 
 
@@ -104,8 +104,8 @@ def test_unreadable_meta_still_lists(tmp_path: Path) -> None:
 def test_a_sessions_reports_parsed_in_a_child_equal_those_parsed_in_place(tmp_path):
     """The console parses a recorded log's reports in a child process (EventsChild): the
     same events as in place, and a killed child says so rather than hanging the console."""
-    from runner.isolated import ChildError
-    from runner.session_events import EventsChild, events_of_file
+    from etu.runner.isolated import ChildError
+    from etu.runner.session_events import EventsChild, events_of_file
 
     transcript = (
         Path(__file__).parent.parent / "data/transcripts/04_et_docs_v0.4_mv2_pmu_allocator.log"

@@ -12,11 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from parsers.errors import ParseError, TruncatedError, WrongKindError
-from parsers.vela import (
+from etu.parsers.errors import ParseError, TruncatedError, WrongKindError
+from etu.parsers.vela import (
     SUMMARY_COLUMNS,
     SUMMARY_UNITS,
     LayerRow,
@@ -28,6 +25,8 @@ from parsers.vela import (
     parse_vela_stdout,
     vela_record,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DATA = Path(__file__).resolve().parent.parent / "data" / "vela"
@@ -924,7 +923,7 @@ def test_two_delegates_give_two_calls_and_a_total() -> None:
     assert total["sram_peak_kib"] == max(first.sram_used_kib, second.sram_used_kib)
     assert report.share(first) + report.share(second) == pytest.approx(100)
 
-    from etu_tui.cli import vela as vela_command
+    from etu.tui.cli import vela as vela_command
 
     parser = argparse.ArgumentParser()
     vela_command.configure(parser)

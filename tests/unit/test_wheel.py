@@ -20,7 +20,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-PACKAGES = ("etu_tui", "parsers", "runner", "fvp")
+# The card's folders and the names they install under (pyproject's package-dir).
+PACKAGES = {"etu_tui": "etu/tui", "parsers": "etu/parsers", "runner": "etu/runner",
+            "fvp": "etu/fvp"}  # fmt: skip
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git (tracked files)")
 
 
@@ -28,6 +30,11 @@ def _tracked() -> list[str]:
     result = subprocess.run(["git", "ls-files", *PACKAGES], cwd=ROOT, capture_output=True,
                             text=True, check=True)  # fmt: skip
     return result.stdout.split()
+
+
+def _in_wheel(name: str) -> str:
+    folder, rest = name.split("/", 1)
+    return f"{PACKAGES[folder]}/{rest}"
 
 
 @pytest.fixture(scope="module")
@@ -75,24 +82,28 @@ def run(installed: dict, *argv: str, timeout: int = 300) -> subprocess.Completed
 
 def test_every_runtime_file_is_in_the_wheel(installed: dict) -> None:
     names = set(zipfile.ZipFile(installed["wheel"]).namelist())
-    missing = [name for name in _tracked() if name not in names]
+    missing = [name for name in map(_in_wheel, _tracked()) if name not in names]
     assert not missing, f"not in the wheel: {missing}"
 
 
 def test_the_installed_package_is_used(installed: dict) -> None:
-    result = run(installed, str(installed["python"]), "-c",
-                 "import etu_tui, parsers, runner, fvp; print(etu_tui.__file__)")  # fmt: skip
+    result = run(
+        installed,
+        str(installed["python"]),
+        "-c",
+        "import etu.tui, etu.parsers, etu.runner, etu.fvp; print(etu.tui.__file__)",
+    )
     assert result.returncode == 0, result.stderr
     assert Path(result.stdout.strip()).is_relative_to(installed["site"])
 
 
 def test_inspect_the_shipped_demo(installed: dict) -> None:
-    demo = installed["site"] / "etu_tui" / "demo" / "demo_cnn.pte"
+    demo = installed["site"] / "etu" / "tui" / "demo" / "demo_cnn.pte"
     etu = [str(installed["python"]), str(installed["site"] / "bin" / "etu")]  # the entry point
     result = run(installed, *etu, "inspect", str(demo))
     assert result.returncode == 0, result.stderr
     assert "EthosUBackend" in result.stdout and "ethos-u55-128" in result.stdout
-    elf = installed["site"] / "etu_tui" / "demo" / "firmware" / "arm_executor_runner.elf"
+    elf = installed["site"] / "etu" / "tui" / "demo" / "firmware" / "arm_executor_runner.elf"
     result = run(installed, *etu, "elf", "--json", str(elf))
     assert result.returncode == 0 and '"regions_from": "ld_map"' in result.stdout
 
@@ -100,7 +111,7 @@ def test_inspect_the_shipped_demo(installed: dict) -> None:
 def test_the_console_opens_the_demo_headless(installed: dict) -> None:
     script = textwrap.dedent("""
         import asyncio
-        from etu_tui.app import EtuApp
+        from etu.tui.app import EtuApp
 
         async def main():
             app = EtuApp()
@@ -132,9 +143,9 @@ def test_the_stand_in_firmware_builds_from_the_package(installed: dict) -> None:
     script = textwrap.dedent("""
         import sys
         from pathlib import Path
-        import etu_tui
-        from runner.firmware import FIRMWARE_SOURCES, build_stub_firmware
-        demo = Path(etu_tui.__file__).parent / "demo" / "demo_cnn.pte"
+        import etu.tui
+        from etu.runner.firmware import FIRMWARE_SOURCES, build_stub_firmware
+        demo = Path(etu.tui.__file__).parent / "demo" / "demo_cnn.pte"
         build = build_stub_firmware(demo, Path("fw"), ops=[
             "quantized_decomposed::quantize_per_tensor.out",
             "quantized_decomposed::dequantize_per_tensor.out"])
@@ -147,3 +158,44 @@ def test_the_stand_in_firmware_builds_from_the_package(installed: dict) -> None:
     assert Path(sources).is_relative_to(installed["site"])
     assert Path(elf) == installed["work"] / "fw" / "arm_executor_runner.elf"
     assert Path(elf).read_bytes()[:4] == b"\x7fELF"
+
+
+def test_the_compile_extras_tosa_tools_shares_no_folder_with_etu(installed: dict) -> None:
+    """tosa-tools (from executorch[ethos-u]) ships a top-level `runner` package: installed into
+    the same site-packages, and uninstalled again, it must leave etu's files and imports alone."""
+    site, python = installed["site"], str(installed["python"])
+    version = subprocess.run([sys.executable, "-m", "pip", "show", "tosa-tools"],
+                             capture_output=True, text=True).stdout  # fmt: skip
+    version = next((line.split()[1] for line in version.splitlines()
+                    if line.startswith("Version:")), None)  # fmt: skip
+    if version is None:
+        pytest.skip("tosa-tools is not installed here (the compile extra)")
+    wheels = installed["base"] / "tosa"
+    fetched = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d",
+                              str(wheels), f"tosa-tools=={version}"], capture_output=True,
+                             text=True, timeout=600)  # fmt: skip
+    if fetched.returncode != 0:
+        pytest.skip(f"tosa-tools {version} could not be fetched: {fetched.stderr[-300:]}")
+    before = sorted(str(path.relative_to(site)) for path in (site / "etu").rglob("*.py"))
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                    "--target", str(site), *map(str, wheels.glob("*.whl"))], check=True,
+                   capture_output=True, timeout=600)  # fmt: skip
+    assert (site / "runner" / "__init__.py").is_file()  # tosa-tools' own top-level package
+    both = run(
+        installed,
+        python,
+        "-c",
+        "import runner, etu.runner.run; print(runner.__file__); print(etu.runner.run.__file__)",
+    )
+    assert both.returncode == 0, both.stderr
+    theirs, ours = both.stdout.split()
+    assert Path(theirs) == site / "runner" / "__init__.py"
+    assert Path(ours) == site / "etu" / "runner" / "run.py"
+    removed = run(installed, python, "-m", "pip", "uninstall", "-y", "tosa-tools")
+    assert removed.returncode == 0, removed.stderr
+    assert not (site / "runner").exists()
+    after = sorted(str(path.relative_to(site)) for path in (site / "etu").rglob("*.py"))
+    assert after == before
+    demo = site / "etu" / "tui" / "demo" / "demo_cnn.pte"
+    result = run(installed, python, str(site / "bin" / "etu"), "inspect", str(demo))
+    assert result.returncode == 0 and "EthosUBackend" in result.stdout, result.stderr

@@ -10,11 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from runner import workspace as ws
+from etu.runner import workspace as ws
 
 DEMO = Path(ws.__file__).resolve().parent.parent / "etu_tui" / "demo"
-ETU = [sys.executable, "-m", "etu_tui.cli"]
+ETU = [sys.executable, "-m", "etu.tui.cli"]
 
 
 def run_etu(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

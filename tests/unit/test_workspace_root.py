@@ -11,9 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-
-from parsers.errors import WrongKindError
-from runner.workspace import find_workspace, resolve_target, workspace_of
+from etu.parsers.errors import WrongKindError
+from etu.runner.workspace import find_workspace, resolve_target, workspace_of
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEMO = ROOT / "etu_tui" / "demo" / "demo_cnn.pte"
@@ -22,7 +21,7 @@ DEMO = ROOT / "etu_tui" / "demo" / "demo_cnn.pte"
 @pytest.fixture
 def initialised(tmp_path: Path) -> Path:
     """`etu init ws`, then a compile job written with `--out build` (as etu init suggests)."""
-    subprocess.run([sys.executable, "-m", "etu_tui.cli", "init", "ws"], cwd=tmp_path,
+    subprocess.run([sys.executable, "-m", "etu.tui.cli", "init", "ws"], cwd=tmp_path,
                    env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True,
                    capture_output=True, timeout=60)  # fmt: skip
     ws = tmp_path / "ws"
