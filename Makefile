@@ -50,7 +50,7 @@ $(STAMP):
 STANDIN_DIR := $(abspath $(VENV))/standin-fvp
 run: setup
 	@if [ -z "$${ETU_FVP_DIR:-}" ] && ! command -v FVP_Corstone_SSE-300_Ethos-U55 >/dev/null; then \
-	  $(BIN)/python -c 'import sys; from pathlib import Path; from fvp.standin import install_standin; install_standin(Path(sys.argv[1]))' $(STANDIN_DIR) && \
+	  $(BIN)/python -c 'import sys; from pathlib import Path; from etu.fvp.standin import install_standin; install_standin(Path(sys.argv[1]))' $(STANDIN_DIR) && \
 	  echo "make run: no Arm FVP found: the Run tab uses the etu stand-in FVP (simulated numbers)" && \
 	  ETU_FVP_DIR=$(STANDIN_DIR) $(BIN)/etu; \
 	else $(BIN)/etu; fi

@@ -142,7 +142,7 @@ def test_read_session_refuses_hostile_files(tmp_path: Path, name: str, kind: str
     folder = session_copy(tmp_path)
     path = make_hostile(folder / name, kind)
     found = probe(
-        "from runner.session import read_session\n"
+        "from etu.runner.session import read_session\n"
         "s = read_session(Path(sys.argv[2]))\n"
         "out.update(warnings=s.warnings, raw=len(s.raw), events=len(s.events))",
         folder,
@@ -169,7 +169,7 @@ def test_workspace_programs_and_loading_skip_hostile_programs(tmp_path: Path, ki
     shutil.copyfile(DEMO_PTE, tmp_path / "good.pte")
     bad = make_hostile(tmp_path / "zero.pte", kind)
     found = probe(
-        "from runner.history import workspace_programs\n"
+        "from etu.runner.history import workspace_programs\n"
         "skipped = []\n"
         "out['names'] = sorted(workspace_programs(Path(sys.argv[2]), skipped).values())\n"
         "out['skipped'] = skipped\n",
@@ -185,7 +185,7 @@ def test_workspace_programs_and_loading_skip_hostile_programs(tmp_path: Path, ki
     # Loading a workspace whose only program is the hostile one: one line, at once.
     (tmp_path / "good.pte").unlink()
     found = probe(
-        "from runner.workspace import decode_facts, resolve_target\n"
+        "from etu.runner.workspace import decode_facts, resolve_target\n"
         "decode_facts(resolve_target(Path(sys.argv[2])))\n",
         tmp_path,
     )  # fmt: skip
@@ -201,7 +201,7 @@ def test_first_divergence_refuses_or_streams(tmp_path: Path, kind: str) -> None:
         a.write_bytes(b"x" * (50 << 20) + b"y")
         b.write_bytes(b"x" * (50 << 20) + b"z")
     found = probe(
-        "from runner.diff import first_divergence\n"
+        "from etu.runner.diff import first_divergence\n"
         "found, differs = first_divergence(Path(sys.argv[2]), Path(sys.argv[3]))\n"
         "out.update(line=found and found['line'], differs=differs)\n",
         a, b,
@@ -307,8 +307,8 @@ def test_console_reads_and_replays_hostile_sessions(tmp_path: Path, kind: str) -
     raw = make_hostile(folder / "raw.log", kind)
     make_hostile(session_copy(tmp_path, FAILED) / "meta.json", kind)
     found = probe(
-        "from etu_tui.widgets.run_model import list_past_runs, read_past_run\n"
-        "from runner.replay import replay_session\n"
+        "from etu.tui.widgets.run_model import list_past_runs, read_past_run\n"
+        "from etu.runner.replay import replay_session\n"
         "folder = Path(sys.argv[2])\n"
         "out['runs'] = [r.folder.name for r in list_past_runs(folder.parent)]\n"
         "record = read_past_run(folder)\n"
