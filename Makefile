@@ -90,7 +90,7 @@ fuzz: setup
 	done
 
 screenshots: setup
-	$(BIN)/python -m etu.tui.screenshots screenshots/
+	$(BIN)/python -m tools.screenshots screenshots/
 
 lint: setup
 	$(BIN)/ruff check .

@@ -92,7 +92,8 @@ async def _flood(
     workspace: Path, sessions: Path, rate: int, seconds: float, start=_start_process
 ) -> dict:
     from etu.tui.app import EtuApp
-    from etu.tui.screenshots import settle
+
+    from tools.screenshots import settle
 
     app = EtuApp(workspace)
     lateness: list[float] = []

@@ -17,7 +17,6 @@ from etu.parsers.pte import ExecutionPlan, Tensor, Value, open_program
 from etu.runner.workspace import decode_facts
 from etu.tui.app import EtuApp, ProgramFailed, ProgramLoaded
 from etu.tui.screens.open_file import OpenFileScreen
-from etu.tui.screenshots import settle
 from etu.tui.widgets import (
     DelegatesView,
     ErrorPanel,
@@ -30,6 +29,7 @@ from textual.message import Message
 from textual.notifications import Notify
 
 from tests.console_helpers import SIZE, palette_search, screen_text
+from tools.screenshots import settle
 
 pytestmark = pytest.mark.anyio
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from etu.runner.session import list_sessions, sessions_root
 from etu.tui.app import BOARDS_TAB, RUN_TAB, EtuApp
-from etu.tui.screenshots import settle
 from etu.tui.widgets.boards import BoardsPanel
 from serial.tools import list_ports_common
 from textual.widgets import ProgressBar, Select, TabbedContent
 
 from tests.console_helpers import wait_until
+from tools.screenshots import settle
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parent.parent.parent

@@ -12,12 +12,12 @@ import pytest
 from etu.runner.compile_worker import STAGES
 from etu.runner.workspace import program_target
 from etu.tui.app import COMPILE_TAB, PROGRAM_TAB, EtuApp
-from etu.tui.screenshots import settle
 from etu.tui.widgets import CompilePanel
 from textual.pilot import Pilot
 from textual.widgets import Input, Select, Static, TabbedContent
 
 from tests.console_helpers import SIZE, screen_text, wait_until
+from tools.screenshots import settle
 
 pytestmark = [pytest.mark.anyio, pytest.mark.aot]
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 from etu.tui.app import RUN_TAB, EtuApp
-from etu.tui.screenshots import history_steps, settle
 from etu.tui.widgets.history import HistoryPanel
 from textual.widgets import DataTable, TabbedContent
 
 from tests.console_helpers import wait_until
 from tests.history_workspace import add_v1_sessions, make_workspace, record_run
+from tools.screenshots import history_steps, settle
 
 pytestmark = pytest.mark.anyio
 SIZE = (140, 45)

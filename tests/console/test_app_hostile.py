@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from etu.tui.app import EtuApp
 from etu.tui.safe_text import PrintableFilter
-from etu.tui.screenshots import settle
 from etu.tui.widgets.history import HistoryPanel
 from textual.widgets import TabbedContent
 
@@ -25,6 +24,7 @@ from tests.hostile import (
     hostile_program,
     hostile_vela,
 )
+from tools.screenshots import settle
 
 pytestmark = pytest.mark.anyio
 

@@ -13,13 +13,13 @@ import pytest
 from etu.tui.app import EtuApp
 from etu.tui.keys import KEYS, PANELS, specs
 from etu.tui.screens.help import HelpScreen
-from etu.tui.screenshots import settle
 from etu.tui.widgets import LogView
 from etu.tui.widgets.virtual_table import VirtualTable
 from textual.binding import Binding
 from textual.widgets import Input, TabbedContent
 
 from tests.console_helpers import palette_search, screen_text
+from tools.screenshots import settle
 
 pytestmark = pytest.mark.anyio
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from etu.fvp.standin import install_standin
 from etu.tui.app import EtuApp
-from etu.tui.screenshots import DEMO_PROGRAM, DEMO_WORKSPACE, settle
 from etu.tui.widgets import InstructionsTable, LayerTable, LogView
 from textual.pilot import Pilot
 from textual.widgets import TabbedContent
 
 from tests.console_helpers import screen_text, wait_until
+from tools.screenshots import DEMO_PROGRAM, DEMO_WORKSPACE, settle
 
 pytestmark = pytest.mark.anyio
 

@@ -20,7 +20,6 @@ from etu.parsers.pte import open_program
 from etu.parsers.vela import load_vela_report
 from etu.tui.app import FIT_TAB, MEMORY_TAB, NPU_TAB, PROGRAM_TAB, EtuApp
 from etu.tui.screens.open_file import OpenFileScreen
-from etu.tui.screenshots import COMPARE_REPORT, settle
 from etu.tui.widgets import (
     ErrorPanel,
     FirmwareError,
@@ -40,6 +39,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, TabbedContent
 
 from tests.console_helpers import SIZE, palette_search, screen_text
+from tools.screenshots import COMPARE_REPORT, settle
 
 pytestmark = pytest.mark.anyio
 

@@ -14,7 +14,6 @@ from etu.parsers.errors import ParseError
 from etu.parsers.vela import load_vela_report
 from etu.tui.app import NPU_TAB, PROGRAM_TAB, EtuApp
 from etu.tui.screens.open_file import OpenFileScreen
-from etu.tui.screenshots import settle
 from etu.tui.widgets import (
     AddReportScreen,
     CompareTable,
@@ -29,6 +28,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, TabbedContent
 
 from tests.console_helpers import SIZE, palette_search, screen_text
+from tools.screenshots import settle
 
 pytestmark = pytest.mark.anyio
 

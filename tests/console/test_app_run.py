@@ -26,7 +26,6 @@ from etu.runner.run import RunOutcome
 from etu.runner.session import SessionWriter, list_sessions, read_session, sessions_root
 from etu.runner.workspace import program_target
 from etu.tui.app import PROGRAM_TAB, RUN_TAB, EtuApp
-from etu.tui.screenshots import settle
 from etu.tui.widgets import (
     AllocatorPane,
     HexView,
@@ -45,6 +44,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Select, Static, TabbedContent
 
 from tests.console_helpers import SIZE, palette_search, screen_text, wait_until
+from tools.screenshots import settle
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from etu.runner.session import SessionWriter, sessions_root
 from etu.tui.app import EtuApp
-from etu.tui.screenshots import settle
 from etu.tui.widgets.run_log import LogView
 from etu.tui.widgets.run_model import LEVELS, RING_LINES
 from textual.widgets import Checkbox, Input, Static
@@ -17,6 +16,7 @@ from textual.widgets import Checkbox, Input, Static
 from tests.console.test_app import SIZE, screen_text
 from tests.console.test_app_run import _run_tab, workspace  # noqa: F401 (fixture)
 from tests.console_helpers import wait_until
+from tools.screenshots import settle
 
 pytestmark = pytest.mark.anyio
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 from etu.tui.app import EtuApp
-from etu.tui.screenshots import settle
 from textual.widgets import Select
+
+from tools.screenshots import settle
 
 pytestmark = pytest.mark.anyio
 

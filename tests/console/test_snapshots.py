@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 from etu.tui.app import EtuApp
-from etu.tui.screenshots import (
+from textual.pilot import Pilot
+
+from tools.screenshots import (
     COMPARE_REPORT,
     compile_steps,
     fit_steps,
@@ -20,7 +22,6 @@ from etu.tui.screenshots import (
     settle,
     small_scratch_firmware,
 )
-from textual.pilot import Pilot
 
 DEMO = Path(__file__).resolve().parent.parent.parent / "etu_tui" / "demo" / "demo_cnn.pte"
 

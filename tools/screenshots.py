@@ -1,14 +1,15 @@
 """Render the console's views to SVG through Textual itself, for docs and review.
 
-``python -m etu.tui.screenshots OUT_DIR`` writes one SVG per view of the demo workspace
-(and one for a file that fails to open). Same size and steps every run, no clock. The Fit
-view checks the demo against a firmware linked here with a temp pool too small for it
-(needs arm-none-eabi-gcc; without it the view shows the demo's own firmware). The Run view
-runs the demo firmware on the stand-in FVP in a scratch copy of the workspace; what differs
-per run (host times, durations, process samples, session folder names) is masked. The
-Compile view is its form before any compile (nothing is compiled). The History view has
-three stand-in runs recorded in a scratch workspace (the last with ``ETU_STANDIN_DRIFT``),
-the two newest compared; its times are the render's own.
+Not part of the installed etu: ``make screenshots`` runs ``python -m tools.screenshots
+OUT_DIR`` from the checkout's root, and the console tests share its steps. It writes one SVG
+per view of the demo workspace (and one for a file that fails to open). Same size and steps
+every run, no clock. The Fit view checks the demo against a firmware linked here with a temp
+pool too small for it (needs arm-none-eabi-gcc; without it the view shows the demo's own
+firmware). The Run view runs the demo firmware on the stand-in FVP in a scratch copy of the
+workspace; what differs per run (host times, durations, process samples, session folder
+names) is masked. The Compile view is its form before any compile (nothing is compiled). The
+History view has three stand-in runs recorded in a scratch workspace (the last with
+``ETU_STANDIN_DRIFT``), the two newest compared; its times are the render's own.
 """
 
 from __future__ import annotations
@@ -338,7 +339,7 @@ async def render_all(out_dir: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m etu.tui.screenshots", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tools.screenshots", description=__doc__)
     parser.add_argument("out_dir", type=Path, help="folder for the SVG files")
     args = parser.parse_args(argv)
     for path in asyncio.run(render_all(args.out_dir)):
