@@ -73,7 +73,7 @@ def _start_pty(panel, rate: int, seconds: float, sessions: Path):
     import tty
 
     from etu.runner.boards.source import SerialSource
-    from etu.tui.widgets.run_model import LaunchInfo
+    from etu.runner.run_model import LaunchInfo
 
     master, slave = os.openpty()
     tty.setraw(master)

@@ -1,6 +1,6 @@
 """What the Run tab knows about one run, live or read back from its session folder.
 
-Plain data, no widgets: the listener's batches (live) and a session re-read (past) both go
+Plain data, no Textual: the listener's batches (live) and a session re-read (past) both go
 through :meth:`RunRecord.add`, so a reopened run shows exactly what the live one showed.
 A live run's log is a bounded ring of parsed lines; once a recorded run outgrows it, the
 record reads its session file instead (run_store.FileLogStore), so every line stays
@@ -32,6 +32,18 @@ from etu.parsers.runner_log import LogSummary, parse_log_bytes
 from etu.runner.history import read_meta
 from etu.runner.process import ProcessStats
 from etu.runner.run import RunOutcome
+from etu.runner.run_store import (  # the kept line's layout: run_store owns it
+    END,
+    LEVEL,
+    NUMBER,
+    PARTIAL,
+    RAW,
+    STREAM,
+    TEXT,
+    WHEN,
+    Entry,
+    FileLogStore,
+)
 from etu.runner.session import RAW as RAW_LOG
 from etu.runner.session import list_sessions, read_session
 from etu.runner.session_events import events_of_file
@@ -58,11 +70,6 @@ _VERDICT_REASON = {
     "incomplete": "incomplete",
 }
 
-# A kept line: (host time, line_no, raw, end, text, level, stream, partial). A plain tuple of
-# strings and numbers, which the garbage collector stops tracking: 100,000 LogLine objects
-# made every full collection walk them all (80 ms pauses in a flood); these it never visits.
-Entry = tuple[float, int, bytes, bytes, str, "str | None", "str | None", bool]
-WHEN, NUMBER, RAW, END, TEXT, LEVEL, STREAM, PARTIAL = range(8)
 # One read of a run: its lines as entries, and the other events (reports, outputs, ...).
 Chunk = tuple[list[Entry], list[Event]]
 
@@ -253,8 +260,6 @@ class RunRecord:
     def _session_store(self):
         """The run's own session file as its log (the bytes are recorded before they are
         parsed, so the file already holds every line the ring was given)."""
-        from etu.tui.widgets.run_store import FileLogStore  # run_store imports this module
-
         assert self.folder is not None
         return FileLogStore(self.folder, self.started)
 
@@ -305,8 +310,6 @@ def _read_past(record: RunRecord, folder: Path, events: bool) -> RunRecord:
     started = meta.get("started")
     record.started = float(started) if isinstance(started, int | float) else None
     if os.path.lexists(folder / RAW_LOG):  # its reader refuses a FIFO, a device, a link
-        from etu.tui.widgets.run_store import FileLogStore  # run_store imports this module
-
         record.store = FileLogStore(folder, record.started)
         others, errors = events_of_file(folder / RAW_LOG, npu) if events else ([], 0)
         record.errors += errors

@@ -17,15 +17,21 @@ from pathlib import Path
 
 from etu.parsers.runner_events import LogLine
 from etu.parsers.runner_log import line_level, line_text
-from etu.runner.session import INDEX, RAW
+from etu.runner.session import INDEX
+from etu.runner.session import RAW as RAW_LOG
 from etu.runner.session_file import NAMED_LEVELS, LineFile, LineTimes
-from etu.tui.widgets.run_model import TEXT, WHEN, Entry
+
+# A kept line: (host time, line_no, raw, end, text, level, stream, partial). A plain tuple of
+# strings and numbers, which the garbage collector stops tracking: 100,000 LogLine objects
+# made every full collection walk them all (80 ms pauses in a flood); these it never visits.
+Entry = tuple[float, int, bytes, bytes, str, "str | None", "str | None", bool]
+WHEN, NUMBER, RAW, END, TEXT, LEVEL, STREAM, PARTIAL = range(8)
 
 LINE_BYTES = 1 << 16  # bytes of one line shown (a device may print megabytes without a newline)
 
 
 class FileLogStore:
-    """A recorded run's lines, as :class:`~etu_tui.widgets.run_model.LogStore` offers them,
+    """A recorded run's lines, as :class:`~etu.runner.run_model.LogStore` offers them,
     read from ``raw.log`` (bytes) and ``raw.index`` (host times) on demand.
 
     Searches and filters scan the file: :meth:`scan_cost` says how many bytes one would
@@ -35,7 +41,7 @@ class FileLogStore:
 
     def __init__(self, folder: Path, started: float | None = None) -> None:
         self.folder = Path(folder)
-        self.raw = LineFile(self.folder / RAW)
+        self.raw = LineFile(self.folder / RAW_LOG)
         self.index = LineTimes(self.folder / INDEX)
         self.fallback = started or 0.0
         self.first = 0

@@ -1,5 +1,6 @@
 """The console's widgets: each shows one part of a decoded program and owns no loading."""
 
+from etu.runner.run_model import LogStore, RunRecord
 from etu.tui.widgets.compile import CompileBridge, CompilePanel
 from etu.tui.widgets.cpu_ops import CpuOpsView, SelectOps
 from etu.tui.widgets.delegates import DelegatesView
@@ -27,7 +28,6 @@ from etu.tui.widgets.npu import (
 from etu.tui.widgets.plan import PlanFacts
 from etu.tui.widgets.run import RunBridge, RunElfScreen, RunPanel
 from etu.tui.widgets.run_log import HexView, LogView
-from etu.tui.widgets.run_model import LogStore, RunRecord
 from etu.tui.widgets.run_panes import (
     AllocatorPane,
     OperatorsPane,

@@ -30,6 +30,17 @@ from etu.parsers.runner_events import Event
 from etu.runner.isolated import ChildError
 from etu.runner.process import ProcessStats
 from etu.runner.run import RunController, RunListener, RunOutcome
+from etu.runner.run_model import (
+    LEVELS,
+    RING_LINES,
+    Chunk,
+    LaunchInfo,
+    RunRecord,
+    list_past_runs,
+    read_past_run,
+    split_events,
+)
+from etu.runner.run_store import FileLogStore
 from etu.runner.runtime_run import QEMU_BOARD
 from etu.runner.session import RAW as RAW_LOG
 from etu.runner.session import sessions_root
@@ -54,16 +65,6 @@ from etu.tui.widgets.run_messages import (
     RunStarted,
     RunStats,
 )
-from etu.tui.widgets.run_model import (
-    LEVELS,
-    RING_LINES,
-    Chunk,
-    LaunchInfo,
-    RunRecord,
-    list_past_runs,
-    read_past_run,
-    split_events,
-)
 from etu.tui.widgets.run_panes import (
     LIVE_OPTION,
     SIMULATED_OUTPUTS,
@@ -77,7 +78,6 @@ from etu.tui.widgets.run_panes import (
     per_inference,
     session_name,
 )
-from etu.tui.widgets.run_store import FileLogStore
 from etu.tui.widgets.triage import fault_lines, missing_operator_lines
 from textual import on
 from textual.actions import SkipAction

@@ -19,8 +19,7 @@ from typing import ClassVar
 
 from etu.parsers.errors import describe_error
 from etu.parsers.runner_events import LogLine
-from etu.tui.safe_text import printable
-from etu.tui.widgets.run_model import (
+from etu.runner.run_model import (
     LEVEL,
     LEVELS,
     STREAM,
@@ -30,6 +29,7 @@ from etu.tui.widgets.run_model import (
     LogStore,
     entry_level,
 )
+from etu.tui.safe_text import printable
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 
 from etu.parsers.runner_events import MemoryReport, OutputTensor, PmuReport
 from etu.runner.process import ProcessStats
+from etu.runner.run_model import REASON_CLASS, PastRun, RunRecord
 from etu.tui.safe_text import printable
 from etu.tui.widgets.formatting import shape as shape_text
 from etu.tui.widgets.memory import gauge
-from etu.tui.widgets.run_model import REASON_CLASS, PastRun, RunRecord
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content

@@ -23,6 +23,7 @@ from etu.parsers.runner_events import LogLine, MemoryReport, PmuReport
 from etu.parsers.runner_log import RunnerLogParser, parse_log_bytes
 from etu.parsers.vela import load_vela_report
 from etu.runner.run import RunOutcome
+from etu.runner.run_model import LaunchInfo, split_events
 from etu.runner.session import SessionWriter, list_sessions, read_session, sessions_root
 from etu.runner.workspace import program_target
 from etu.tui.app import PROGRAM_TAB, RUN_TAB, EtuApp
@@ -38,7 +39,6 @@ from etu.tui.widgets import (
     RunPanel,
 )
 from etu.tui.widgets.run_messages import RunBatch
-from etu.tui.widgets.run_model import LaunchInfo, split_events
 from textual.content import Content
 from textual.pilot import Pilot
 from textual.widgets import Input, Select, Static, TabbedContent

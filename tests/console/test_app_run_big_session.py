@@ -7,10 +7,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+from etu.runner.run_model import LEVELS, RING_LINES
 from etu.runner.session import SessionWriter, sessions_root
 from etu.tui.app import EtuApp
 from etu.tui.widgets.run_log import LogView
-from etu.tui.widgets.run_model import LEVELS, RING_LINES
 from textual.widgets import Checkbox, Input, Static
 
 from tests.console.test_app import SIZE, screen_text
@@ -128,7 +128,7 @@ async def test_a_live_run_that_outgrows_the_ring_reads_its_session_file(
     work."""
     import sys
 
-    from etu.tui.widgets.run_store import FileLogStore
+    from etu.runner.run_store import FileLogStore
 
     from tests.console.test_app_run import _wait_end
 
@@ -165,7 +165,7 @@ async def test_a_filter_over_a_growing_session_file_takes_each_new_line_once(
 ) -> None:
     """A live run read from its file: a filter on, lines arrive (one cut mid-line by the
     read), and the rows are exactly the matching complete lines, none twice."""
-    from etu.tui.widgets.run_store import FileLogStore
+    from etu.runner.run_store import FileLogStore
 
     writer = SessionWriter(sessions_root(workspace), "fvp", {})
     writer.write_output(b"".join(b"I [executorch:a.cpp:1] row %d %s\n" % (n, b"odd" if n % 2
@@ -191,8 +191,8 @@ async def test_lines_that_arrive_while_a_filter_worker_reads_are_filtered_after_
     The worker is held once it has taken the file's size, so the lines surely come after."""
     import threading
 
+    from etu.runner.run_store import FileLogStore
     from etu.tui.widgets.run_log import SCAN_IN_PLACE
-    from etu.tui.widgets.run_store import FileLogStore
 
     writer = SessionWriter(sessions_root(workspace), "fvp", {})
     row = b"I [executorch:a.cpp:1] row %d %s " + b"x" * 60 + b"\n"

@@ -53,8 +53,8 @@ def test_search_reports_every_matching_line_of_300k(tmp_path):
 def test_line_times_come_from_the_index_by_offset(tmp_path):
     """The session writer's index, bisected in place: each line gets the time of the write
     that started it, lines of one write share it, a torn last index line is skipped."""
+    from etu.runner.run_store import FileLogStore
     from etu.runner.session import SessionWriter
-    from etu.tui.widgets.run_store import FileLogStore
 
     writer = SessionWriter(tmp_path, "fvp", {})
     stamps = [100.0 + n for n in range(300)]
@@ -73,9 +73,9 @@ def test_line_times_come_from_the_index_by_offset(tmp_path):
 def test_a_session_files_lines_get_the_levels_the_parser_gives_them(tmp_path):
     """A past or long run read back from its file shows and filters the levels it showed
     live: a board's Zephyr log, a timestamped and a coloured one, not only the plain form."""
+    from etu.runner.run_model import TEXT
+    from etu.runner.run_store import FileLogStore
     from etu.runner.session import SessionWriter
-    from etu.tui.widgets.run_model import TEXT
-    from etu.tui.widgets.run_store import FileLogStore
 
     lines = [
         b"[00:00:06.006,000] <err> executorch: Memory allocation failed",

@@ -307,7 +307,7 @@ def test_console_reads_and_replays_hostile_sessions(tmp_path: Path, kind: str) -
     raw = make_hostile(folder / "raw.log", kind)
     make_hostile(session_copy(tmp_path, FAILED) / "meta.json", kind)
     found = probe(
-        "from etu.tui.widgets.run_model import list_past_runs, read_past_run\n"
+        "from etu.runner.run_model import list_past_runs, read_past_run\n"
         "from etu.runner.replay import replay_session\n"
         "folder = Path(sys.argv[2])\n"
         "out['runs'] = [r.folder.name for r in list_past_runs(folder.parent)]\n"
