@@ -15,27 +15,29 @@ from pathlib import Path
 from typing import ClassVar, NamedTuple
 
 from etu.parsers.errors import describe_error
-from etu.parsers.program_facts import ProgramFacts, decode_facts, output_shapes, program_target
 from etu.parsers.pte import ExecutionPlan
 from etu.runner.firmware import rebuild_command
+from etu.runner.run_model import LEVELS
 from etu.runner.workspace import (
+    ProgramFacts,
     VelaResult,
-    Workspace,
+    decode_facts,
     error_line,
-    find_workspace,
+    find_firmware,
+    output_shapes,
+    program_target,
     resolve_target,
-    workspace_of,
     workspace_vela,
     writable_workspace,
 )
-from etu.tui.commands import EtuCommands, PaletteCommand, PanelCommands
-from etu.tui.keys import KEYS, PANELS, bindings
+from etu.tui.commands import EtuCommands, PaletteCommand
+from etu.tui.keys import KEYS, PANELS, bindings, panel_bindings, spec_by_id
 from etu.tui.safe_text import PrintableFilter, printable
 from etu.tui.screens.help import HelpScreen
 from etu.tui.screens.open_file import OpenFileScreen
 from etu.tui.widgets import CompilePanel, ErrorPanel, RunPanel
 from etu.tui.widgets.boards import BoardMonitorRequested, BoardsPanel
-from etu.tui.widgets.compile import OpenCompiled
+from etu.tui.widgets.compile import OpenCompiled, workspace_of
 from etu.tui.widgets.firmware_panels import FirmwareShown, FitPanel, MemoryPanel, PickElfAsked
 from etu.tui.widgets.fit import tab_label
 from etu.tui.widgets.footer import EtuFooter
@@ -48,6 +50,7 @@ from etu.tui.widgets.program_panels import (
     ProgramPanel,
     TensorsPanel,
 )
+from etu.tui.widgets.run_log import TIME_MODES
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
@@ -72,25 +75,21 @@ NO_PROGRAM_TABS = (RUN_TAB, COMPILE_TAB, HISTORY_TAB, BOARDS_TAB)
 class ProgramLoaded(Message):
     """A program decoded; ``request`` tells a stale load from the current one.
 
-    ``workspace`` is the workspace it was opened in (found by the worker); ``vela`` what
-    the worker found beside it; None when it did not look (kept as shown).
+    ``vela`` is what the worker found beside it; None when it did not look (kept as shown).
     """
 
     facts: ProgramFacts
     request: int
-    workspace: Workspace
     vela: VelaResult | None = None
 
 
 @dataclass
 class ProgramFailed(Message):
-    """A program could not be opened; ``message`` is one line for the user. ``workspace``:
-    the workspace around it, when one was found (Run and Compile still work there)."""
+    """A program could not be opened; ``message`` is one line for the user."""
 
     path: Path
     message: str
     request: int
-    workspace: Workspace | None = None
 
 
 class EtuApp(App[int]):
@@ -129,14 +128,11 @@ class EtuApp(App[int]):
         # The demo ships in the package; an installed one is read-only: open a copy.
         self.target = writable_workspace(DEMO_WORKSPACE) if target is None else Path(target)
         self.facts: ProgramFacts | None = None
-        # The open workspace (firmware, sessions, compile jobs, settings): built by the
-        # loader, handed to every panel. ``workspace`` is its root folder.
-        self.current_workspace: Workspace | None = None
+        self.workspace: Path | None = None  # firmware, sessions and compile jobs live here
         self.plan_index = 0
         self._request = 0  # increases per open; stale worker results are dropped
         self.load_state: str = "loading"  # loading / ready / failed: for tests and scripts
         self._user_keymap = keymap
-        self.keymap_in_use: dict[str, str] = {}  # binding id -> keys, as set_keymap got it
         # The boundary to the terminal: no rendered line carries a raw control (issue 9).
         self._filters.append(PrintableFilter())
 
@@ -165,25 +161,11 @@ class EtuApp(App[int]):
                         title="Settings", severity="warning", markup=False)  # fmt: skip
         self.open_target(self.target)
 
-    def set_keymap(self, keymap: dict[str, str]) -> None:
-        """Textual's keymap, kept here too: the palette and help screen show its keys."""
-        super().set_keymap(keymap)
-        self.keymap_in_use = dict(keymap)
-
-    def update_keymap(self, keymap: dict[str, str]) -> None:
-        super().update_keymap(keymap)
-        self.keymap_in_use = {**self.keymap_in_use, **keymap}
-
     def on_unmount(self) -> None:
         with suppress(Exception):
             self.query_one(RunPanel).close()  # no simulator outlives the console
         if self.facts is not None:
             _close(self.facts)
-
-    @property
-    def workspace(self) -> Path | None:
-        """The open workspace's root folder (None before the first load)."""
-        return self.current_workspace.root if self.current_workspace is not None else None
 
     # -- panels ------------------------------------------------------------------------
 
@@ -226,20 +208,16 @@ class EtuApp(App[int]):
         self.load_state = "loading"
         self.query_one("#status", Static).update(Content(f"Opening {printable(target.name)}…"))
         self.query_one("#status").display = True
-        self._load(target, self.workspace, self._request)
+        self._load(target, self._request)
 
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
-    def _load(self, target: Path, within: Path | None, request: int) -> None:
-        """Find the workspace (``within``, the one open, keeps a program opened inside it),
-        then decode its program."""
+    def _load(self, target: Path, request: int) -> None:
         path = target
-        workspace = None
         try:
-            workspace = find_workspace(target, within)
-            path = workspace.program or resolve_target(target)  # no program: resolve says why
+            path = resolve_target(target)
             facts = decode_facts(path)
         except Exception as error:  # any bad file must become a message, never a crash
-            self.post_message(ProgramFailed(path, error_line(error, path), request, workspace))
+            self.post_message(ProgramFailed(path, error_line(error, path), request))
             return
         try:
             vela = workspace_vela(path)  # its own errors stay in the NPU tab
@@ -249,7 +227,7 @@ class EtuApp(App[int]):
         if get_current_worker().is_cancelled:
             _close(facts)
             return
-        self.post_message(ProgramLoaded(facts, request, workspace, vela))
+        self.post_message(ProgramLoaded(facts, request, vela))
 
     @on(ProgramLoaded)
     async def _program_loaded(self, message: ProgramLoaded) -> None:
@@ -260,11 +238,9 @@ class EtuApp(App[int]):
         previous, self.facts = self.facts, facts
         if previous is not None:
             _close(previous)
-        # A program in a compile job (<ws>/.etu/compile/<job>/, <ws>/build/<job>/) or a
-        # firmware in PROGRAM.<board>/ belongs to its workspace: sessions, jobs and firmware
-        # stay there (find_workspace).
-        previous_root, workspace = self.workspace, message.workspace
-        self.current_workspace = workspace
+        # A compiled result (<ws>/.etu/compile/<job>/x.pte) belongs to its workspace: Fit,
+        # Memory and Run keep using the workspace's firmware, not the job folder.
+        self.workspace = workspace_of(facts.path)
         self.plan_index = 0
         self.sub_title = printable(facts.name)
         self.query_one("#status").display = False
@@ -275,20 +251,18 @@ class EtuApp(App[int]):
         if message.vela is not None:
             npu.set_own(message.vela, printable(facts.name), short_path(facts.path.parent))
         own = npu.own_report
-        if workspace.root != previous_root:
-            self._default_target(workspace)
-        self.memory_panel.set_program(facts, workspace, own)
+        self.memory_panel.set_program(facts, self.workspace, own)
         self.run_panel.set_program(
-            workspace,
+            self.workspace,
             target=program_target(facts),
             vela_cycles=own.report.cycles if own is not None and own.report else None,
             shapes=output_shapes(facts),
             program=facts.program,
             select_ops=facts.select_ops,
         )
-        self.compile_panel.set_program(facts.path, program_target(facts), workspace.root)
-        self.query_one(HistoryPanel).set_workspace(workspace.root)
-        self.query_one(BoardsPanel).set_workspace(workspace)
+        self.compile_panel.set_program(facts.path, program_target(facts))
+        self.query_one(HistoryPanel).set_workspace(self.workspace)
+        self.query_one(BoardsPanel).set_workspace(self.workspace, find_firmware(self.workspace))
         self._enable_program_tabs(True)
         self.action_show_tab(self.query_one(TabbedContent).active or PROGRAM_TAB)
         self.refresh_bindings()
@@ -303,29 +277,19 @@ class EtuApp(App[int]):
         self.query_one(ErrorPanel).show_error(message.message, still)
         self.notify(message.message, title="Could not open", severity="error", markup=False)
         if self.facts is None:
-            # Nothing to show on the program's tabs: Run and Compile still work in the
-            # workspace around the file.
-            workspace = message.workspace
-            if self.current_workspace is None and workspace and workspace.root.is_dir():
-                self.current_workspace = workspace
-                self._default_target(workspace)
-                self.run_panel.set_program(workspace, target=None, vela_cycles=None)
-                self.compile_panel.set_program(
-                    workspace.root / message.path.name, None, workspace.root
-                )
-                self.query_one(HistoryPanel).set_workspace(workspace.root)
-                self.query_one(BoardsPanel).set_workspace(workspace)
+            # Nothing to show on the program's tabs: Run and Compile still work on the
+            # folder the file is in.
+            folder = message.path.parent if message.path.suffix else message.path
+            if self.workspace is None and folder.is_dir():
+                self.workspace = folder
+                self.run_panel.set_program(folder, target=None, vela_cycles=None)
+                self.compile_panel.set_program(folder / message.path.name, None)
+                self.query_one(HistoryPanel).set_workspace(folder)
+                self.query_one(BoardsPanel).set_workspace(folder, find_firmware(folder))
             self._enable_program_tabs(False)
             if self.query_one(TabbedContent).active not in NO_PROGRAM_TABS:
                 self.action_show_tab(RUN_TAB)
         self.load_state = "failed"
-
-    def _default_target(self, workspace: Workspace) -> None:
-        """The workspace's ``target`` setting is the Run and Compile tabs' default (a
-        program that names its own NPU still wins)."""
-        if workspace.target:
-            self.run_panel.set_default_target(workspace.target)
-            self.compile_panel.set_default_target(workspace.target)
 
     def _enable_program_tabs(self, enabled: bool) -> None:
         tabs = self.query_one(TabbedContent)
@@ -467,24 +431,47 @@ class EtuApp(App[int]):
             await self.run_action(action, self.panel(tab))
 
     def palette_commands(self) -> list[PaletteCommand]:
-        """The key table, each panel's own entries, and one entry per plan."""
+        """The action table plus one entry per plan, for the command palette."""
         commands = []
+        seen: set[str] = set()
         for spec in KEYS:
-            if not spec.palette:
+            if not spec.palette or spec.title in seen:
                 continue
-            on_app = spec.owner == "app"
-            action = spec.action if on_app else f"on_panel({spec.owner!r}, {spec.action!r})"
-            keys = self.keymap_in_use.get(spec.id, spec.key).split(",")[0]
+            seen.add(spec.title)
+            action = (
+                spec.action if spec.owner == "app" else f"on_panel({spec.owner!r}, {spec.action!r})"
+            )
+            keys = self._keymap.get(spec.id, spec.key).split(",")[0]
             key = self.get_key_display(Binding(keys, spec.action))
-            where = "" if on_app else f"{PANELS[spec.owner]} tab, "
+            where = "" if spec.owner == "app" else f"{PANELS[spec.owner]} tab, "
             commands.append(PaletteCommand(spec.title, f"{spec.help} ({where}key {key})", action))
-        for tab, *_ in self.TABS:
-            panel = self.panel(tab)
-            if isinstance(panel, PanelCommands):
-                commands += [
-                    PaletteCommand(entry.title, entry.help, f"on_panel({tab!r}, {entry.action!r})")
-                    for entry in panel.palette_entries()
-                ]
+        for tab, _label, panel, _panel_id in self.TABS:
+            for binding in panel_bindings(panel):
+                if binding.id and spec_by_id(binding.id) is None:
+                    commands.append(
+                        PaletteCommand(
+                            f"{PANELS.get(tab, tab)}: {binding.tooltip or binding.description}",
+                            f"{binding.description} ({PANELS.get(tab, tab)} tab, "
+                            f"key {self.get_key_display(binding)})",
+                            f"on_panel({tab!r}, {binding.action!r})",
+                        )
+                    )
+        for mode in TIME_MODES:
+            commands.append(
+                PaletteCommand(
+                    f"Log: timestamps {mode}",
+                    "Host arrival time of each line",
+                    f"on_panel('run', 'log_time_mode({mode!r})')",
+                )
+            )
+        for level in LEVELS:
+            commands.append(
+                PaletteCommand(
+                    f"Log: show / hide level {level} lines",
+                    "Filter the log by level",
+                    f"on_panel('run', 'log_level({level!r})')",
+                )
+            )
         if self.facts is not None:
             for index, plan in enumerate(self.facts.program.plans):
                 commands.append(
@@ -511,12 +498,13 @@ class ConsoleSettings(NamedTuple):
 
 def console_settings(target: Path | None) -> ConsoleSettings:
     """What the console takes from runner/config.py's settings for the workspace of
-    ``target`` (:func:`workspace_of`: the folder holding etu.toml above a program in a
-    compile job): etu.toml over the user's file. A malformed file gives no settings and a
-    one-line problem to show."""
+    ``target`` (its folder, or the folder of the .pte): etu.toml over the user's file. A
+    malformed file gives no settings and a one-line problem to show."""
     from etu.runner.config import ConfigError, load_settings
 
-    workspace = workspace_of(target) if target is not None else None
+    workspace = None
+    if target is not None:
+        workspace = target if target.is_dir() else target.parent
     try:
         settings = load_settings(workspace)
     except ConfigError as error:
