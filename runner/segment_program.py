@@ -19,28 +19,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from etu.parsers.pte import (
+from etu.parsers.pte import ExecutionPlan, KernelCall, Program, Tensor, Value
+from etu.parsers.pte_schema import (
+    PROGRAM_IDENTIFIER,
+    VALUE_KIND_TAGS,
     AllocationDetailsSlot,
     ChainSlot,
     DataSegmentSlot,
-    ExecutionPlan,
     ExecutionPlanSlot,
     InstructionArguments,
-    KernelCall,
     KernelCallSlot,
-    KernelTypes,
     ListSlot,
     OperatorSlot,
-    Program,
     ProgramSlot,
     ScalarBoxSlot,
     SubsegmentOffsetsSlot,
-    Tensor,
     TensorSlot,
-    Value,
 )
 
-FILE_IDENTIFIER = b"ET12"
+FILE_IDENTIFIER = PROGRAM_IDENTIFIER.encode()
 TENSOR_ALIGNMENT = 16  # a constant's bytes in the constant segment
 SEGMENT_ALIGNMENT = 128  # where the segments start (ExecuTorch's default)
 EXTENDED_HEADER_LENGTH = 32  # "eh00", length, program_size, segment base, segment data size
@@ -56,13 +53,6 @@ class SegmentProgram:
     io: tuple[int, ...]  # original value indices of its inputs (= its outputs), in order
 
 
-_KINDS = {
-    "Null": KernelTypes.NULL, "Int": KernelTypes.INT, "Bool": KernelTypes.BOOL,
-    "Double": KernelTypes.DOUBLE, "Tensor": KernelTypes.TENSOR, "String": KernelTypes.STRING,
-    "IntList": KernelTypes.INT_LIST, "DoubleList": KernelTypes.DOUBLE_LIST,
-    "BoolList": KernelTypes.BOOL_LIST, "TensorList": KernelTypes.TENSOR_LIST,
-    "OptionalTensorList": KernelTypes.OPTIONAL_TENSOR_LIST,
-}  # fmt: skip
 _INDEX_LISTS = ("IntList", "TensorList", "OptionalTensorList")  # items are value indices
 
 
@@ -239,13 +229,13 @@ def _offset_vector(b, offsets: Sequence[int]) -> int:
 
 def _evalue(b, value, new_index: dict[int, int], buffer_index: int, old: int) -> int:
     kind = "Tensor" if isinstance(value, Tensor) else value.kind
-    if kind not in _KINDS:
+    if kind not in VALUE_KIND_TAGS:
         raise SegmentError(f"value {old}: a {kind} value cannot be written")
     table = _tensor(b, value, buffer_index) if isinstance(value, Tensor) else None
     if table is None:
         table = _scalar_or_list(b, value, new_index)
     b.StartObject(2)
-    b.PrependUint8Slot(0, _KINDS[kind], 0)
+    b.PrependUint8Slot(0, VALUE_KIND_TAGS[kind], 0)
     b.PrependUOffsetTRelativeSlot(1, table, 0)
     return b.EndObject()
 
