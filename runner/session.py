@@ -59,6 +59,113 @@ def file_sha256(path: Path | None) -> str | None:
         return None
 
 
+def program_name(elf: Path, program_sha: str | None) -> str | None:
+    """The workspace's ``.pte`` (beside the firmware or one folder up) whose bytes are the
+    program baked into the firmware; None when none matches."""
+    if program_sha is None:
+        return None
+    for folder in (Path(elf).parent, Path(elf).parent.parent):
+        try:
+            candidates = sorted(folder.glob("*.pte"))
+        except OSError:
+            continue
+        for path in candidates:
+            with contextlib.suppress(OSError):
+                if path.stat().st_size < (256 << 20) and file_sha256(path) == program_sha:
+                    return path.name
+    return None
+
+
+def firmware_meta(elf: Path) -> dict:
+    """What every session that ran a firmware records about it: the ELF and its hash, and
+    the program baked into it, found the way ``etu inspect FW.elf`` finds it (the
+    ``model_pte`` array, else a scan for a program image), with its hash, its name in the
+    workspace when a ``.pte`` there has the same bytes, and the target its Ethos-U delegate
+    was compiled for (None for a CPU-only program)."""
+    import hashlib
+
+    from etu.parsers.firmware_program import find_embedded_program
+
+    fields: dict = {"elf": str(elf), "elf_sha256": file_sha256(elf), "program_sha256": None,
+                    "program": None, "program_target": None}  # fmt: skip
+    try:
+        found = find_embedded_program(elf)
+    except (ParseError, OSError):
+        found = None
+    if found is None:
+        return fields
+    fields["program_sha256"] = hashlib.sha256(found.data).hexdigest()
+    fields["program"] = program_name(elf, fields["program_sha256"])
+    fields["program_target"] = _delegate_target(found.data)
+    return fields
+
+
+def program_file_meta(pte: Path) -> dict:
+    """The same program fields for a ``.pte`` flashed as a file of its own (a WiseEye2's
+    model placed at its flash address)."""
+    fields = {"program_sha256": file_sha256(pte), "program": Path(pte).name}
+    try:
+        data = read_regular(pte, "a program", PROGRAM_CAP)
+    except ParseError:
+        return {**fields, "program_target": None}
+    return {**fields, "program_target": _delegate_target(data)}
+
+
+def _delegate_target(data: bytes) -> str | None:
+    """The ``target`` compile spec of the program's first Ethos-U delegate."""
+    from etu.parsers.program_facts import delegates
+    from etu.parsers.pte import decode_program
+
+    try:
+        program = decode_program(data, "program")
+        try:
+            for info in delegates(program):
+                for spec in info.delegate.compile_specs:
+                    if spec.key == "target" and spec.text:
+                        return spec.text.strip()
+        finally:
+            program.close()
+    except ParseError:
+        return None
+    return None
+
+
+def board_session_meta(
+    *,
+    board: str | None,
+    label: str | None,
+    port: str | None,
+    baud: int | None,
+    firmware: Path | None = None,
+    flashed: list[dict] | None = None,
+    programs: list[Path] = (),
+    target: str | None = None,
+) -> dict:
+    """The ``meta.json`` fields of a session on a board (``etu monitor``, ``etu flash
+    --monitor``, the Boards tab): the one place they are assembled, so each front end
+    records the same keys. ``firmware`` is the ELF that was flashed (its program found in
+    it), ``programs`` the ``.pte`` files flashed beside it; ``target`` is the board's
+    stand-in target (its profile's), used when the program does not name its own."""
+    meta: dict = {"board": board, "label": label or "board", "port": port, "baud": baud,
+                  "firmware": None if firmware is None else str(firmware),
+                  "program": None, "program_sha256": None, "target": target}  # fmt: skip
+    if flashed is not None:
+        meta["flashed"] = flashed
+    found: dict = {}
+    if firmware is not None:
+        from etu.parsers.firmware_program import is_elf
+
+        meta["firmware_sha256"] = file_sha256(firmware)
+        if is_elf(firmware):
+            found = firmware_meta(firmware)
+    for pte in programs:
+        if not found.get("program_sha256"):
+            found.update(program_file_meta(pte))
+    meta.update({key: value for key, value in found.items() if key != "program_target"})
+    meta["target"] = found.get("program_target") or target
+    return meta
+
+
 def _write_json_atomically(path: Path, data: dict) -> None:
     partial = path.with_name(path.name + ".partial")
     try:
@@ -297,8 +404,11 @@ __all__ = [
     "RAW",
     "RecordedSession",
     "SessionWriter",
+    "board_session_meta",
     "file_sha256",
+    "firmware_meta",
     "list_sessions",
+    "program_name",
     "read_index",
     "read_session",
     "sessions_root",

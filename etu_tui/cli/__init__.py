@@ -136,44 +136,6 @@ class SafeStream:
         return self._stream.isatty()
 
 
-class JsonErrors:
-    """``--json``: every error is JSON on stdout. What a command writes to stderr is held;
-    when the command fails (a non-zero status), each ``etu: ...`` line becomes
-    ``{"error": "..."}`` on stdout, and on success the held notices go to stderr as text."""
-
-    def __init__(self, out, err, error_statuses=None) -> None:
-        self._out, self._err = out, err
-        self._held: list[str] = []
-        # None: any non-zero status is a failure; a command whose other statuses report an
-        # outcome already in its JSON (etu run: how the run ended) names its error statuses.
-        self._error_statuses = error_statuses
-
-    def write(self, text: str) -> int:
-        self._held.append(text)
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-    def isatty(self) -> bool:
-        return False
-
-    def finish(self, status: int) -> None:
-        text = "".join(self._held)
-        self._held.clear()
-        if not text:
-            return
-        failed = status != 0 if self._error_statuses is None else status in self._error_statuses
-        if not failed:
-            self._err.write(text)
-            return
-        for line in text.splitlines():
-            if line.startswith("etu: "):
-                self._out.write(json.dumps({"error": line[len("etu: ") :]}) + "\n")
-            elif line.strip():
-                self._err.write(line + "\n")
-
-
 class CommandParser(argparse.ArgumentParser):
     """A usage error is neutralised like every other output (an argument may come from a
     file name), and under ``--json`` it is ``{"error": ...}`` on stdout; status 2."""
@@ -199,22 +161,22 @@ def _run_command(argv: list[str]) -> int:
     args = parser.parse_args(argv[1:])
     args.command = name
     out, err = SafeStream(sys.stdout), SafeStream(sys.stderr)
-    errors = None
-    if getattr(args, "json", False):
-        errors = JsonErrors(out, err, getattr(module, "JSON_ERROR_STATUSES", None))
-    status = 1
+    from etu.tui.cli.errors import CommandError, print_error
+
+    as_json = bool(getattr(args, "json", False))
     try:
         try:
-            status = module.run(args, out=out, err=errors or err)
+            status = module.run(args, out=out, err=err)
         except (KeyboardInterrupt, BrokenPipeError):
             raise
+        except CommandError as error:
+            print_error(error.message, as_json=as_json, out=out, err=err)
+            status = error.status
         except Exception as error:  # never a traceback: one line, like every other error
             from etu.parsers.errors import describe_error
 
-            (errors or err).write(f"etu: {describe_error(error)}\n")
+            print_error(describe_error(error), as_json=as_json, out=out, err=err)
             status = 1
-        if errors is not None:
-            errors.finish(status)
         sys.stdout.flush()
         return status
     except BrokenPipeError:

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TextIO
 
-from etu.tui.cli.common import add_json_lines_option, board_profiles_or_error
+from etu.tui.cli.common import add_json_lines_option, board_profiles
 
 HELP = "list board profiles (built in, and ETU_BOARDS_DIR's *.toml)"
 
@@ -17,9 +17,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
-    profiles = board_profiles_or_error(err)
-    if profiles is None:
-        return 2
+    profiles = board_profiles()
     for profile in profiles.values():
         if args.json:
             out.write(json.dumps(profile.to_json()) + "\n")

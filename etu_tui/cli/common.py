@@ -72,16 +72,16 @@ def add_json_lines_option(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--json", action="store_true", help=f"one JSON object per {what} per line")
 
 
-def board_profiles_or_error(err) -> dict | None:
-    """Every board profile (built in and the user's); None after writing the one-line error
-    (a malformed profile file names its file, line and key)."""
+def board_profiles() -> dict:
+    """Every board profile (built in and the user's); a malformed profile file is a
+    CommandError naming its file, line and key (exit status 2)."""
     from etu.runner.boards.profiles import ProfileError, load_profiles
+    from etu.tui.cli.errors import CommandError
 
     try:
         return load_profiles()
     except ProfileError as error:
-        err.write(f"etu: {error}\n")
-        return None
+        raise CommandError(str(error)) from None
 
 
 def stoppable(body, err) -> int:
@@ -92,10 +92,10 @@ def stoppable(body, err) -> int:
     run on the way out, with the same status. An ignored SIGINT (a background job) stays
     ignored."""
     from etu.runner.run import EXIT_STATUS, install_stop_signals, stop_reason
+    from etu.tui.cli.errors import CommandError
 
     install_stop_signals()
     try:
         return body()
     except KeyboardInterrupt as interrupt:  # StopSignal is one
-        err.write(f"etu: {stop_reason(interrupt)}\n")
-        return EXIT_STATUS["killed"]
+        raise CommandError(stop_reason(interrupt), EXIT_STATUS["killed"]) from None

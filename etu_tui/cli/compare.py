@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TextIO
 
 from etu.parsers.errors import describe_error, first_line
+from etu.tui.cli.errors import CommandError
 
 HELP = "compare a recorded run's outputs with the host reference (or .npy files): errors, SNR"
 
@@ -43,8 +44,9 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
             tosa=args.tosa,
         )  # fmt: skip
     except (CompareError, OSError, ValueError, RuntimeError) as error:
-        err.write(f"etu: {args.session}: {first_line(str(error)) or describe_error(error)}\n")
-        return 2
+        raise CommandError(
+            f"{args.session}: {first_line(str(error)) or describe_error(error)}"
+        ) from None
     if args.json:
         out.write(json.dumps(record) + "\n")
     else:

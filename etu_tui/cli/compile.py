@@ -10,6 +10,7 @@ from typing import TextIO
 from etu.parsers.text import printable as p
 from etu.parsers.text import printable_lines
 from etu.tui.cli.common import add_target_option, add_vela_config_options
+from etu.tui.cli.errors import CommandError, notice
 
 HELP = "compile a PyTorch model for an Ethos-U target with ExecuTorch + Vela"
 
@@ -61,8 +62,7 @@ def compile_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> in
     from etu.runner.compile_request import CompileRequest, InputSpec, RequestError
 
     if args.out.exists() and not args.out.is_dir():
-        err.write(f"etu: {p(str(args.out))}: not a folder (--out is where job folders go)\n")
-        return 2
+        raise CommandError(f"{p(str(args.out))}: not a folder (--out is where job folders go)")
     try:
         request = CompileRequest(
             source=args.source,
@@ -90,13 +90,12 @@ def compile_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> in
         else:
             job = CompileJob(request, args.out, use_cache=not args.no_cache)
     except (RequestError, ValueError) as error:
-        err.write(f"etu: {p(str(error))}\n")
-        return 2
+        raise CommandError(f"{p(str(error))}") from None
 
     class Progress(CompileListener):
         def on_stage(self, stage: str, state: str, seconds: float | None) -> None:
             if state == "done":
-                err.write(f"etu: {stage:<10} {seconds:7.2f} s\n")
+                notice(err, f"{stage:<10} {seconds:7.2f} s")
 
     if args.sweep:
         results = run_sweep(requests, args.out, workers=args.workers)
@@ -111,19 +110,19 @@ def compile_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> in
         result = job.run()
     except KeyboardInterrupt:
         job.cancel()
-        err.write("etu: cancelled\n")
-        return 1
+        raise CommandError("cancelled", 1) from None
     except OSError as error:  # the output folder cannot be written
         where = p(str(error.filename or args.out))
-        err.write(f"etu: {where}: cannot write the job folder: {error.strerror or error}\n")
-        return 2
+        raise CommandError(
+            f"{where}: cannot write the job folder: {error.strerror or error}"
+        ) from None
     if args.json:
         out.write(json.dumps(result.to_json()) + "\n")
     elif result.status == "ok":
         out.write(f"{p(str(result.pte))}{'  (cached)' if result.cached else ''}\n")
     else:
         stage, message = p(str(result.failed_stage)), p(str(result.message))
-        err.write(f"etu: compile failed in {stage}: {message}\n")
+        notice(err, f"compile failed in {stage}: {message}")
         if result.traceback:
             err.write(printable_lines(result.traceback.rstrip()) + "\n")
     return 0 if result.status == "ok" else 1

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TextIO
 
 from etu.parsers.text import printable
+from etu.tui.cli.errors import CommandError, notice
 
 HELP = "print the effective settings (etu.toml, user file, defaults, environment)"
 
@@ -32,16 +33,13 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     if args.action == "trust":
         return _trust(args.dir or args.workspace, out=out, err=err)
     if args.dir is not None:
-        err.write("etu: config: a folder is given only with `trust` (use --workspace)\n")
-        return 2
+        raise CommandError("config: a folder is given only with `trust` (use --workspace)")
     if not args.workspace.is_dir():
-        err.write(f"etu: --workspace {args.workspace}: no such folder\n")
-        return 2
+        raise CommandError(f"--workspace {args.workspace}: no such folder")
     try:
         settings = load_settings(args.workspace)
     except ConfigError as error:
-        err.write(f"etu: {error}\n")
-        return 2
+        raise CommandError(f"{error}") from None
     unknown = unknown_bindings(settings.keymap)
     warnings = [
         f"keymap.{binding} ({settings.origin('keymap.' + binding)}): no console key has this id"
@@ -66,7 +64,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     for binding, key in sorted(settings.keymap.items()):
         out.write(f"  {binding} = {key}  [{settings.origin('keymap.' + binding)}]\n")
     for warning in warnings:
-        err.write(f"etu: warning: {printable(warning)}\n")
+        notice(err, f"warning: {printable(warning)}")
     if settings.env:
         out.write("\nenvironment (wins over the files)\n")
         for name, value in sorted(settings.env.items()):
@@ -80,8 +78,7 @@ def _trust(folder: Path, *, out: TextIO, err: TextIO) -> int:
     try:
         trusted = trust_workspace(folder)
     except (ConfigError, OSError) as error:
-        err.write(f"etu: {printable(str(error))}\n")
-        return 2
+        raise CommandError(f"{printable(str(error))}") from None
     out.write(f"etu: trusted {printable(str(trusted))} as it is now (a change to it needs "
               "trusting again)\n")  # fmt: skip
     return 0

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
+from etu.tui.cli.errors import CommandError
 from etu.tui.cli.sessions import add_workspace_options, sessions_folder
 
 HELP = "compare two sessions, two .pte programs or two Vela outputs (exit 1 when they differ)"
@@ -49,8 +50,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
                 missing = args.a if sa is None else args.b
                 raise DiffError(f"{missing}: not a session under {root}, a .pte or a Vela output")
     except DiffError as error:
-        err.write(f"etu: {error}\n")
-        return 2
+        raise CommandError(f"{error}") from None
     if args.json:
         out.write(json.dumps(result) + "\n")
     else:

@@ -10,6 +10,7 @@ from typing import TextIO
 from etu.parsers.errors import ParseError
 from etu.parsers.text import printable as p
 from etu.tui.cli.common import add_region_options, memory_map_from_args
+from etu.tui.cli.errors import CommandError
 
 HELP = "firmware memory map: regions, sections, largest symbols, the runner's pools"
 
@@ -30,8 +31,7 @@ def elf_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     try:
         memory_map = memory_map_from_args(args)
     except ParseError as error:
-        err.write(f"etu: {p(str(error))}\n")
-        return 1
+        raise CommandError(f"{p(str(error))}", 1) from None
     record = elf_record(memory_map)
     out.write((json.dumps(record) if args.json else format_elf(record)) + "\n")
     return 0

@@ -10,6 +10,7 @@ from typing import TextIO
 from etu.parsers.errors import ParseError
 from etu.parsers.text import printable as p
 from etu.tui.cli.common import add_region_options, add_target_option, memory_map_from_args
+from etu.tui.cli.errors import CommandError
 
 HELP = "does a program fit a firmware? verdicts with the shortfall and the build fix"
 
@@ -39,8 +40,7 @@ def fit_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         with open_program(args.pte) as program:
             verdicts = check_fit(program, memory_map, vela, target=args.target)
     except ParseError as error:
-        err.write(f"etu: {p(str(error))}\n")
-        return 2
+        raise CommandError(f"{p(str(error))}") from None
     record = fit_record(verdicts)
     if args.json:
         out.write(json.dumps(record) + "\n")

@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import TextIO
 
+from etu.tui.cli.errors import CommandError, notice
+
 HELP = "flash a board (XMODEM bootloader, MPS3 USB drive, pyOCD, QEMU) and optionally monitor it"
 FLASH_FAILED = 8
 
@@ -31,6 +33,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="JSON Lines: progress records, then the result")  # fmt: skip
 
 
+# What to give when a flash method's need is missing (runner.boards.flash.NeedMissing).
+OPTION_FOR_NEED = {"port": "--port", "mcc_port": "--mcc-port", "drive": "--drive"}
+
+
 class ProgressPrinter:
     """A bar on a terminal, JSON Lines with --json, one line per file otherwise."""
 
@@ -43,7 +49,7 @@ class ProgressPrinter:
             self.out.write(json.dumps({"type": "status", "text": text}) + "\n")
             self.out.flush()
         else:
-            self.err.write(f"etu: {text}\n")
+            notice(self.err, text)
 
     def progress(self, p) -> None:
         if self.as_json:
@@ -61,7 +67,7 @@ class ProgressPrinter:
                 self.err.write("\n")
             self.err.flush()
         elif p.phase == "done":
-            self.err.write(f"etu: {text}\n")
+            notice(self.err, text)
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
@@ -70,31 +76,47 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     return stoppable(lambda: _flash_command(args, out=out, err=err), err)
 
 
+def cli_advice(error: Exception) -> str:
+    """The error's line, with the option that supplies a missing need."""
+    option = OPTION_FOR_NEED.get(getattr(error, "need", ""))
+    return f"{error} (give {option})" if option else str(error)
+
+
 def _flash_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    from etu.runner.boards.flash import FlashError, parse_file_spec
+    from etu.runner.boards.flash import (
+        FlashError,
+        NeedMissing,
+        flash_board,
+        flashed_session_meta,
+        monitor_source,
+        parse_file_spec,
+    )
+    from etu.runner.boards.ports import pick_ports
     from etu.runner.boards.profiles import ProfileError, get_profile
+    from etu.tui.cli.follow import follow_board
 
     try:
         profile = get_profile(args.board)
         files = [parse_file_spec(spec) for spec in args.files]
     except (ProfileError, FlashError) as error:
-        err.write(f"etu: {error}\n")
-        return 2
+        raise CommandError(str(error)) from None
     for file in files:
         if not file.path.is_file():
-            err.write(f"etu: {file.path}: no such file\n")
-            return 2
+            raise CommandError(f"{file.path}: no such file")
     printer = ProgressPrinter(out, err, args.json)
     try:
-        result = _flash(profile, files, args, printer)
+        link = pick_ports(profile, port=args.port, mcc_port=args.mcc_port, drive=args.drive,
+                          monitor=args.monitor)  # fmt: skip
+        result = flash_board(profile, files, link, timelimit=args.timelimit,
+                             status=printer.status, progress=printer.progress)  # fmt: skip
+    except NeedMissing as error:
+        # a port nobody gave or found: bad arguments (2); a drive or probe: the flash (8)
+        status = 2 if error.need in ("port", "mcc_port") else FLASH_FAILED
+        raise CommandError(cli_advice(error), status) from None
     except FlashError as error:
         if args.json:
             out.write(json.dumps({"type": "flash_failed", "error": str(error)}) + "\n")
-        err.write(f"etu: {error}\n")
-        return FLASH_FAILED
-    except _NoPort as error:
-        err.write(f"etu: {error}\n")
-        return 2
+        raise CommandError(str(error), FLASH_FAILED) from None
     try:
         if args.json:
             out.write(json.dumps({"type": "flashed", "board": profile.name,
@@ -105,66 +127,14 @@ def _flash_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int
             if result.handle is not None:
                 result.handle.close()
             return 0
-        return _monitor(profile, result, args, out, err)
+        source = monitor_source(profile, result, timelimit=args.timelimit)
+        if source is None:
+            raise CommandError(f"{profile.name}: no application port to monitor (give --port)")
+        meta = flashed_session_meta(profile, files, result)
+        return follow_board(source, meta, args.sessions, as_json=args.json, out=out, err=err)
     except BaseException:  # a stop signal before the monitoring began: QEMU and the port go
         if result.source is not None:
             result.source.close()
         elif result.handle is not None:
             result.handle.close()
         raise
-
-
-class _NoPort(Exception):
-    pass
-
-
-def _pick_port(profile, wanted: str | None, index: int = 0) -> str:
-    from etu.runner.boards.ports import list_serial_ports, ports_for
-
-    if wanted:
-        return wanted
-    matching = ports_for(profile, list_serial_ports())
-    if not matching:
-        raise _NoPort(f"{profile.name}: no connected port matches the profile (give --port)")
-    boards = {p.serial_number for p in matching}
-    if len(boards) > 1 or (len(matching) > 1 and profile.method != "mps3-drive"):
-        names = ", ".join(p.device for p in matching)
-        raise _NoPort(f"{profile.name}: several ports match ({names}): give --port")
-    ordered = sorted(matching, key=lambda p: (p.interface or "", p.location or "", p.device))
-    if index >= len(ordered):
-        raise _NoPort(f"{profile.name}: the board shows {len(ordered)} ports, not {index + 1}")
-    return ordered[index].device
-
-
-def _flash(profile, files, args, printer):
-    from etu.runner.boards.flash import flash_board
-
-    port = mcc = None
-    if profile.method == "mps3-drive":
-        transfer = profile.transfer
-        mcc = _pick_port(profile, args.mcc_port, int(transfer.get("mcc_port", 0)))
-        port = args.port or (_pick_port(profile, None, int(transfer.get("app_port", 1)))
-                             if args.monitor else None)  # fmt: skip
-    elif profile.method == "xmodem-wiseeye2":
-        port = _pick_port(profile, args.port)
-    return flash_board(profile, files, port=port, mcc_port=mcc, drive=args.drive,
-                       timelimit=args.timelimit, status=printer.status,
-                       progress=printer.progress)  # fmt: skip
-
-
-def _monitor(profile, result, args, out: TextIO, err: TextIO) -> int:
-    from etu.runner.boards.source import SerialSource
-    from etu.tui.cli.monitor import follow
-
-    source = result.source
-    if source is None:
-        if result.handle is None:
-            err.write(f"etu: {profile.name}: no application port to monitor (give --port)\n")
-            return 2
-        source = SerialSource(result.port, profile.serial_settings, timelimit=args.timelimit,
-                              handle=result.handle, initial=result.initial)  # fmt: skip
-    else:
-        source.timelimit = args.timelimit
-    meta = {"port": result.port, "board": profile.name, "baud": profile.baud,
-            "label": profile.label or "board", "flashed": result.files}  # fmt: skip
-    return follow(source, meta, args.sessions, as_json=args.json, out=out, err=err)

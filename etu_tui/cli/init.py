@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
+from etu.tui.cli.errors import CommandError
+
 HELP = "create a workspace: etu.toml with commented defaults and its folders"
 
 # folder -> what goes there
@@ -37,8 +39,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         if not existed:
             settings_file.write_text(workspace_template())
     except OSError as error:
-        err.write(f"etu: {folder}: {error.strerror or error}\n")
-        return 2
+        raise CommandError(f"{folder}: {error.strerror or error}") from None
     out.write(f"workspace {folder}\n")
     state = "kept as it was" if existed else "created: every setting commented out at its default"
     out.write(f"  {WORKSPACE_FILE:<15} {state}\n")

@@ -11,6 +11,7 @@ from typing import TextIO
 
 from etu.parsers.errors import ParseError
 from etu.parsers.text import printable as p
+from etu.tui.cli.errors import notice
 
 HELP = "decode .pte files: plans, delegates, Ethos-U payloads, CPU operators"
 
@@ -54,7 +55,7 @@ def inspect_command(files: Sequence[Path], *, as_json: bool, out: TextIO, err: T
             if as_json:
                 out.write(json.dumps({"file": str(path), "error": message}) + "\n")
             else:
-                err.write(f"etu: {p(message)}\n")
+                notice(err, p(message))
             continue
         if as_json:
             out.write(json.dumps(record) + "\n")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TextIO
 
 from etu.parsers.errors import describe_error
+from etu.tui.cli.errors import CommandError, notice
 
 HELP = "summarise a saved runner log or a recorded session"
 MAX_LOG_BYTES = 64 << 30  # read as a stream: the cap only refuses absurd files
@@ -34,8 +35,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         try:
             check_arm_firmware(args.elf)
         except ParseError as error:
-            err.write(f"etu: --elf {describe_error(error)}\n")
-            return 2
+            raise CommandError(f"--elf {describe_error(error)}") from None
     return log_command(
         args.path, as_json=args.json, events=args.events, out=out, err=err, elf=args.elf
     )
@@ -59,8 +59,7 @@ def log_command(
     try:
         fd, _size = open_regular(source, "a runner log", MAX_LOG_BYTES)
     except ParseError as error:
-        err.write(f"etu: {printable(str(error))}\n")
-        return 2
+        raise CommandError(f"{printable(str(error))}") from None
     parser, collected = RunnerLogParser(), LogSummary()
     etdump: list = []  # the run's ETDump blocks (not the debug ones), for the operator table
     faults: list = []  # the first hard fault's registers
@@ -83,8 +82,7 @@ def log_command(
     except BrokenPipeError:
         raise  # the reader went away (| head): the command's caller handles it quietly
     except OSError as error:
-        err.write(f"etu: {printable(str(source))}: {error.strerror or error}\n")
-        return 2
+        raise CommandError(f"{printable(str(source))}: {error.strerror or error}") from None
     take(parser.close())
     if events:
         return 0
@@ -167,5 +165,5 @@ def _etdump_rows(data: bytes, err: TextIO) -> list[dict] | None:
 
         return etdump_operators(data)
     except Exception as error:  # a foreign library reading device-sent bytes
-        err.write(f"etu: etdump: {printable(describe_error(error))}\n")
+        notice(err, f"etdump: {printable(describe_error(error))}")
         return None

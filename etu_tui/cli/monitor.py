@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TextIO
 
@@ -45,6 +44,9 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 def _monitor_port(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     from etu.runner.boards.profiles import ProfileError, get_profile
     from etu.runner.boards.source import PortError, SerialSource
+    from etu.runner.session import board_session_meta
+    from etu.tui.cli.errors import CommandError
+    from etu.tui.cli.follow import follow_board
 
     settings: dict = {"baudrate": 115200}
     profile = None
@@ -52,8 +54,7 @@ def _monitor_port(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         try:
             profile = get_profile(args.board)
         except ProfileError as error:
-            err.write(f"etu: {error}\n")
-            return 2
+            raise CommandError(str(error)) from None
         settings = profile.serial_settings
     if args.baud:
         settings["baudrate"] = args.baud
@@ -61,71 +62,9 @@ def _monitor_port(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     try:
         source.open()
     except PortError as error:
-        err.write(f"etu: {error}\n")
-        return 2
-    meta = {
-        "port": args.port,
-        "board": profile.name if profile else None,
-        "baud": settings["baudrate"],
-        "label": (profile.label if profile else None) or "board",
-    }
-    return follow(source, meta, args.sessions, as_json=args.json, out=out, err=err)
-
-
-def follow(source, meta: dict, sessions: Path, *, as_json: bool, out: TextIO, err: TextIO) -> int:
-    """Record and parse ``source`` until it ends; print the log (or, with --json, the
-    summary) and return the exit status of `etu run` for the same ending."""
-    from etu.parsers.runner_events import LogLine
-    from etu.runner.run import RunController, RunListener, stop_reason
-    from etu.runner.session import RAW
-    from etu.tui.cli.echo import Echo
-    from etu.tui.safe_text import printable
-
-    def render(event) -> str | None:
-        if isinstance(event, LogLine):
-            return printable(event.text)
-        if type(event).__name__ in ("PortLost", "PortGap"):
-            err.write(f"etu: {printable(json.dumps(event.to_json()))}\n")
-        return None
-
-    label = meta.get("label")
-    if label and label != "board" and not as_json:
-        err.write(f"etu: {label}\n")
-    printer = Echo(render, out, err) if not as_json else RunListener()
-    controller = RunController(
-        sessions=sessions, kind="board", meta=meta, listener=printer, source=source
-    ).start()
-    try:
-        outcome = controller.wait()
-    except KeyboardInterrupt as interrupt:
-        controller.stop(stop_reason(interrupt))
-        outcome = controller.wait()
-    if isinstance(printer, Echo):
-        printer.close()
-    if as_json:
-        summary = _streamed_summary(controller.folder / RAW)
-        record = {**summary, "session": str(controller.folder), "reason": outcome.reason,
-                  "proof": outcome.proof, "exit_status": outcome.exit_status,
-                  "label": meta.get("label")}  # fmt: skip
-        out.write(json.dumps(record) + "\n")
-    else:
-        line = f" (line {outcome.proof_line})" if outcome.proof_line else ""
-        err.write(f"etu: run ended: {outcome.reason}{line}: {printable(outcome.proof)}\n")
-        err.write(f"etu: session recorded in {controller.folder}\n")
-    return outcome.exit_status
-
-
-def _streamed_summary(raw: Path) -> dict:
-    """The ``etu log --json`` summary of a session's raw.log, read in blocks: a flood of
-    gigabytes from a device costs the summary, not the log's size, in memory."""
-    from etu.parsers.files import GiB, read_blocks
-    from etu.parsers.log_summary import LogSummary
-    from etu.parsers.runner_log import RunnerLogParser
-
-    parser, summary = RunnerLogParser(), LogSummary()
-    for block in read_blocks(raw, "a session log", 64 * GiB, follow=False):
-        for event in parser.feed(block):
-            summary.add(event)
-    for event in parser.close():
-        summary.add(event)
-    return summary.to_json()
+        raise CommandError(str(error)) from None
+    meta = board_session_meta(
+        board=profile.name if profile else None, label=profile.label if profile else None,
+        port=args.port, baud=settings["baudrate"], target=profile.target if profile else None,
+    )  # fmt: skip
+    return follow_board(source, meta, args.sessions, as_json=args.json, out=out, err=err)

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TextIO
 
-from etu.tui.cli.common import add_json_lines_option, board_profiles_or_error
+from etu.tui.cli.common import add_json_lines_option, board_profiles
 
 HELP = "list serial ports (device, VID:PID, serial number, matching board profile)"
 
@@ -19,9 +19,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     from etu.runner.boards.ports import list_serial_ports
     from etu.tui.safe_text import printable
 
-    profiles = board_profiles_or_error(err)
-    if profiles is None:
-        return 2
+    profiles = board_profiles()
     ports = list_serial_ports(profiles)
     if args.json:
         for port in ports:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TextIO
 
 from etu.parsers.errors import describe_error, first_line
+from etu.tui.cli.errors import CommandError
 
 HELP = "what a program should output: CPU kernels on the host, each Ethos-U delegate by TOSA"
 SHOWN_VALUES = 16  # values printed per tensor in text (--json has them all)
@@ -35,13 +36,13 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     from etu.runner.tosa_graphs import TosaMatchError
 
     if not args.program.is_file():
-        err.write(f"etu: {args.program}: no such file\n")
-        return 2
+        raise CommandError(f"{args.program}: no such file")
     try:
         reference = program_reference(args.program, inputs=args.inputs, tosa=args.tosa)
     except (ReferenceError, TosaMatchError, SegmentError, ParseError, OSError) as error:
-        err.write(f"etu: {args.program}: {first_line(str(error)) or describe_error(error)}\n")
-        return 2
+        raise CommandError(
+            f"{args.program}: {first_line(str(error)) or describe_error(error)}"
+        ) from None
     record = reference.to_json()
     if args.json:
         out.write(json.dumps(record) + "\n")

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
+from etu.tui.cli.errors import CommandError, notice
 from etu.tui.cli.sessions import add_workspace_options, sessions_folder
 
 HELP = "a self-contained report (Markdown or one HTML file) on one recorded session"
@@ -29,14 +30,12 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     root = sessions_folder(args)
     folder = resolve_session(args.session, root)
     if folder is None:
-        err.write(f"etu: {args.session}: not a session under {root}\n")
-        return 2
+        raise CommandError(f"{args.session}: not a session under {root}")
     workspace = args.workspace if args.sessions is None else None
     try:
         report = build_report(folder, workspace)
     except ParseError as error:  # a session file that cannot be read: one line
-        err.write(f"etu: {error}\n")
-        return 2
+        raise CommandError(f"{error}") from None
     text = render_html(report) if args.format == "html" else render_markdown(report)
     if args.output is None:
         out.write(text)
@@ -44,7 +43,6 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     try:
         args.output.write_text(text, encoding="utf-8")
     except OSError as error:
-        err.write(f"etu: {args.output}: {error.strerror or error}\n")
-        return 2
-    err.write(f"etu: report written to {args.output}\n")
+        raise CommandError(f"{args.output}: {error.strerror or error}") from None
+    notice(err, f"report written to {args.output}")
     return 0

@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import TextIO
 
 from etu.tui.cli.common import add_target_option, stoppable
+from etu.tui.cli.errors import CommandError, notice
 
-# With --json, statuses other than 2 are the run's ending, already in the JSON outcome.
-JSON_ERROR_STATUSES = (2,)
 HELP = "run the firmware on a Corstone FVP or the emulated board, stream and record its output"
 
 
@@ -61,10 +60,8 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     if args.board:
         return _board_run(args, out=out, err=err)
     if args.elf is None:
-        err.write("etu: run: --elf is required (or --board qemu-an547 with a PROGRAM.pte)\n")
-        return 2
-    if not _is_arm_firmware(args.elf, err):
-        return 2
+        raise CommandError("run: --elf is required (or --board qemu-an547 with a PROGRAM.pte)")
+    _check_arm_firmware(args.elf)
     from etu.fvp.command import FvpOptions, format_command, parse_param
     from etu.fvp.launch import LaunchError, prepare_fvp_launch
     from etu.parsers.text import printable
@@ -73,10 +70,9 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     try:
         settings = load_settings(Path.cwd())
     except ConfigError as error:
-        err.write(f"etu: {error}\n")
-        return 2
+        raise CommandError(str(error)) from None
     for warning in settings.warnings:
-        err.write(f"etu: warning: {printable(warning)}\n")
+        notice(err, f"warning: {printable(warning)}")
     try:
         params = tuple(parse_param(p) for p in args.param)
         options = FvpOptions(timelimit=args.timelimit, fast=args.fast, extra_params=params)
@@ -85,8 +81,7 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
             fvp_path=args.fvp_path, settings=settings, allow_missing=args.dry_run,
         )  # fmt: skip
     except (LaunchError, ValueError) as error:
-        err.write(f"etu: {printable(str(error))}\n")
-        return 2
+        raise CommandError(printable(str(error))) from None
     if args.dry_run:
         if args.json:
             record = {"argv": launch.argv, "simulator": str(launch.executable),
@@ -96,10 +91,9 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         else:
             out.write(printable(format_command(launch.argv)) + "\n")
             if not launch.found:
-                err.write(
-                    f"etu: {printable(str(launch.executable))} is not installed here: the "
-                    "command names it by its bare name (ETU_FVP_DIR or PATH would find it)\n"
-                )
+                shown = printable(str(launch.executable))
+                notice(err, f"{shown} is not installed here: the command names it by its bare "
+                       "name (ETU_FVP_DIR or PATH would find it)")  # fmt: skip
         return 0
     return _stream_run(launch, args, out=out, err=err)
 
@@ -107,69 +101,64 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 def _stream_run(launch, args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     from etu.parsers.text import printable
     from etu.runner.run import RunController
+    from etu.tui.cli.follow import echo, follow
 
     if launch.simulated and not args.json:  # --json: the events say "simulated"
-        shown = printable(str(launch.executable))
-        err.write(f"etu: {shown} is the etu stand-in FVP: numbers are SIMULATED\n")
-
+        notice(err, f"{printable(str(launch.executable))} is the etu stand-in FVP: numbers are "
+               "SIMULATED")  # fmt: skip
+    listener = echo(events_as_json=args.json, as_json=args.json, out=out, err=err)
     try:
         controller = RunController(
             launch.argv, sessions=args.sessions, kind="fvp", meta=launch.meta(),
-            listener=_printer(args, out, err), npu=launch.target.npu,
+            listener=listener, npu=launch.target.npu,
         )  # fmt: skip
     except OSError as error:  # --sessions is a file, read-only, on a full disk
+        listener.close()
         where = printable(str(error.filename or args.sessions))
-        err.write(f"etu: {where}: cannot record a session: {error.strerror or error}\n")
-        return 2
+        raise CommandError(f"{where}: cannot record a session: {error.strerror or error}") from None
     controller.start()  # SIGTERM/SIGHUP (run()): stopped and recorded like Ctrl+C
-    return _finish(controller, args, out=out, err=err)
+    return follow(controller, as_json=args.json, out=out, err=err)
 
 
-def _is_arm_firmware(elf: Path, err: TextIO) -> bool:
+def _check_arm_firmware(elf: Path) -> None:
     """Checked before any simulator or QEMU starts (and for a dry run): one line if not."""
     from etu.parsers.elf_map import check_arm_firmware
     from etu.parsers.errors import ParseError, describe_error
 
     if not Path(elf).exists():
-        err.write(f"etu: {elf}: no such firmware file\n")
-        return False
+        raise CommandError(f"{elf}: no such firmware file")
     try:
         check_arm_firmware(elf)
     except ParseError as error:
-        err.write(f"etu: {describe_error(error)}\n")
-        return False
-    return True
+        raise CommandError(describe_error(error)) from None
 
 
 def _board_run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     """`etu run --board qemu-an547 [PROGRAM.pte | --elf ELF]`: build if needed, run."""
     from etu.runner.runtime_run import QEMU_LABEL, QemuMissing, qemu_argv, run_on_qemu
+    from etu.tui.cli.follow import echo, follow
 
     elf = args.elf
     if elf is None:
         if args.pte is None:
-            err.write("etu: run: --board needs a PROGRAM.pte or --elf\n")
-            return 2
+            raise CommandError("run: --board needs a PROGRAM.pte or --elf")
         elf = _build_if_needed(args, err=err)
-        if isinstance(elf, int):
-            return elf
-    if not _is_arm_firmware(Path(elf), err):
-        return 2
+    _check_arm_firmware(Path(elf))
     try:
         argv = qemu_argv(Path(elf))
     except QemuMissing as error:
-        err.write(f"etu: {error}\n")
-        return 2
+        raise CommandError(str(error)) from None
     if args.dry_run:
         out.write((json.dumps({"argv": argv}) if args.json else " ".join(argv)) + "\n")
         return 0
-    err.write(f"etu: {QEMU_LABEL}\n")
+    notice(err, QEMU_LABEL)
     time_limit = float(args.timelimit) if args.timelimit else 60.0
+    listener = echo(events_as_json=args.json, as_json=args.json, out=out, err=err)
     controller = run_on_qemu(
-        Path(elf), sessions=args.sessions, listener=_printer(args, out, err), time_limit=time_limit,
-        meta={"program": str(args.pte) if args.pte else None},
+        Path(elf), sessions=args.sessions, listener=listener, time_limit=time_limit,
+        meta={"program": str(args.pte)} if args.pte else None,
     )  # fmt: skip
-    status = _finish(controller, args, out=out, err=err)
+    status = follow(controller, as_json=args.json, out=out, err=err)
     _explain_fault(controller, Path(elf), err)
     return status
 
@@ -189,7 +178,7 @@ def _explain_fault(controller, elf: Path, err: TextIO) -> None:
             continue
         event = json.loads(line)
         if isinstance(event, dict) and event.get("type") == "HardFault":
-            err.write(f"etu: fault: {describe_fault(event.get('registers', {}), elf)}\n")
+            notice(err, f"fault: {describe_fault(event.get('registers', {}), elf)}")
             return
 
 
@@ -204,7 +193,7 @@ def _build_if_needed(args: argparse.Namespace, *, err: TextIO):
     wanted = {"program_sha256": file_sha256(args.pte), "pools": args.pools,
               "select_ops": args.select_ops}  # fmt: skip
     if record and record.get("request") == wanted and Path(record["elf"]).is_file():
-        err.write(f"etu: firmware up to date: {record['elf']}\n")
+        notice(err, f"firmware up to date: {record['elf']}")
         return Path(record["elf"])
     build_args = argparse.Namespace(
         pte=args.pte, board=args.board, pools=args.pools, select_ops=args.select_ops,
@@ -213,47 +202,11 @@ def _build_if_needed(args: argparse.Namespace, *, err: TextIO):
     try:
         result = build_from_args(build_args, folder, err=err)
     except SourceError as error:
-        err.write(f"etu: {args.pte}: {error}\n")
-        return 2
-    except RuntimeBuildError as error:
-        err.write(f"etu: {error}\n")
-        return 2
+        raise CommandError(f"{args.pte}: {error}") from None
+    except RuntimeBuildError as error:  # the run could not start: 2, whatever stopped the build
+        raise CommandError(str(error)) from None
     data = result.to_json()
     data["request"] = wanted
     (Path(folder) / "etu_firmware.json").write_text(json.dumps(data, indent=2) + "\n")
-    err.write(f"etu: firmware built: {result.elf}\n")
+    notice(err, f"firmware built: {result.elf}")
     return result.elf
-
-
-def _printer(args: argparse.Namespace, out: TextIO, err: TextIO):
-    """The run's events (--json) or its lines, echoed from a thread of their own (a stdout
-    that stops reading must not pause the simulator)."""
-    from etu.parsers.runner_events import LogLine
-    from etu.tui.cli.echo import Echo
-    from etu.tui.safe_text import printable
-
-    def render(event) -> str | None:
-        if args.json:
-            return json.dumps(event.to_json())
-        return printable(event.text) if isinstance(event, LogLine) else None
-
-    return Echo(render, out, err)
-
-
-def _finish(controller, args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    from etu.runner.run import stop_reason
-    from etu.tui.safe_text import printable
-
-    try:
-        outcome = controller.wait()
-    except KeyboardInterrupt as interrupt:
-        controller.stop(stop_reason(interrupt))
-        outcome = controller.wait()
-    controller.listener.close()  # the echo prints what waits first
-    if args.json:
-        out.write(json.dumps({**outcome.to_json(), "session": str(controller.folder)}) + "\n")
-    else:
-        line = f" (line {outcome.proof_line})" if outcome.proof_line else ""
-        err.write(f"etu: run ended: {outcome.reason}{line}: {printable(outcome.proof)}\n")
-        err.write(f"etu: session recorded in {printable(str(controller.folder))}\n")
-    return outcome.exit_status

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
+from etu.tui.cli.errors import CommandError
 from etu.tui.serve_guard import TOKEN_ENV, Guard, TokenError, checked_token, url_host
 
 HELP = "the console in a web browser (textual-serve); 127.0.0.1 only unless --host"
@@ -88,11 +89,9 @@ def is_loopback(host: str) -> bool:
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     if args.path is not None and not args.path.exists():
-        err.write(f"etu: {args.path}: no such file or folder\n")
-        return 2
+        raise CommandError(f"{args.path}: no such file or folder")
     if not 0 < args.port < 65536:
-        err.write(f"etu: --port {args.port}: not a TCP port\n")
-        return 2
+        raise CommandError(f"--port {args.port}: not a TCP port")
     given, origin = (
         (args.token, "--token")
         if args.token is not None
@@ -101,8 +100,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     try:
         token = checked_token(given, origin)
     except TokenError as error:
-        err.write(f"etu: {error}\n")
-        return 2
+        raise CommandError(f"{error}") from None
     url = (args.public_url or f"http://{url_host(args.host)}:{args.port}").rstrip("/")
     if not is_loopback(args.host):
         err.write(
@@ -126,8 +124,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         try:
             server.serve()
         except OSError as error:
-            err.write(f"etu: {args.host}:{args.port}: {error.strerror or error}\n")
-            return 2
+            raise CommandError(f"{args.host}:{args.port}: {error.strerror or error}") from None
         except KeyboardInterrupt:
             pass
     return 0

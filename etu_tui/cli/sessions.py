@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import TextIO
 
+from etu.tui.cli.errors import notice
+
 HELP = "list the workspace's recorded sessions (simulator, emulated board, board)"
 
 
@@ -68,7 +70,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         out.write("".join(json.dumps(row.to_json()) + "\n" for row in rows))
         return 0
     if not rows:
-        err.write(f"etu: {sessions_folder(args)}: no recorded sessions match\n")
+        notice(err, f"{sessions_folder(args)}: no recorded sessions match")
         return 0
     out.write(format_rows(rows))
     return 0

@@ -9,6 +9,7 @@ from typing import TextIO
 
 from etu.parsers.errors import ParseError
 from etu.parsers.text import printable as p
+from etu.tui.cli.errors import CommandError
 
 HELP = "read Vela's output (folder, summary/per-layer CSV, debug DB or saved stdout)"
 
@@ -32,8 +33,7 @@ def vela_command(path: Path, *, as_json: bool, out: TextIO, err: TextIO) -> int:
     try:
         report = load_vela_report(path)
     except ParseError as error:
-        err.write(f"etu: {p(str(error.with_source(str(path))))}\n")
-        return 1
+        raise CommandError(f"{p(str(error.with_source(str(path))))}", 1) from None
     if as_json:
         out.write(json.dumps(vela_record(report)) + "\n")
         return 0

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from etu.parsers.errors import describe_error
 from etu.runner.boards.profiles import BoardProfile, Prompt
 from etu.runner.boards.prompts import PromptTimeout, expect
 from etu.runner.boards.source import PortError, open_port
@@ -234,10 +235,14 @@ def images_txt(images: list[tuple[str, int, bytes]], update: str = "AUTO") -> st
     return "\r\n".join(lines) + "\r\n"
 
 
+MOUNTS = Path("/proc/mounts")
+
+
 def find_drive(profile: BoardProfile) -> Path | None:
+    """The mounted folder whose name is the board's volume label (V2M-MPS3)."""
     label = str(profile.transfer.get("volume_label", "V2M-MPS3"))
     try:
-        mounts = Path("/proc/mounts").read_text().splitlines()
+        mounts = MOUNTS.read_text().splitlines()
     except OSError:
         return None
     for line in mounts:
@@ -260,7 +265,7 @@ def flash_mps3(
     drive = drive or find_drive(profile)
     if drive is None or not Path(drive).is_dir():
         label = profile.transfer.get("volume_label", "V2M-MPS3")
-        raise FlashError(f"{drive or label}: the board's USB drive is not mounted (give --drive)")
+        raise NeedMissing("drive", f"{drive or label}: the board's USB drive is not mounted")
     images = mps3_images(profile, files)
     software = Path(drive) / "SOFTWARE"
     config_dir = Path(drive) / str(profile.transfer["images_dir"])
@@ -327,7 +332,7 @@ def flash_pyocd(
 ) -> FlashResult:  # fmt: skip
     try:
         from pyocd.core.helpers import ConnectHelper
-        from pyocd.flash.file_programmer import FileProgrammer
+        from pyocd.flash.file_programmer import FileProgrammer  # noqa: F401 (installed whole)
     except ImportError:
         raise FlashError(
             "pyocd: not installed; install it with: pip install 'etu[pyocd]' (or pip install "
@@ -338,8 +343,21 @@ def flash_pyocd(
         blocking=False, options={"target_override": target}
     )
     if session is None:
-        raise FlashError("pyocd: no debug probe found (connect one, or check its permissions)")
+        raise NeedMissing("probe", "pyocd: no debug probe found (connect one, or check its "
+                          "permissions)")  # fmt: skip
     result = FlashResult()
+    try:
+        _program_through(session, files, target, status, progress, result)
+    except FlashError:
+        raise
+    except Exception as error:  # pyOCD's own (a probe unplugged, a target that did not halt)
+        raise FlashError(f"pyocd: {describe_error(error)}") from None
+    return result
+
+
+def _program_through(session, files, target: str, status: Status, progress, result) -> None:
+    from pyocd.flash.file_programmer import FileProgrammer
+
     with session:
         for file in files:
             status(f"programming {file.name} through pyOCD ({target})")
@@ -354,7 +372,6 @@ def flash_pyocd(
             programmer.program(str(file.path), base_address=file.address)
             result.files.append({"file": str(file.path)})
         session.board.target.reset()
-    return result
 
 
 # ------------------------------------------------------------------------- QEMU
@@ -374,32 +391,184 @@ def flash_qemu(profile: BoardProfile, files: list[FlashFile], *, timelimit=None)
 
 
 # ------------------------------------------------------------------------- any board
+NEEDS = ("port", "mcc_port", "drive", "probe")
+
+
+class NeedMissing(FlashError):
+    """A flash method's need that nobody supplied (``need`` is one of NEEDS): each front
+    end adds its own advice (the CLI names its option, the Boards tab its control)."""
+
+    def __init__(self, need: str, message: str) -> None:
+        super().__init__(message)
+        self.need = need
+
+
+@dataclass(frozen=True, slots=True)
+class BoardLink:
+    """Where a board is reached: its (application or bootloader) port, the MPS3's MCC
+    port, its USB drive. A probe is found by pyOCD itself."""
+
+    port: str | None = None
+    mcc_port: str | None = None
+    drive: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FlashRequest:
+    profile: BoardProfile
+    files: list[FlashFile]
+    link: BoardLink
+    timelimit: float | None = None
+    status: Status = lambda text: None
+    progress: ProgressFn | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FlashMethod:
+    """One transfer: its ``transfer.method`` name, what it cannot flash without
+    (``needs``), what it uses when given (``uses``: a port to monitor), and ``flash``."""
+
+    name: str
+    needs: tuple[str, ...]
+    flash: Callable[[FlashRequest], FlashResult]
+    uses: tuple[str, ...] = ()
+
+
+FLASH_METHODS: dict[str, FlashMethod] = {}
+
+
+def register(method: FlashMethod) -> FlashMethod:
+    unknown = set(method.needs + method.uses) - set(NEEDS)
+    if unknown:
+        raise ValueError(f"{method.name}: unknown needs {sorted(unknown)}")
+    FLASH_METHODS[method.name] = method
+    return method
+
+
+def method_of(profile: BoardProfile) -> FlashMethod:
+    method = FLASH_METHODS.get(profile.method)
+    if method is None:
+        raise FlashError(
+            f"{profile.source}: transfer.method {profile.method!r} cannot flash by itself"
+        )
+    return method
+
+
+def _wiseeye2(request: FlashRequest) -> FlashResult:
+    assert request.link.port is not None
+    return flash_wiseeye2(request.profile, request.files, request.link.port,
+                          status=request.status, progress=request.progress)  # fmt: skip
+
+
+def _mps3(request: FlashRequest) -> FlashResult:
+    assert request.link.mcc_port is not None
+    return flash_mps3(request.profile, request.files, drive=request.link.drive,
+                      mcc_port=request.link.mcc_port, app_port=request.link.port,
+                      status=request.status, progress=request.progress)  # fmt: skip
+
+
+def _pyocd(request: FlashRequest) -> FlashResult:
+    """The probe's own UART (VCOM), when one was picked, is opened before the reset that
+    ends programming: the boot's first bytes are not lost."""
+    port = request.link.port
+    handle = None
+    if port is not None:
+        try:
+            handle = open_port(port, request.profile.serial_settings)
+        except PortError as error:
+            raise FlashError(str(error)) from None
+    try:
+        result = flash_pyocd(request.profile, request.files, status=request.status,
+                             progress=request.progress)  # fmt: skip
+    except BaseException:
+        if handle is not None:
+            handle.close()
+        raise
+    result.port, result.handle = port, handle
+    return result
+
+
+def _qemu(request: FlashRequest) -> FlashResult:
+    request.status("qemu-an547: loading the ELF into QEMU (emulated board, no NPU)")
+    return flash_qemu(request.profile, request.files, timelimit=request.timelimit)
+
+
+register(FlashMethod("xmodem-wiseeye2", ("port",), _wiseeye2))
+register(FlashMethod("mps3-drive", ("mcc_port", "drive"), _mps3, uses=("port",)))
+register(FlashMethod("pyocd", ("probe",), _pyocd, uses=("port",)))
+register(FlashMethod("qemu", (), _qemu))
+
+
+def check_needs(profile: BoardProfile, link: BoardLink) -> BoardLink:
+    """``link`` with the drive found (by its volume label) when none was given; NeedMissing
+    naming the first need nobody supplied."""
+    method = method_of(profile)
+    if "port" in method.needs and link.port is None:
+        raise NeedMissing("port", f"{profile.name}: no serial port to flash through")
+    if "mcc_port" in method.needs and link.mcc_port is None:
+        raise NeedMissing("mcc_port", f"{profile.name}: no MCC port to reboot the board")
+    if "drive" in method.needs:
+        drive = link.drive or find_drive(profile)
+        if drive is None or not Path(drive).is_dir():
+            label = profile.transfer.get("volume_label", "V2M-MPS3")
+            raise NeedMissing("drive", f"{drive or label}: the board's USB drive is not mounted")
+        link = BoardLink(link.port, link.mcc_port, Path(drive))
+    return link
+
+
 def flash_board(
     profile: BoardProfile,
     files: list[FlashFile],
+    link: BoardLink,
     *,
-    port: str | None = None,
-    mcc_port: str | None = None,
-    drive: Path | None = None,
     timelimit: float | None = None,
     status: Status = lambda text: None,
     progress: ProgressFn | None = None,
 ) -> FlashResult:
-    """Flash with the profile's own method (the CLI and the Boards tab both come here).
-    ``port`` is the board's (application) port; MPS3 also needs its MCC port."""
-    method = profile.method
-    if method == "qemu":
-        status("qemu-an547: loading the ELF into QEMU (emulated board, no NPU)")
-        return flash_qemu(profile, files, timelimit=timelimit)
-    if method == "pyocd":
-        return flash_pyocd(profile, files, status=status, progress=progress)
-    if method == "mps3-drive":
-        if mcc_port is None:
-            raise FlashError(f"{profile.name}: no MCC port to reboot the board (give --mcc-port)")
-        return flash_mps3(profile, files, drive=drive, mcc_port=mcc_port, app_port=port,
-                          status=status, progress=progress)  # fmt: skip
-    if method == "xmodem-wiseeye2":
-        if port is None:
-            raise FlashError(f"{profile.name}: no serial port to flash through (give --port)")
-        return flash_wiseeye2(profile, files, port, status=status, progress=progress)
-    raise FlashError(f"{profile.source}: transfer.method {method!r} cannot flash by itself")
+    """Flash with the profile's registered method (the CLI and the Boards tab both come
+    here, with a link from ports.pick_ports)."""
+    method = method_of(profile)
+    link = check_needs(profile, link)
+    return method.flash(FlashRequest(profile, files, link, timelimit, status, progress))
+
+
+def monitor_source(
+    profile: BoardProfile,
+    result: FlashResult,
+    *,
+    baud: int | None = None,
+    timelimit: float | None = None,
+):
+    """The byte source that follows the flashed board's boot: QEMU's own, else its
+    application port (still open after flashing when the method kept it); None when the
+    board has no port to follow (pyOCD without one picked)."""
+    from etu.runner.boards.source import SerialSource
+
+    if result.source is not None:
+        result.source.timelimit = timelimit
+        return result.source
+    if result.port is None:
+        return None
+    settings = dict(profile.serial_settings)
+    if baud:
+        settings["baudrate"] = baud
+        if result.handle is not None:
+            result.handle.baudrate = baud
+    return SerialSource(result.port, settings, timelimit=timelimit, handle=result.handle,
+                        initial=result.initial)  # fmt: skip
+
+
+def flashed_session_meta(
+    profile: BoardProfile, files: list[FlashFile], result: FlashResult, *, baud: int | None = None
+) -> dict:
+    """The session meta of a flashed board (``etu flash --monitor`` and the Boards tab): the
+    firmware is the first file flashed whole, the programs the ``.pte`` files placed at an
+    address."""
+    from etu.runner.session import board_session_meta
+
+    firmware = next((f.path for f in files if f.address is None), None)
+    programs = [f.path for f in files if f.address is not None and f.path.suffix == ".pte"]
+    return board_session_meta(
+        board=profile.name, label=profile.label, port=result.port, baud=baud or profile.baud,
+        firmware=firmware, flashed=result.files, programs=programs, target=profile.target,
+    )  # fmt: skip

@@ -67,6 +67,15 @@ class BoardProfile:
         return {"baudrate": self.baud, "bytesize": int(m.group(1)), "parity": m.group(2),
                 "stopbits": stop}  # fmt: skip
 
+    @property
+    def target(self) -> str | None:
+        """What a session on this board records as its target when its program does not
+        name one: the stand-in's target (an FVP's), or the emulated board's own name."""
+        if self.standin.get("kind") == "qemu":
+            return self.name
+        target = self.standin.get("target")
+        return target if isinstance(target, str) else None
+
     def prompt(self, name: str) -> Prompt | None:
         return self.prompts.get(name)
 
