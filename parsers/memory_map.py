@@ -17,46 +17,43 @@ load image is counted. Used = highest end of what is counted, minus the region's
 (ld keeps the end of the last section it placed there, which is the highest unless a
 script moves the location counter backwards).
 
-Besides usage: the runner's pools by role (by symbol, else from the ld map), the kernel
-registry (operator names found in the image's strings, code bytes of the kernels), the
-``.got`` check and warnings. Pure: parsed objects in, a map out.
+Besides usage, the map holds what other modules find in the same image: the runner's pools
+by role (:mod:`etu.parsers.runner_pools`), the kernel registry
+(:mod:`etu.parsers.kernel_registry`) and the ``.got`` check (:mod:`etu.parsers.got_check`),
+with their warnings. Pure: parsed objects in, a map out.
 """
 
 from __future__ import annotations
 
-import array
 import os
-import re
-import struct
-import sys
 from dataclasses import dataclass, field
 
 from etu.parsers.elf_map import SHF_TLS, ElfImage, Section, Symbol, read_elf
 from etu.parsers.errors import FormatError, ParseError
+from etu.parsers.got_check import GOT_SECTIONS, GotInfo, check_got
+from etu.parsers.kernel_registry import KERNEL_CODE_SECTION, KernelInfo, find_kernels
 from etu.parsers.ld_map import LdMap, read_ld_map
 from etu.parsers.linker_script import LinkerScript, MemoryRegion, parse_size, read_linker_script
 from etu.parsers.memory_presets import PRESETS, Preset, get_preset, match_preset
+from etu.parsers.runner_pools import MODEL_OUTPUT_SECTIONS, POOL_ROLES, Pool, find_pools
 
-# Runner pools: role → (symbol, input section the runner places it in) — §6.2.
-POOL_ROLES: dict[str, tuple[str, str]] = {
-    "model_pte": ("model_pte", "network_model_sec"),
-    "method_allocator": ("method_allocation_pool", ".bss.method_allocator_sec"),
-    "temp_allocator": ("temp_allocation_pool", ".bss.tensor_arena"),
-    "fast_scratch": ("dedicated_sram", ".bss.ethosu_scratch"),
-    "input_file_allocator": ("input_file_allocation_pool", ".bss.input_file_allocator_sec"),
-    "planned_fast_memory": ("planned_fast_memory_pool", ".fast_memory"),
-}
-MODEL_OUTPUT_SECTIONS = (".ddr.rodata", ".sram.rodata")
-KERNEL_CODE_SECTION = ".sram.data"  # Corstone-300: op_*.cpp.obj text runs from BRAM
-GOT_SECTIONS = (".got", ".got.plt")
-
-_OPERATOR_NAME = re.compile(rb"([A-Za-z0-9_]+)::[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)?\x00")
-_NOT_KERNEL_NAMESPACES = {"std", "__gnu_cxx", "__cxxabiv1"}
-# A registered kernel is ``namespace::name.overload`` with a lower-case namespace; the two
-# prim ops upstream registers without an overload are the exceptions. Anything else among
-# the image's strings is C++ (``Error::Ok``, ``vector::reserve``, ``basic_string::_S_create``).
-_KERNEL_NAME = re.compile(r"[a-z][a-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z0-9_]+\Z")
-_PRIM_OPS_WITHOUT_OVERLOAD = {"aten::sym_numel", "aten::_local_scalar_dense"}
+# Re-exported: the map's parts were defined here before they had modules of their own.
+__all__ = [
+    "GOT_SECTIONS",
+    "KERNEL_CODE_SECTION",
+    "MODEL_OUTPUT_SECTIONS",
+    "POOL_ROLES",
+    "GotInfo",
+    "KernelInfo",
+    "MemoryMap",
+    "PlacedSection",
+    "Pool",
+    "Region",
+    "build_memory_map",
+    "elf_record",
+    "load_memory_map",
+    "parse_region_spec",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,35 +100,6 @@ class PlacedSection:
     load_rule: str | None = None  # how that was decided: script | preset | inherited | assumed
 
 
-@dataclass(frozen=True, slots=True)
-class Pool:
-    role: str
-    symbol: str | None
-    address: int
-    size: int
-    region: str | None
-    section: str | None = None  # output section
-    source: str = "symbol"  # symbol | ld_map | section
-
-
-@dataclass(frozen=True, slots=True)
-class KernelInfo:
-    names: tuple[str, ...]  # registry keys found in the image (``ns::op.overload``)
-    code_bytes: int | None  # code of the kernel functions; None when it cannot be told
-    functions: tuple[tuple[str, int], ...] = ()
-    code_from: str | None = None  # ld_map | symbols
-
-
-@dataclass(frozen=True, slots=True)
-class GotInfo:
-    section: str  # the output section holding it
-    address: int
-    size: int | None
-    region: str | None
-    entries: int | None
-    null_entries: int = 0
-
-
 @dataclass(slots=True)
 class MemoryMap:
     elf: ElfImage = field(repr=False)
@@ -155,6 +123,11 @@ class MemoryMap:
 
     def region_of(self, address: int) -> Region | None:
         return next((r for r in self.regions if r.contains(address)), None)
+
+    def region_name(self, address: int) -> str | None:
+        """The name of the region holding ``address``, or None."""
+        region = self.region_of(address)
+        return region.name if region else None
 
     def region_named(self, name: str) -> Region | None:
         return next((r for r in self.regions if r.name == name), None)
@@ -245,9 +218,14 @@ def build_memory_map(
                 f"region {region.name} overflows by {region.overflow:,} bytes "
                 f"({region.used:,} used of {region.length:,})"
             )
-    memory_map.pools = _find_pools(elf, ld_map, memory_map, warnings)
-    memory_map.kernels = _find_kernels(elf, ld_map, memory_map.pools)
-    memory_map.got = _check_got(elf, ld_map, memory_map, warnings)
+    memory_map.pools = find_pools(elf, ld_map, memory_map.region_name, warnings)
+    not_code = [
+        (pool.address, pool.address + pool.size)
+        for role, pool in memory_map.pools.items()
+        if role == "model_pte" or pool.size
+    ]
+    memory_map.kernels = find_kernels(elf, ld_map, not_code)
+    memory_map.got = check_got(elf, ld_map, memory_map.region_name, bool(region_list), warnings)
     return memory_map
 
 
@@ -387,314 +365,6 @@ def _place_sections(elf, ld_map, declared, script, preset, warnings):
     origins = {r.name: r.origin for r in declared}
     used = {name: end - origins[name] for name, end in ends.items()}
     return [placed[i] for i in sorted(placed)], used
-
-
-# --------------------------------------------------------------------------- pools
-
-
-def _named(name: str, wanted: str) -> bool:
-    """A symbol called ``wanted``: plain, C++-mangled in a namespace, or demangled."""
-    if name == wanted or name.endswith("::" + wanted):
-        return True
-    return name.startswith("_ZN") and name.endswith(f"{len(wanted)}{wanted}E")
-
-
-def _elf_symbol(elf: ElfImage, wanted: str) -> Symbol | None:
-    exact = elf.symbol(wanted)
-    if exact is not None:
-        return exact
-    return next(
-        (s for s in elf.symbols if s.section_index != "UND" and _named(s.name, wanted)), None
-    )
-
-
-def _find_pools(elf: ElfImage, ld_map: LdMap | None, mm: MemoryMap, warnings) -> dict[str, Pool]:
-    pools: dict[str, Pool] = {}
-
-    def region_name(address: int) -> str | None:
-        region = mm.region_of(address)
-        return region.name if region else None
-
-    def output_section(address: int) -> str | None:
-        section = elf.section_at(address)
-        return section.name if section else None
-
-    for role, (symbol_name, input_section) in POOL_ROLES.items():
-        symbol = _elf_symbol(elf, symbol_name)
-        if symbol is not None:
-            pools[role] = Pool(
-                role, symbol.name, symbol.address, symbol.size, region_name(symbol.address),
-                symbol.section, "symbol",
-            )  # fmt: skip
-            continue
-        if role == "fast_scratch":
-            pool = _fast_scratch_by_pointer(elf, region_name, output_section)
-            if pool is not None:
-                pools[role] = pool
-                continue
-        if ld_map is not None:
-            pool = _pool_from_map(ld_map, role, symbol_name, input_section, region_name)
-            if pool is not None:
-                pools[role] = pool
-                continue
-        if role == "model_pte":
-            section = next((elf.section(n) for n in MODEL_OUTPUT_SECTIONS if elf.section(n)), None)
-            if section is not None and section.size:
-                pools[role] = Pool(
-                    role, None, section.address, section.size, region_name(section.address),
-                    section.name, "section",
-                )  # fmt: skip
-                warnings.append(
-                    f"no model_pte symbol: the program is taken to be all of {section.name} "
-                    f"({section.size:,} bytes, may include alignment padding)"
-                )
-    return pools
-
-
-def _fast_scratch_by_pointer(elf: ElfImage, region_name, output_section) -> Pool | None:
-    """``ethosu_fast_scratch`` (a pointer) and ``ethosu_fast_scratch_size``, read from .data."""
-    pointer = _elf_symbol(elf, "ethosu_fast_scratch")
-    size_symbol = _elf_symbol(elf, "ethosu_fast_scratch_size")
-    if pointer is None or size_symbol is None:
-        return None
-    address = elf.read_word(pointer.address)
-    size = elf.read_word(size_symbol.address)
-    if address is None or size is None:
-        return None
-    return Pool(
-        "fast_scratch", pointer.name, address, size, region_name(address),
-        output_section(address), "symbol",
-    )  # fmt: skip
-
-
-def _pool_from_map(ld_map: LdMap, role, symbol_name, input_section, region_name) -> Pool | None:
-    symbol = next((s for s in ld_map.symbols if _named(s.name, symbol_name)), None)
-    if symbol is not None:
-        holder = ld_map.input_section_at(symbol.address, symbol.section)
-        size = holder.size if holder is not None else 0
-        return Pool(
-            role, symbol.name, symbol.address, size, region_name(symbol.address), symbol.output,
-            "ld_map",
-        )  # fmt: skip
-    holders = [s for s in ld_map.input_sections if s.name == input_section and s.size]
-    if holders:
-        first = holders[0]
-        return Pool(
-            role, None, first.address, sum(h.size for h in holders), region_name(first.address),
-            first.output, "ld_map",
-        )  # fmt: skip
-    return None
-
-
-# ------------------------------------------------------------------------- kernels
-
-
-def _find_kernels(elf: ElfImage, ld_map: LdMap | None, pools: dict[str, Pool]) -> KernelInfo:
-    skip = [
-        (pool.address, pool.address + pool.size)
-        for role, pool in pools.items()
-        if role == "model_pte" or pool.size
-    ]
-    names = _registry_names(elf, skip)
-    functions: list[tuple[str, int]] = []
-    code_from = None
-    if ld_map is not None:
-        for item in ld_map.input_sections:
-            if item.member.startswith("op_") and item.name.startswith(".text") and item.size:
-                functions.append((item.name.removeprefix(".text."), item.size))
-        code_from = "ld_map" if functions else None
-    if not functions and elf.symbols:
-        kernel_section = elf.section(KERNEL_CODE_SECTION)
-        seen: set[int] = set()
-        ordered = sorted(elf.symbols, key=lambda s: (s.bind == "LOCAL", "." in s.name))
-        for symbol in ordered:
-            if symbol.type != "FUNC" or not symbol.size or symbol.section_index == "UND":
-                continue
-            in_kernel_area = (
-                kernel_section is not None
-                and kernel_section.executable
-                and symbol.section == KERNEL_CODE_SECTION
-            )
-            # GCC's ``.localalias`` twins share an address: count each function once.
-            if (in_kernel_area or symbol.name.startswith("op_")) and symbol.address not in seen:
-                seen.add(symbol.address)
-                functions.append((symbol.name, symbol.size))
-        code_from = "symbols" if functions else None
-    functions.sort(key=lambda item: (-item[1], item[0]))
-    return KernelInfo(
-        names=tuple(sorted(names)),
-        code_bytes=sum(size for _name, size in functions) if functions else None,
-        functions=tuple(functions),
-        code_from=code_from,
-    )
-
-
-def _registry_names(elf: ElfImage, skip: list[tuple[int, int]]) -> set[str]:
-    """Operator names (``ns::op.overload``) among the image's NUL-ended strings.
-
-    Bytes just before a string may be letters of unrelated data, so where a name starts
-    is settled by a pointer to it (the registry table points at each name) when one
-    exists; else the name starts after the last byte that cannot be part of it."""
-    candidates: dict[int, list[int]] = {}  # match start → possible start addresses
-    texts: dict[int, bytes] = {}
-    for address, data in _loaded_views(elf, skip, 1):
-        for match in _OPERATOR_NAME.finditer(data):
-            base = address + match.start()
-            prefix = match.group(1)
-            starts = [
-                base + i for i, byte in enumerate(prefix) if chr(byte).isalpha() or byte == 0x5F
-            ]
-            if not starts:
-                continue
-            candidates[base] = starts
-            texts[base] = match.group(0)[:-1]
-    if not candidates:
-        return set()
-    wanted = {address for starts in candidates.values() for address in starts}
-    pointed = _pointed_at(elf, wanted, skip)
-    names: set[str] = set()
-    for base, starts in candidates.items():
-        chosen = [a for a in starts if a in pointed] or starts[:1]
-        for address in chosen:
-            name = texts[base][address - base :].decode("ascii")
-            if name.split("::", 1)[0] in _NOT_KERNEL_NAMESPACES:
-                continue
-            if _KERNEL_NAME.match(name) or name in _PRIM_OPS_WITHOUT_OVERLOAD:
-                names.add(name)
-    return names
-
-
-def _loaded_views(elf: ElfImage, skip: list[tuple[int, int]], minimum: int):
-    """(address, bytes) of every loaded section's contents outside the ``skip`` ranges.
-
-    The skipped ranges are the runner's pools and the baked-in model: scanning a 150 MB
-    program for kernel names would cost seconds and find only the program's own strings."""
-    for section in elf.sections:
-        if not section.alloc or not section.has_contents or section.size < minimum:
-            continue
-        pieces = [(section.address, section.address + section.size)]
-        for skip_start, skip_end in skip:
-            pieces = [
-                part
-                for start, end in pieces
-                for part in ((start, min(end, skip_start)), (max(start, skip_end), end))
-                if part[1] - part[0] >= minimum
-            ]
-        for start, end in pieces:  # only these are read: the skipped model stays on disk
-            data = elf.section_part(section, start - section.address, end - start)
-            if data is not None:
-                yield start, data
-
-
-def _pointed_at(elf: ElfImage, wanted: set[int], skip: list[tuple[int, int]]) -> set[int]:
-    """Which of ``wanted`` appear as aligned pointer-sized words in the loaded image."""
-    width = 4 if elf.elf_class == 32 else 8
-    code = ("<" if elf.little_endian else ">") + ("I" if width == 4 else "Q")
-    found: set[int] = set()
-    for address, data in _loaded_views(elf, skip, width):
-        shift = -address % width
-        words = array.array("I" if width == 4 else "Q")
-        if words.itemsize != width:  # no native type of that width: decode word by word
-            usable = data[shift : shift + (len(data) - shift) // width * width]
-            found.update(wanted.intersection(w for (w,) in struct.iter_unpack(code, usable)))
-            continue
-        words.frombytes(data[shift : shift + (len(data) - shift) // width * width])
-        if (sys.byteorder == "little") != elf.little_endian:
-            words.byteswap()
-        found.update(wanted.intersection(words))
-    return found
-
-
-# ----------------------------------------------------------------------------- GOT
-
-
-def _check_got(elf: ElfImage, ld_map: LdMap | None, mm: MemoryMap, warnings) -> GotInfo | None:
-    """Where the GOT is. Static firmware built with -fPIC code still reads addresses from
-    it; the runner's script links ``.got*`` into ``.ddr`` (DDR, loaded in place). A GOT
-    left as an orphan output section, not loaded, or loaded elsewhere than it runs, gives
-    null function pointers at run time (a hang at the first kernel call)."""
-    info: GotInfo | None = None
-
-    def region_name(address: int) -> str | None:
-        region = mm.region_of(address)
-        return region.name if region else None
-
-    if ld_map is not None:
-        pieces = [s for s in ld_map.input_sections if s.name in GOT_SECTIONS and s.size]
-        if pieces:
-            start = min(p.address for p in pieces)
-            got_only = [p for p in pieces if p.name == ".got"]
-            entries, nulls = _got_entries(elf, got_only)
-            info = GotInfo(
-                pieces[0].output, start, sum(p.size for p in pieces), region_name(start),
-                entries, nulls,
-            )  # fmt: skip
-    own = [s for s in elf.sections if s.name in GOT_SECTIONS and s.alloc and s.size]
-    for section in own:
-        where = mm.region_of(section.address)
-        problems = []
-        if where is None and mm.regions:
-            problems.append("outside every memory region")
-        if not section.has_contents:
-            problems.append("not loaded (NOBITS)")
-        elif section.load_address != section.address:
-            problems.append(
-                f"loaded at {section.load_address:#x}, which the runner's startup code does "
-                "not copy"
-            )
-        if section.has_contents and not any(
-            section.name in seg.sections for seg in elf.segments if seg.type == "LOAD"
-        ):
-            problems.append("in no PT_LOAD segment")
-        if problems:
-            warnings.append(
-                f"{section.name} ({section.size} bytes at {section.address:#x}) is "
-                f"{'; '.join(problems)}: the linker script does not place .got* (the runner's "
-                "puts it in .ddr); code built with -fPIC will read null addresses from it"
-            )
-        if info is None:
-            entries, nulls = (
-                _got_entries_of_section(elf, section) if section.name == ".got" else (None, 0)
-            )
-            info = GotInfo(
-                section.name, section.address, section.size,
-                where.name if where else None, entries, nulls,
-            )  # fmt: skip
-    if info is None:
-        marker = elf.symbol("_GLOBAL_OFFSET_TABLE_")
-        if marker is not None and marker.section is not None:
-            info = GotInfo(marker.section, marker.address, None, region_name(marker.address), None)
-    if info is not None and info.null_entries:
-        warnings.append(
-            f"{info.null_entries} of {info.entries} .got entries are 0: those references "
-            "(undefined weak symbols?) are null at run time"
-        )
-    return info
-
-
-def _got_entries(elf: ElfImage, pieces) -> tuple[int | None, int]:
-    if not pieces:
-        return None, 0
-    entries = nulls = 0
-    for piece in pieces:
-        for offset in range(0, piece.size - piece.size % 4, 4):
-            word = elf.read_word(piece.address + offset)
-            if word is None:
-                return None, 0
-            entries += 1
-            nulls += word == 0
-    return entries, nulls
-
-
-def _got_entries_of_section(elf: ElfImage, section: Section) -> tuple[int | None, int]:
-    data = elf.section_bytes(section)
-    if data is None:
-        return None, 0
-    words = [
-        int.from_bytes(data[i : i + 4], "little" if elf.little_endian else "big")
-        for i in range(0, len(data) - len(data) % 4, 4)
-    ]
-    return len(words), sum(word == 0 for word in words)
 
 
 # ------------------------------------------------------------------------------ JSON
