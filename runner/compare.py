@@ -8,12 +8,19 @@ inputs as the runner, every input filled with ones: its CPU kernels by ExecuTorc
 runtime, each Ethos-U delegate by the TOSA reference model. Integer outputs are compared
 exactly (elements that differ, the largest difference in LSBs); float outputs within the
 tolerances. A session the etu stand-in FVP recorded is marked ``simulated``.
+
+Three sides per output (issue 22 §2): the float model (kept by etu's compile), the quantised
+reference and the target. **quantization** = float model → reference, **deployment** =
+reference → target, each with the metrics above plus exact-integer counts: an integer output
+compares as it is, a float output the program dequantizes from integers (its scale and zero
+point, :mod:`etu.runner.io_quantization`) in those integers. The record is also written to the
+session folder (``compare.json``) for ``etu report`` and ``etu diff``.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from etu.runner.session import EVENTS, read_session
@@ -28,8 +35,24 @@ SIMULATED_NOTE = (
 )
 
 
+COMPARE_RECORD = "compare.json"  # the last host comparison, in the session folder
+
+
 class CompareError(RuntimeError):
     """One line: what cannot be compared and why."""
+
+
+@dataclass
+class HostReference:
+    """What the host reference gives ``etu compare``: each output's values, what made
+    them, the output dtypes, notes, and the float model's outputs (or why there are none)."""
+
+    outputs: list[list[float]]
+    source: str
+    dtypes: list[str]
+    notes: list[str] = field(default_factory=list)
+    float_outputs: list[list[float]] | None = None
+    float_note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -210,31 +233,36 @@ def compare_session(
     rtol: float = DEFAULT_RTOL,
     atol: float = DEFAULT_ATOL,
     tosa: Path | None = None,
+    save: bool = True,
 ) -> dict:
-    """The ``etu compare --json`` record."""
+    """The ``etu compare --json`` record (``save``: also written to the session folder)."""
     outputs, meta = session_outputs(folder)
+    program = _program_of(folder, meta, pte)
     if reference == "host":
         if firmware_options(meta).get("bundleio"):
             raise CompareError(
                 f"{folder}: a BundleIO run (its inputs are the bundle's, not all ones): the "
                 "runner checked its outputs on the target; see its verdict, or pass --reference"
             )
-        program = pte or session_program(meta)
-        if program is not None and not pte and not Path(program).is_file():
-            program = Path(folder).parent.parent.parent / program  # WORKSPACE/.etu/sessions/S
-        if program is None or not Path(program).is_file():
+        if program is None:
             raise CompareError(
                 f"{folder}: the session names no program file; pass --pte PROGRAM.pte"
             )
         # CPU kernels by ExecuTorch's host runtime, Ethos-U delegates by the TOSA reference
         from etu.runner.reference import compare_reference
 
-        refs, source, dtypes, notes = compare_reference(Path(program), tosa)
+        host = compare_reference(program, tosa)
     else:
-        refs = npy_reference(list(reference))
-        source = "files: " + ", ".join(str(p) for p in reference)
-        dtypes, notes = [], []
-    results = []
+        host = HostReference(
+            npy_reference(list(reference)),
+            "files: " + ", ".join(str(p) for p in reference), [],
+            float_note="not known: the reference is saved arrays, not the host reference",
+        )  # fmt: skip
+    refs, dtypes = host.outputs, host.dtypes
+    quantization = io_quantization_of(program)
+    output_quantization = {q["index"]: q for q in quantization if q["kind"] == "output"}
+    simulated = bool(meta.get("simulated"))
+    results, rows = [], []
     for index in sorted(outputs):
         if index >= len(refs):
             raise CompareError(f"output {index}: the reference has only {len(refs)} outputs")
@@ -242,7 +270,9 @@ def compare_session(
         values = [math.nan if v is None else float(v) for v in event["values"]]
         result = metrics(index, values, refs[index], rtol=rtol, atol=atol,
                          numel=event.get("numel"))  # fmt: skip
-        if index < len(dtypes) and dtypes[index] in INTEGER_DTYPES:  # exact, in LSBs
+        dtype = dtypes[index] if index < len(dtypes) else None
+        grid = output_quantization.get(index)
+        if dtype in INTEGER_DTYPES:  # exact, in LSBs
             from etu.runner.reference import integer_comparison
 
             exact = integer_comparison(values, refs[index])
@@ -253,21 +283,189 @@ def compare_session(
                 f"the runner printed {len(values)} of {event.get('numel')} elements; "
                 "compared what was printed")})  # fmt: skip
         results.append(result)
+        deployment = result.to_json()
+        if deployment["differing"] is None and _has_grid(grid):
+            deployment.update(grid_comparison(values, refs[index], grid))
+        floats = None
+        if host.float_outputs is not None and index < len(host.float_outputs):
+            floats = quantization_comparison(index, refs[index], host.float_outputs[index],
+                                             dtype, grid, rtol=rtol, atol=atol)  # fmt: skip
+        row = {**result.to_json(), "dtype": dtype, "deployment": deployment,
+               "quantization": floats, "io_quantization": grid}  # fmt: skip
+        if _has_grid(grid) and deployment.get("target_integers") is not None:
+            row["target_integers"] = deployment.pop("target_integers")
+        deployment.pop("target_integers", None)
+        row["verdict"] = verdict(row, host.float_note, simulated=simulated)
+        rows.append(row)
     missing = [i for i in range(len(refs)) if i not in outputs]
-    simulated = bool(meta.get("simulated"))
-    return {
+    record = {
         "session": str(folder),
         "simulated": simulated,  # the etu stand-in FVP printed these outputs: they prove nothing
         "simulated_note": SIMULATED_NOTE if simulated else None,
-        "reference": source,
-        "reference_notes": notes,
+        "reference": host.source,
+        "reference_notes": host.notes,
+        "quantization_note": host.float_note,  # where the float side came from, or why none
         "rtol": rtol,
         "atol": atol,
         "print_resolution": PRINT_RESOLUTION,
-        "outputs": [r.to_json() for r in results],
+        "io_quantization": quantization,
+        "outputs": rows,
         "missing_outputs": missing,
         "passed": bool(results) and all(r.passed for r in results) and not missing,
     }
+    if save:
+        _save(Path(folder), record)
+    return record
+
+
+def _program_of(folder: Path, meta: dict, pte: Path | None) -> Path | None:
+    if pte is not None:
+        return Path(pte) if Path(pte).is_file() else None
+    program = session_program(meta)
+    if program is not None and not Path(program).is_file():
+        program = Path(folder).parent.parent.parent / program  # WORKSPACE/.etu/sessions/S
+    return Path(program) if program is not None and Path(program).is_file() else None
+
+
+def io_quantization_of(program: Path | None) -> list[dict]:
+    """Each input's and output's integer dtype, scale and zero point ([] when unknown)."""
+    if program is None:
+        return []
+    from etu.parsers.errors import ParseError
+    from etu.parsers.pte import open_program
+    from etu.runner.io_quantization import io_quantization
+    from etu.runner.tosa_graphs import VELA_FOLDER
+
+    vela = Path(program).parent / VELA_FOLDER
+    try:
+        with open_program(program) as opened:
+            plan = opened.plans[0] if opened.plans else None
+            if plan is None:
+                return []
+            return [q.to_json() for q in io_quantization(plan, vela if vela.is_dir() else None)]
+    except (ParseError, OSError):
+        return []
+
+
+def _has_grid(grid: dict | None) -> bool:
+    return bool(grid) and grid.get("scale") is not None and grid.get("zero_point") is not None
+
+
+def to_integers(values: list[float], grid: dict) -> list[int | None]:
+    """The integers dequantized values came from: round(v / scale) + zero point, clamped."""
+    scale, zero = float(grid["scale"]), int(grid["zero_point"])
+    low, high = grid.get("quant_min"), grid.get("quant_max")
+    found: list[int | None] = []
+    for v in values:
+        if not math.isfinite(v) or scale <= 0:
+            found.append(None)
+            continue
+        q = round(v / scale) + zero
+        q = q if low is None else max(int(low), q)
+        found.append(q if high is None else min(int(high), q))
+    return found
+
+
+def grid_comparison(target: list[float], reference: list[float], grid: dict) -> dict:
+    """Exact-integer counts of a float output the program dequantizes: both sides as the
+    integers they were dequantized from (the runner's six decimals resolve any int8 scale
+    above 2e-6), elements that differ and the largest difference in LSBs."""
+    ours, theirs = to_integers(target, grid), to_integers(reference, grid)
+    count = min(len(ours), len(theirs))
+    diffs = [math.inf if a is None or b is None else abs(a - b)
+             for a, b in zip(ours[:count], theirs[:count], strict=True)]  # fmt: skip
+    largest = max(diffs, default=0)
+    return {
+        "differing": sum(1 for d in diffs if d != 0),
+        "max_lsb": None if math.isinf(largest) else int(largest),
+        "integer_dtype": grid.get("integer_dtype"),
+        "target_integers": ours,
+    }
+
+
+def quantization_comparison(
+    index: int, reference: list[float], floats: list[float], dtype: str | None,
+    grid: dict | None, *, rtol: float, atol: float,
+) -> dict | None:  # fmt: skip
+    """The float model → the quantised reference: the same metrics (the float model is the
+    ground truth), and, on the output's integer grid, how many elements the quantised
+    program lands on another integer than the float model's value rounds to. Measured, not
+    judged: ``passed`` is None."""
+    if not floats or not reference:
+        return None
+    result = metrics(index, reference, floats, rtol=rtol, atol=atol).to_json()
+    result["passed"] = None
+    if _has_grid(grid):
+        exact = grid_comparison(reference, floats, grid)
+        exact.pop("target_integers")
+        result.update(exact)
+    elif dtype in INTEGER_DTYPES:
+        from etu.runner.reference import integer_comparison
+
+        result.update(integer_comparison(reference, [round(v) for v in floats]))
+    return result
+
+
+def verdict(row: dict, float_note: str | None, *, simulated: bool = False) -> str:
+    """One line, deployment first: "deployment exact · quantisation SNR 31.2 dB"."""
+    deployment = row["deployment"]
+    if deployment.get("differing") is not None:
+        if deployment["differing"] == 0 and row.get("passed"):
+            first = "deployment exact"
+        else:
+            lsb = deployment.get("max_lsb")
+            first = (f"deployment {deployment['differing']} of {deployment['count']} differ"
+                     + (f" (max {lsb} LSB)" if lsb is not None else ""))  # fmt: skip
+    elif deployment.get("passed"):
+        first = f"deployment within tolerance (max |e| {deployment['max_abs_error']:.3g})"
+    else:
+        first = f"deployment FAIL ({_snr(deployment.get('snr_db'))})"
+    if simulated:
+        first += " (target simulated)"
+    floats = row.get("quantization")
+    if floats is None:
+        gone = (float_note or "not known").split(":")[0]
+        second = f"quantisation {gone} (float model)" if gone != "not known" else (
+            "quantisation not known (no float model)")  # fmt: skip
+    else:
+        second = f"quantisation {_snr(floats.get('snr_db'))}"
+    return f"{first} · {second}"
+
+
+def _snr(snr: float | None) -> str:
+    return "SNR ∞ dB" if snr is None else f"SNR {snr:.1f} dB"
+
+
+def _save(folder: Path, record: dict) -> None:
+    """The record beside the session's events (atomically; a folder that cannot take it
+    keeps none: the comparison is still printed)."""
+    import json
+    import os
+
+    partial = folder / (COMPARE_RECORD + ".partial")
+    try:
+        partial.write_text(json.dumps(record) + "\n")
+        os.replace(partial, folder / COMPARE_RECORD)
+    except OSError:
+        partial.unlink(missing_ok=True)
+
+
+def load_comparison(folder: Path) -> dict | None:
+    """The session's saved comparison (``compare.json``), None when there is none or it is
+    not one."""
+    from etu.parsers.errors import ParseError
+    from etu.parsers.files import MiB, read_json
+
+    path = Path(folder) / COMPARE_RECORD
+    if not path.is_file():
+        return None
+    try:
+        record = read_json(path, "a saved comparison", 64 * MiB)
+    except ParseError:
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("outputs"), list):
+        return None
+    return record
 
 
 _TORCH_DTYPES = {

@@ -216,7 +216,9 @@ class CompileJob:
         else:
             record = {"key": self.key, "status": "ok", "stages": stages,
                       "pte": Path(result["pte"]).name, "versions": tool_versions(),
-                      "request": self.request.to_json()}  # fmt: skip
+                      "request": self.request.to_json(),
+                      # the float model kept for the host reference: source, shapes, file
+                      "float_model": result.get("float_model")}  # fmt: skip
             (partial / JOB_RECORD).write_text(json.dumps(record, indent=2) + "\n")
             shutil.rmtree(self.folder, ignore_errors=True)
             partial.rename(self.folder)  # only now does it look like a result

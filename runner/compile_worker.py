@@ -194,11 +194,13 @@ def run(request: CompileRequest, out_dir: Path, stages: Stages) -> dict:
             vela_dir=out_dir / "vela" if request.delegate else None,
             calibration=calibration,
             progress=progress,
+            source=request.source,
         )
     return {
         "pte": str(result.pte),
         "vela_dir": str(result.vela_dir) if result.vela_dir else None,
         "stages": stages.seconds,
+        "float_model": result.float_model,
     }
 
 

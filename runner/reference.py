@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from io import BytesIO
 from pathlib import Path
 
+from etu.parsers.errors import ParseError
 from etu.parsers.pte import (
     DelegateCall,
     ExecutionPlan,
@@ -486,11 +487,13 @@ def program_reference(
     inputs: Path | Sequence | None = None,
     tosa: Path | None = None,
     split_every_call: bool = False,
+    float_side: bool = True,
 ) -> ProgramReference:
     """Run ``pte`` on the host: CPU kernels in ExecuTorch's host runtime, Ethos-U delegates
     in the TOSA reference model. ``inputs``: a .npy/.npz path, tensors, or None (all ones).
     ``split_every_call`` runs each kernel call as its own program (a test of the memory
-    hand-over: the outputs must not change). Raises ReferenceError, TosaMatchError (one line)."""
+    hand-over: the outputs must not change); ``float_side``: also run the float model the
+    compile kept, on the same inputs. Raises ReferenceError, TosaMatchError (one line)."""
     pte = Path(pte)
     with open_program(pte) as program:
         plan = _forward(program)
@@ -553,8 +556,8 @@ def program_reference(
             "ran PyTorch's ATen kernel instead (the target's may differ in the last bits, or "
             "in the order of ties)"
         )
-    if inputs is None:
-        _float_outputs(reference, tosa)
+    if float_side:
+        _float_outputs(reference, tosa, ones=inputs is None)
     return reference
 
 
@@ -574,34 +577,125 @@ def _forward(program: Program) -> ExecutionPlan:
     return program.plans[0]
 
 
-def _float_outputs(reference: ProgramReference, tosa: Path | None) -> None:
-    """The float model's outputs on the same inputs, when the compile kept them."""
-    import numpy
-
+def _float_outputs(reference: ProgramReference, tosa: Path | None, ones: bool) -> None:
+    """The float model's outputs on the same inputs (quantisation loss): the float program
+    the compile saved (``etu_float_model.pt2``, run here), else, for all-ones inputs, the
+    outputs an older compile kept. When neither is there, the note says why."""
     try:
         _files, folder = candidate_files(reference.program, tosa)
     except TosaMatchError:
         folder = None
-    if folder is None or not (Path(folder) / FLOAT_OUTPUTS_FILE).is_file():
-        reference.float_outputs_note = "not known: the compile kept no float outputs"
+    record = _compile_record(folder)
+    if record is None:
+        reference.float_outputs_note = (
+            "not known: no compile record beside the program (vela/etu_compile.json); "
+            "compile it with etu to keep the float model"
+        )
         return
-    from etu.parsers.files import GiB, read_regular
-    from etu.runner.tosa_graphs import compile_record_delegates
+    if not _record_is_ours(reference.program, record):
+        reference.float_outputs_note = (f"not known: {Path(folder) / COMPILE_RECORD} is "
+                                        "another program's compile")  # fmt: skip
+        return
+    entry = record.get("float_model") if isinstance(record.get("float_model"), dict) else None
+    names = [entry.get(key) for key in ("program", "file")] if entry else []
+    names = [n for n in names if isinstance(n, str) and n and Path(n).name == n]
+    for name in names:  # the ExecuTorch program first: it runs without importing more
+        if (Path(folder) / name).is_file():
+            _run_float_model(reference, Path(folder) / name, entry)
+            return
+    if names:
+        reference.float_outputs_note = (
+            f"gone: the compile saved the float model as {Path(folder) / names[-1]}, which "
+            "is no longer there; deployment side only"
+        )
+        return
+    saved = Path(folder) / FLOAT_OUTPUTS_FILE
+    if ones and saved.is_file():
+        import numpy
+        from etu.parsers.files import GiB, read_regular
 
-    digests = {d.get("payload_sha256") for d in compile_record_delegates(folder)}
-    with open_program(reference.program) as program:
+        data = read_regular(saved, "the float outputs", 4 * GiB)
+        with numpy.load(BytesIO(data), allow_pickle=False) as arrays:
+            reference.float_outputs = [arrays[key] for key in arrays.files]
+        reference.float_outputs_note = "the float model before quantization, inputs all ones"
+        return
+    why = (entry or {}).get("note") or "this compile kept no float model (recompile with etu)"
+    reference.float_outputs_note = f"not known: {why}"
+
+
+def _compile_record(folder: Path | None) -> dict | None:
+    from etu.parsers.files import MiB, read_json
+
+    if folder is None or not (Path(folder) / COMPILE_RECORD).is_file():
+        return None
+    try:
+        record = read_json(Path(folder) / COMPILE_RECORD, "a compile record", 16 * MiB)
+    except ParseError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _record_is_ours(pte: Path, record: dict) -> bool:
+    """The record's delegates are this program's (by payload digest); a record without
+    delegates (a CPU-only compile) cannot be checked and is taken as the program's."""
+    delegates = record.get("delegates")
+    digests = {d.get("payload_sha256") for d in delegates if isinstance(d, dict)} if (
+        isinstance(delegates, list)) else set()  # fmt: skip
+    with open_program(pte) as program:
         plan = _forward(program)
         ours = {hashlib.sha256(bytes(program.delegate_payload(d))).hexdigest()
                 for d in plan.delegates}  # fmt: skip
-    if not ours or not ours <= digests:
-        reference.float_outputs_note = (f"not known: {folder / COMPILE_RECORD} is another "
-                                        "program's compile")  # fmt: skip
+    return bool(ours) and ours <= digests
+
+
+def float_inputs(reference: ProgramReference) -> list | None:
+    """The float model's inputs for the reference's: a float input as it is, an integer
+    input dequantized with its scale and zero point; None when one cannot be made."""
+    import torch
+    from etu.runner.io_quantization import program_io_quantization
+
+    quantization = {q.index: q for q in program_io_quantization(reference.plan)
+                    if q.kind == "input"}  # fmt: skip
+    made = []
+    for k, tensor in enumerate(reference.inputs):
+        if tensor.dtype.is_floating_point:
+            made.append(tensor.to(torch.float32))
+            continue
+        q = quantization.get(k)
+        if q is None or not q.known:
+            return None
+        made.append((tensor.to(torch.float32) - q.zero_point) * q.scale)
+    return made
+
+
+def _run_float_model(reference: ProgramReference, path: Path, entry: dict) -> None:
+    import torch
+    from etu.parsers.files import GiB, read_regular
+
+    inputs = float_inputs(reference)
+    if inputs is None:
+        reference.float_outputs_note = ("not known: an integer input whose scale and zero "
+                                        "point the program does not say")  # fmt: skip
         return
-    data = read_regular(Path(folder) / FLOAT_OUTPUTS_FILE, "the float outputs", 4 * GiB)
-    with numpy.load(BytesIO(data), allow_pickle=False) as saved:
-        arrays = [saved[name] for name in saved.files]
-    reference.float_outputs = arrays
-    reference.float_outputs_note = "the float model before quantization, inputs all ones"
+    try:
+        if path.suffix == ".pte":  # CPU only: the host runtime, as the reference runs
+            floats = program_reference(path, inputs=inputs, float_side=False).outputs
+        else:
+            data = read_regular(path, "a saved float model", 4 * GiB)
+            with quiet_stdout():
+                exported = torch.export.load(BytesIO(data))
+                with torch.no_grad():
+                    result = exported.module(check_guards=False)(*inputs)
+            floats = torch.utils._pytree.tree_leaves(result)
+    except Exception as error:  # a float model that no longer loads or runs: say why
+        text = str(error).splitlines()[0][:200] if str(error) else ""
+        reference.float_outputs_note = f"not known: {path}: {type(error).__name__}: {text}"
+        return
+    reference.float_outputs = [leaf.detach().cpu().numpy() for leaf in floats
+                               if isinstance(leaf, torch.Tensor)]  # fmt: skip
+    source = entry.get("source") if isinstance(entry.get("source"), str) else "the model"
+    reference.float_outputs_note = (f"the float model before quantization ({source}, saved as "
+                                    f"{path.name}), inputs {reference.input_source}")  # fmt: skip
 
 
 # ------------------------------------------------------------------------- comparisons
@@ -622,13 +716,12 @@ def integer_comparison(target: list[float], reference: list[float]) -> dict:
     }
 
 
-def compare_reference(
-    program: Path, tosa: Path | None = None
-) -> tuple[list[list[float]], str, list[str], list[str]]:
-    """For ``etu compare``: (each output's values, what made them, output dtypes, notes);
-    CompareError (one line) when there is no reference."""
+def compare_reference(program: Path, tosa: Path | None = None):
+    """For ``etu compare``: a :class:`etu.runner.compare.HostReference` (each output's
+    values, what made them, output dtypes, notes, the float model's outputs or why there
+    are none); CompareError (one line) when there is no reference."""
     from etu.parsers.errors import ParseError
-    from etu.runner.compare import CompareError
+    from etu.runner.compare import CompareError, HostReference
     from etu.runner.segment_program import SegmentError
 
     try:
@@ -643,7 +736,8 @@ def compare_reference(
         with open_program(program) as opened:
             dtypes = [opened.plans[0].values[i].dtype for i in opened.plans[0].outputs]
         source = f"host runtime (executorch.runtime) on {program}, inputs all ones"
-        return host_reference(program), source, dtypes, [f"run whole: {error}"]
+        return HostReference(host_reference(program), source, dtypes, [f"run whole: {error}"],
+                             float_note="not known: the program ran whole")  # fmt: skip
     except (TosaMatchError, ParseError) as error:
         raise CompareError(f"{program}: {error}") from None
     notes = list(reference.notes)
@@ -651,7 +745,11 @@ def compare_reference(
         graph = run.graph
         notes.append(f"delegate {graph.delegate_index}: {graph.graph.path} (matched by "
                      f"{graph.matched_by}{': ' + graph.note if graph.note else ''})")  # fmt: skip
-    return reference.flat_outputs(), reference.source, reference.output_dtypes(), notes
+    floats = None
+    if reference.float_outputs is not None:
+        floats = [[float(v) for v in a.reshape(-1).tolist()] for a in reference.float_outputs]
+    return HostReference(reference.flat_outputs(), reference.source, reference.output_dtypes(),
+                         notes, floats, reference.float_outputs_note)  # fmt: skip
 
 
 def _has_delegate_calls(program: Path) -> bool:

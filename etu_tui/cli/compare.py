@@ -50,31 +50,55 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     if args.json:
         out.write(json.dumps(record) + "\n")
     else:
-        if record.get("simulated"):
-            out.write(f"{record['simulated_note']}\n")
-        out.write(f"reference: {record['reference']} (rtol {args.rtol:g}, atol {args.atol:g})\n")
-        for note in record.get("reference_notes") or []:
-            out.write(f"  reference note: {note}\n")
-        for o in record["outputs"]:
-            if o.get("differing") is not None:  # an integer output: compared exactly
-                lsb = "n/a" if o["max_lsb"] is None else str(o["max_lsb"])
-                out.write(
-                    f"output {o['index']}: {'PASS' if o['passed'] else 'FAIL'}  n={o['count']}  "
-                    f"exact: {o['differing']} differ, max {lsb} LSB  worst at "
-                    f"[{o['worst_index']}]\n"
-                )
-                if o["note"]:
-                    out.write(f"  note: {o['note']}\n")
-                continue
-            cosine = "n/a" if o["cosine_similarity"] is None else f"{o['cosine_similarity']:.6f}"
-            snr = "inf" if o["snr_db"] is None else f"{o['snr_db']:.1f} dB"
-            out.write(
-                f"output {o['index']}: {'PASS' if o['passed'] else 'FAIL'}  n={o['count']}  "
-                f"max|e|={o['max_abs_error']:.3g}  mean|e|={o['mean_abs_error']:.3g}  "
-                f"rmse={o['rmse']:.3g}  cos={cosine}  snr={snr}  worst at [{o['worst_index']}]\n"
-            )
-            if o["note"]:
-                out.write(f"  note: {o['note']}\n")
-        for index in record["missing_outputs"]:
-            out.write(f"output {index}: not printed by the target\n")
+        write_text(record, args.rtol, args.atol, out)
     return 0 if record["passed"] else 1
+
+
+def _metrics_line(o: dict) -> str:
+    """One side's figures: exact integer counts when there are some, the float metrics."""
+    cosine = "n/a" if o["cosine_similarity"] is None else f"{o['cosine_similarity']:.6f}"
+    snr = "inf" if o["snr_db"] is None else f"{o['snr_db']:.1f} dB"
+    exact = ""
+    if o.get("differing") is not None:
+        lsb = "n/a" if o.get("max_lsb") is None else str(o["max_lsb"])
+        unit = f" {o['integer_dtype']}" if o.get("integer_dtype") else ""
+        exact = f"exact{unit}: {o['differing']} differ, max {lsb} LSB  "
+    return (f"n={o['count']}  {exact}max|e|={o['max_abs_error']:.3g}  "
+            f"mean|e|={o['mean_abs_error']:.3g}  rmse={o['rmse']:.3g}  cos={cosine}  "
+            f"snr={snr}  worst at [{o['worst_index']}]")  # fmt: skip
+
+
+def write_text(record: dict, rtol: float, atol: float, out: TextIO) -> None:
+    """The verdict per output first (deployment, quantisation), then each side's figures."""
+    if record.get("simulated"):
+        out.write(f"{record['simulated_note']}\n")
+    for o in record["outputs"]:
+        verdict = o.get("verdict") or ("PASS" if o["passed"] else "FAIL")
+        out.write(f"output {o['index']}: {'PASS' if o['passed'] else 'FAIL'} · {verdict}\n")
+    for index in record["missing_outputs"]:
+        out.write(f"output {index}: not printed by the target\n")
+    out.write(f"reference: {record['reference']} (rtol {rtol:g}, atol {atol:g})\n")
+    for note in record.get("reference_notes") or []:
+        out.write(f"  reference note: {note}\n")
+    out.write(f"float model: {record.get('quantization_note') or 'not known'}\n")
+    for q in record.get("io_quantization") or []:
+        if q.get("scale") is not None:
+            out.write(
+                f"  {q['kind']} {q['index']}: {q['dtype']} ↔ {q['integer_dtype']}, scale "
+                f"{q['scale']:.4g}, zero point {q['zero_point']} ({q['source']})\n"
+            )
+    for o in record["outputs"]:
+        deployment = o.get("deployment") or o
+        out.write(f"output {o['index']} deployment (reference → target): "
+                  f"{_metrics_line(deployment)}\n")  # fmt: skip
+        if o.get("quantization"):
+            out.write(f"output {o['index']} quantisation (float model → reference): "
+                      f"{_metrics_line(o['quantization'])}\n")  # fmt: skip
+        if o.get("target_integers") is not None and o.get("io_quantization"):
+            q = o["io_quantization"]
+            shown = " ".join(str(v) for v in o["target_integers"][:8])
+            more = " …" if len(o["target_integers"]) > 8 else ""
+            out.write(f"  target {q['integer_dtype']}: {shown}{more} (real = (q - "
+                      f"{q['zero_point']}) × {q['scale']:.4g})\n")  # fmt: skip
+        if o["note"]:
+            out.write(f"  note: {o['note']}\n")

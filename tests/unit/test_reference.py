@@ -185,7 +185,13 @@ def test_etu_reference_on_the_demo(tmp_path: Path) -> None:
     assert output["dtype"] == "Float" and output["shape"] == [1, 10]
     assert len(output["values"]) == 10 and len(set(output["values"])) > 1
     assert record["inputs"][0]["source"] == "all ones"
-    assert record["float_outputs"] is None and "not known" in record["float_outputs_note"]
+    # The demo's compile kept its float model (an ExecuTorch program of the float export):
+    # it runs on the same inputs, close to the quantised outputs.
+    (floats,) = record["float_outputs"]
+    assert "float model before quantization" in record["float_outputs_note"]
+    assert floats["shape"] == output["shape"]
+    a, b = numpy.array(output["values"]), numpy.array(floats["values"])
+    assert 10 * numpy.log10((b**2).sum() / ((a - b) ** 2).sum()) > 20  # SNR in dB
     assert "TOSA reference model" in record["reference"]
     text = etu("reference", str(DEMO / "demo_cnn.pte"), env={"ETU_BUILD_CACHE": str(tmp_path)})
     assert text.returncode == 0, text.stderr
@@ -235,8 +241,22 @@ def test_compare_on_a_standin_session_of_the_demo(tmp_path: Path) -> None:
     assert "TOSA reference model" in record["reference"]
     (output,) = record["outputs"]
     assert output["count"] == 10 and output["differing"] is None  # Float: the float metrics
+    # The three-way split: deployment (reference → target) in the output's int8 integers,
+    # quantisation (float model → reference) from the float model the demo's compile kept.
+    deployment, quantization = output["deployment"], output["quantization"]
+    assert deployment["integer_dtype"] == "int8" and deployment["differing"] is not None
+    assert quantization is not None and quantization["snr_db"] > 20
+    assert output["verdict"].startswith("deployment ")
+    assert "(target simulated) · quantisation SNR" in output["verdict"]
+    grid = output["io_quantization"]
+    assert grid["integer_dtype"] == "int8" and grid["source"].startswith("dequantize_per_tensor")
+    assert len(output["target_integers"]) == 10
+    assert all(-128 <= q <= 127 for q in output["target_integers"])
+    assert json.loads((session / "compare.json").read_text())["outputs"][0]["verdict"] == (
+        output["verdict"])  # fmt: skip
     text = etu("compare", str(session), cwd=tmp_path)
     assert text.stdout.startswith("SIMULATED: the etu stand-in FVP printed these outputs")
+    assert text.stdout.splitlines()[1].startswith("output 0: FAIL · deployment ")
     diff = etu("diff", session.name, session.name, "--json", cwd=workspace)
     assert json.loads(diff.stdout)["simulated"] == ["A", "B"]
     diff_text = etu("diff", session.name, session.name, cwd=workspace)
@@ -247,7 +267,7 @@ def test_integer_outputs_compare_exactly(tmp_path: Path, monkeypatch) -> None:
     """An integer output passes only when every element is the reference's; the record
     counts the elements that differ and the largest difference in LSBs."""
     from etu.runner import reference
-    from etu.runner.compare import compare_session, session_outputs
+    from etu.runner.compare import HostReference, compare_session, session_outputs
 
     assert integer_comparison([1, 2, 3, -4], [1, 2, 5, -4]) == {"differing": 1, "max_lsb": 2}
     assert integer_comparison([7, 7], [7, 7]) == {"differing": 0, "max_lsb": 0}
@@ -255,8 +275,8 @@ def test_integer_outputs_compare_exactly(tmp_path: Path, monkeypatch) -> None:
     (printed,) = [e["values"] for e in session_outputs(session)[0].values()]
 
     def fake(values, dtype):
-        monkeypatch.setattr(reference, "compare_reference",
-                            lambda program, tosa=None: ([values], "fake", [dtype], []))  # fmt: skip
+        host = HostReference([values], "fake", [dtype])
+        monkeypatch.setattr(reference, "compare_reference", lambda program, tosa=None: host)
 
     fake([float(v) for v in printed], "Char")
     assert compare_session(session, pte=DEMO / "demo_cnn.pte")["outputs"][0]["differing"] == 0

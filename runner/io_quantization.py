@@ -1,0 +1,263 @@
+"""Integer IO made visible: per program input and output, the integers the NPU sees and
+their scale and zero point (real = (q - zero_point) * scale).
+
+Two sources, the program first:
+
+- **the program's own kernels**: a float input the program quantizes on the CPU
+  (``quantized_decomposed::quantize_per_tensor``) before a delegate, a float output it
+  dequantizes (``dequantize_per_tensor``) after one; the scale and zero point are the
+  kernel call's arguments;
+- **Vela's** ``out_vela.npz`` (``input_quantization`` / ``output_quantization``, Vela 5.0
+  and later): for an integer input or output the program hands to the NPU as it is. Graphs
+  Vela compiled from TOSA carry ``quant_type: none`` there (the TOSA graph rescales
+  inside), and then the scale is not known.
+
+The npz's quantization arrays are numpy object arrays (a pickle): they are read by an
+unpickler that builds numpy arrays and dicts only, from members of at most 1 MiB.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import zipfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from etu.parsers.pte import SCALAR_TYPES, DelegateCall, ExecutionPlan, KernelCall, Tensor
+
+VELA_ARRAYS = "out_vela.npz"
+MEMBER_CAP = 1 << 20  # the quantization members are a few hundred bytes
+# ExecuTorch ScalarType name → the name people use
+DTYPE_NAMES = {
+    "Byte": "uint8", "Char": "int8", "Short": "int16", "Int": "int32", "Long": "int64",
+    "Half": "float16", "Float": "float32", "Double": "float64", "Bool": "bool",
+    "UInt16": "uint16",
+}  # fmt: skip
+QUANTIZE = "quantized_decomposed::quantize_per_tensor.out"
+DEQUANTIZE = "quantized_decomposed::dequantize_per_tensor.out"
+
+
+@dataclass(frozen=True)
+class IoQuantization:
+    kind: str  # "input" | "output"
+    index: int  # the program's k-th input or output
+    value: int  # its value index in the plan
+    dtype: str  # what the program takes or gives: float32, int8...
+    shape: list[int]
+    integer_dtype: str | None  # the integers the NPU reads or writes (None: not known)
+    scale: float | None
+    zero_point: int | None
+    quant_min: int | None = None
+    quant_max: int | None = None
+    source: str = "not known"  # where the figures come from
+
+    @property
+    def known(self) -> bool:
+        return self.scale is not None and self.zero_point is not None
+
+    def sentence(self) -> str:
+        """One line for the pre-flight and the views."""
+        if not self.known:
+            what = self.integer_dtype or self.dtype
+            return f"{self.kind} {self.index}: {what}, scale and zero point not known"
+        if self.integer_dtype == self.dtype:
+            head = f"this program takes {self.dtype} {self.kind}" if self.kind == "input" else (
+                f"this program gives {self.dtype} {self.kind}")  # fmt: skip
+        else:
+            verb = "quantized to" if self.kind == "input" else "dequantized from"
+            head = f"{self.kind} {self.index}: {self.dtype}, {verb} {self.integer_dtype} on the CPU"
+        return f"{head}: scale {self.scale:.4g}, zero point {self.zero_point}"
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    def dequantize(self, q: float) -> float:
+        assert self.scale is not None and self.zero_point is not None
+        return (q - self.zero_point) * self.scale
+
+    def quantize(self, real: float) -> int:
+        """The integer a dequantized float came from (round half to even, clamped)."""
+        assert self.scale is not None and self.zero_point is not None
+        q = round(real / self.scale) + self.zero_point
+        if self.quant_min is not None:
+            q = max(self.quant_min, q)
+        if self.quant_max is not None:
+            q = min(self.quant_max, q)
+        return q
+
+
+def _scalar(plan: ExecutionPlan, index: int, kind: str):
+    if not 0 <= index < len(plan.values):
+        return None
+    value = plan.values[index]
+    if isinstance(value, Tensor) or getattr(value, "kind", None) != kind:
+        return None
+    return value.payload
+
+
+def _dtype_name(code: object) -> str | None:
+    if not isinstance(code, int) or isinstance(code, bool):
+        return None
+    name = SCALAR_TYPES.get(code, (None, 0))[0]
+    return DTYPE_NAMES.get(name, name) if name else None
+
+
+def _tensor_dtype(plan: ExecutionPlan, index: int) -> str:
+    value = plan.values[index] if 0 <= index < len(plan.values) else None
+    return DTYPE_NAMES.get(value.dtype, value.dtype) if isinstance(value, Tensor) else "?"
+
+
+def _kernel_figures(plan: ExecutionPlan, call: KernelCall) -> dict | None:
+    """scale, zero point, range and integer dtype of a (de)quantize_per_tensor call."""
+    if len(call.args) < 6:
+        return None
+    scale = _scalar(plan, call.args[1], "Double")
+    zero = _scalar(plan, call.args[2], "Int")
+    if not isinstance(scale, float) or not isinstance(zero, int):
+        return None  # the .tensor overloads: scale and zero point are tensors
+    return {"scale": scale, "zero_point": zero,
+            "quant_min": _scalar(plan, call.args[3], "Int"),
+            "quant_max": _scalar(plan, call.args[4], "Int"),
+            "integer_dtype": _dtype_name(_scalar(plan, call.args[5], "Int"))}  # fmt: skip
+
+
+def _delegate_of(plan: ExecutionPlan, value: int) -> int | None:
+    for instruction in plan.instructions:
+        if isinstance(instruction, DelegateCall) and value in instruction.args:
+            return instruction.delegate_index
+    return None
+
+
+def program_io_quantization(plan: ExecutionPlan) -> list[IoQuantization]:
+    """Each input and output of ``plan`` with what the program's own kernels say."""
+    kernels = [
+        (plan.operators[i.op_index].qualified_name, i)
+        for i in plan.instructions
+        if isinstance(i, KernelCall) and 0 <= i.op_index < len(plan.operators)
+    ]
+    records = []
+    for kind, values in (("input", plan.inputs), ("output", plan.outputs)):
+        for k, value in enumerate(values):
+            tensor = plan.values[value] if 0 <= value < len(plan.values) else None
+            if not isinstance(tensor, Tensor):
+                continue
+            dtype = _tensor_dtype(plan, value)
+            figures, source = None, "not known"
+            for name, call in kernels:
+                if kind == "input" and name == QUANTIZE and call.args[:1] == (value,):
+                    figures = _kernel_figures(plan, call)
+                    delegate = _delegate_of(plan, call.args[6]) if len(call.args) > 6 else None
+                    after = f" before delegate {delegate}" if delegate is not None else ""
+                    source = f"quantize_per_tensor on the CPU{after}"
+                elif kind == "output" and name == DEQUANTIZE and value in call.args[-2:]:
+                    figures = _kernel_figures(plan, call)
+                    delegate = _delegate_of(plan, call.args[0])
+                    after = f" after delegate {delegate}" if delegate is not None else ""
+                    source = f"dequantize_per_tensor on the CPU{after}"
+                if figures is not None:
+                    break
+            integer = dtype if dtype.startswith(("int", "uint")) else None
+            if figures is None:
+                records.append(IoQuantization(kind, k, value, dtype, list(tensor.sizes), integer,
+                                              None, None))  # fmt: skip
+                continue
+            records.append(IoQuantization(kind, k, value, dtype, list(tensor.sizes),
+                                          source=source, **figures))  # fmt: skip
+    return records
+
+
+# --------------------------------------------------------------------- Vela's npz
+
+
+class _ArraysOnly(pickle.Unpickler):
+    """numpy arrays, dtypes and plain containers; any other global is refused."""
+
+    ALLOWED = frozenset({
+        ("numpy._core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy", "ndarray"), ("numpy", "dtype"),
+    })  # fmt: skip
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(f"{module}.{name} is not allowed")
+        return super().find_class(module, name)
+
+
+def _member(archive: zipfile.ZipFile, name: str) -> list | None:
+    import numpy
+
+    try:
+        info = archive.getinfo(name)
+    except KeyError:
+        return None
+    if info.file_size > MEMBER_CAP:
+        raise ValueError(f"{name} is {info.file_size} bytes (at most {MEMBER_CAP})")
+    stream = io.BytesIO(archive.read(info))
+    version = numpy.lib.format.read_magic(stream)
+    shape, _fortran, dtype = numpy.lib.format._read_array_header(stream, version)
+    if dtype.hasobject:
+        array = _ArraysOnly(stream).load()
+    else:
+        array = numpy.frombuffer(stream.read(), dtype=dtype).reshape(shape)
+    return list(getattr(array, "tolist", lambda: array)()) if shape else []
+
+
+def vela_io_quantization(folder: Path) -> dict[str, list[dict]]:
+    """``{"input": [...], "output": [...]}`` from ``out_vela.npz`` in ``folder``: per
+    NPU input/output, its quant_type, scale and zero point lists ({} when there is none).
+    Raises ValueError (one line) for a file that is not Vela's."""
+    path = Path(folder) / VELA_ARRAYS
+    if not path.is_file():
+        return {}
+    found: dict[str, list[dict]] = {}
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for kind in ("input", "output"):
+                items = _member(archive, f"{kind}_quantization.npy")
+                if items is None:
+                    continue
+                found[kind] = [_vela_entry(item) for item in items]
+    except (zipfile.BadZipFile, pickle.UnpicklingError, ValueError, EOFError, OSError) as error:
+        raise ValueError(f"{path}: {error}") from None
+    return found
+
+
+def _vela_entry(item: object) -> dict:
+    if not isinstance(item, dict):
+        return {"quant_type": "?", "scale": [], "zero_point": []}
+
+    def numbers(key: str) -> list:
+        value = item.get(key)
+        value = value.tolist() if hasattr(value, "tolist") else value
+        value = value if isinstance(value, list) else [value] if value is not None else []
+        return [v for v in value if isinstance(v, int | float) and not isinstance(v, bool)]
+
+    return {"quant_type": str(item.get("quant_type", "?"))[:40], "scale": numbers("scale"),
+            "zero_point": [int(v) for v in numbers("zero_point")]}  # fmt: skip
+
+
+def io_quantization(plan: ExecutionPlan, vela_folder: Path | None = None) -> list[IoQuantization]:
+    """The program's figures, completed from Vela's for an integer input or output the
+    program hands to a delegate as it is (one delegate: Vela's k-th is the program's k-th)."""
+    records = program_io_quantization(plan)
+    if vela_folder is None:
+        return records
+    try:
+        vela = vela_io_quantization(vela_folder)
+    except ValueError:
+        return records
+    done = []
+    for record in records:
+        entries = vela.get(record.kind) or []
+        entry = entries[record.index] if record.index < len(entries) else None
+        usable = (entry is not None and not record.known and record.integer_dtype
+                  and entry["scale"] and entry["zero_point"])  # fmt: skip
+        if usable:
+            record = IoQuantization(
+                record.kind, record.index, record.value, record.dtype, record.shape,
+                record.integer_dtype, float(entry["scale"][0]), int(entry["zero_point"][0]),
+                source=f"Vela's {VELA_ARRAYS} ({entry['quant_type']})",
+            )  # fmt: skip
+        done.append(record)
+    return done
