@@ -4,7 +4,7 @@ The server is a real `etu serve` process on 127.0.0.1 and a free port; the page 
 real console process per connection. What the page receives over its websocket is kept
 (an init script wraps WebSocket before the page loads) to check the console's text, since
 xterm.js draws on a canvas; keys are typed into the page as a user would. The screenshot is
-saved as a test artifact (and as screenshots/serve.png for the README when
+saved as a test artifact (and as screenshots/serve.png for docs/console.md when
 ETU_UPDATE_SCREENSHOTS is set: a test run never changes tracked files).
 """
 
@@ -171,7 +171,7 @@ def test_console_in_the_browser(server: int) -> None:
         ActionChains(driver).send_keys("n").perform()
         time.sleep(2.0)
         shot = save_artifact(driver, "serve.png")
-        if os.environ.get("ETU_UPDATE_SCREENSHOTS"):  # the README's picture, on request only
+        if os.environ.get("ETU_UPDATE_SCREENSHOTS"):  # docs/console.md's picture, on request only
             shutil.copyfile(shot, ROOT / "screenshots" / "serve.png")
         assert shot.stat().st_size > 10_000
         errors = [e for e in console_errors(driver) if "favicon" not in e]
