@@ -78,8 +78,7 @@ def format_reference(record: dict) -> str:
     for output in record["outputs"]:
         lines.append(f"output {output['index']}: {output['dtype']} {output['shape']}")
         lines.append(f"  {_values(output['values'])}")
-    if record["float_outputs"] is None:
-        lines.append(f"float model: {record['float_outputs_note']}")
+    lines.append(f"float model: {record['float_outputs_note']}")
     for output in record["float_outputs"] or []:
         lines.append(f"float model output {output['index']}: {output['shape']}")
         lines.append(f"  {_values(output['values'])}")
