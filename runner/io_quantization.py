@@ -87,6 +87,23 @@ class IoQuantization:
         return q
 
 
+def io_line(record: dict) -> str:
+    """One ``io_quantization[]`` JSON record as a line: "input 0: float32 ↔ int8, scale
+    0.003919, zero point -128 (quantize_per_tensor on the CPU before delegate 0)"."""
+    head = f"{record['kind']} {record['index']}: {record['dtype']}"
+    if record.get("scale") is None or record.get("zero_point") is None:
+        return f"{head}, scale and zero point not known"
+    return (f"{head} ↔ {record['integer_dtype']}, scale {record['scale']:.4g}, zero point "
+            f"{record['zero_point']} ({record['source']})")  # fmt: skip
+
+
+def real_formula(record: dict) -> str:
+    """How an integer becomes its real value: "(q + 12) × 0.001857"."""
+    zero = int(record["zero_point"])
+    shifted = "q" if zero == 0 else f"(q {'-' if zero > 0 else '+'} {abs(zero)})"
+    return f"{shifted} × {record['scale']:.4g}"
+
+
 def _scalar(plan: ExecutionPlan, index: int, kind: str):
     if not 0 <= index < len(plan.values):
         return None

@@ -70,6 +70,8 @@ def _metrics_line(o: dict) -> str:
 
 def write_text(record: dict, rtol: float, atol: float, out: TextIO) -> None:
     """The verdict per output first (deployment, quantisation), then each side's figures."""
+    from etu.runner.io_quantization import io_line, real_formula
+
     if record.get("simulated"):
         out.write(f"{record['simulated_note']}\n")
     for o in record["outputs"]:
@@ -81,12 +83,9 @@ def write_text(record: dict, rtol: float, atol: float, out: TextIO) -> None:
     for note in record.get("reference_notes") or []:
         out.write(f"  reference note: {note}\n")
     out.write(f"float model: {record.get('quantization_note') or 'not known'}\n")
-    for q in record.get("io_quantization") or []:
-        if q.get("scale") is not None:
-            out.write(
-                f"  {q['kind']} {q['index']}: {q['dtype']} ↔ {q['integer_dtype']}, scale "
-                f"{q['scale']:.4g}, zero point {q['zero_point']} ({q['source']})\n"
-            )
+    if record.get("io_quantization"):
+        for q in record["io_quantization"]:
+            out.write(f"  {io_line(q)}\n")
     for o in record["outputs"]:
         deployment = o.get("deployment") or o
         out.write(f"output {o['index']} deployment (reference → target): "
@@ -98,7 +97,6 @@ def write_text(record: dict, rtol: float, atol: float, out: TextIO) -> None:
             q = o["io_quantization"]
             shown = " ".join(str(v) for v in o["target_integers"][:8])
             more = " …" if len(o["target_integers"]) > 8 else ""
-            out.write(f"  target {q['integer_dtype']}: {shown}{more} (real = (q - "
-                      f"{q['zero_point']}) × {q['scale']:.4g})\n")  # fmt: skip
+            out.write(f"  target {q['integer_dtype']}: {shown}{more} (real = {real_formula(q)})\n")
         if o["note"]:
             out.write(f"  note: {o['note']}\n")

@@ -12,6 +12,7 @@ from typing import TextIO
 from etu.parsers.errors import ParseError
 from etu.parsers.text import printable as p
 from etu.tui.cli.errors import notice
+from etu.tui.numbers import nbytes
 
 HELP = "decode .pte files: plans, delegates, Ethos-U payloads, CPU operators"
 
@@ -47,6 +48,7 @@ def inspect_command(files: Sequence[Path], *, as_json: bool, out: TextIO, err: T
             opened = decode_embedded_program(path, found) if is_elf(path) else open_program(path)
             with opened as program:
                 record = inspect_record(program)
+                record["io_quantization"] = io_quantization_record(program, path, found)
             if found is not None:  # where in the firmware the program is
                 record["firmware"] = found.to_json()
         except ParseError as error:
@@ -65,15 +67,23 @@ def inspect_command(files: Sequence[Path], *, as_json: bool, out: TextIO, err: T
     return 1 if failed else 0
 
 
-def _b(n: int) -> str:
-    return f"{n:,} B"
+def io_quantization_record(program, path: Path, found) -> list[dict]:
+    """Per input and output of the first plan: dtype, the integers the NPU sees, scale and
+    zero point (the program's quantize/dequantize kernels, Vela's out_vela.npz beside it)."""
+    from etu.runner.io_quantization import io_quantization
+
+    if not program.plans:
+        return []
+    vela = Path(path).parent / "vela" if found is None else None
+    folder = vela if vela is not None and vela.is_dir() else None
+    return [q.to_json() for q in io_quantization(program.plans[0], folder)]
 
 
 def format_inspect(record: dict) -> str:
     """The readable form of an inspect record, for a terminal."""
     header = record["extended_header"]
     lines = [
-        f"{p(record['file'])}  {_b(record['file_size'])}  {record['file_identifier']}"
+        f"{p(record['file'])}  {nbytes(record['file_size'])}  {record['file_identifier']}"
         + ("  (bundled program)" if record["bundled"] else "")
         + (
             f"  (baked into the firmware: {p(record['firmware']['section'])} at "
@@ -83,8 +93,8 @@ def format_inspect(record: dict) -> str:
         ),
         "  extended header: "
         + (
-            f"program {_b(header['program_size'])}, segments at "
-            f"{header['segment_base_offset']:#x} ({_b(header['segment_data_size'])})"
+            f"program {nbytes(header['program_size'])}, segments at "
+            f"{header['segment_base_offset']:#x} ({nbytes(header['segment_data_size'])})"
             if header
             else "none (no segment data)"
         ),
@@ -97,21 +107,22 @@ def format_inspect(record: dict) -> str:
             f"{plan['kernel_calls']} kernel calls (CPU)"
         )
         lines.append(f"    inputs {plan['inputs']}  outputs {plan['outputs']}")
-        planned = ", ".join(f"mem_id {k}: {_b(v)}" for k, v in plan["planned_memory"].items())
+        planned = ", ".join(f"mem_id {k}: {nbytes(v)}" for k, v in plan["planned_memory"].items())
         lines.append(f"    planned memory: {planned or 'none'}")
         for delegate in plan["delegates"]:
             specs = delegate["compile_specs"]
             lines.append(
                 f"    delegate {delegate['index']}: {p(delegate['id'])}, "
-                f"{delegate['payload_location']} payload {_b(delegate['payload_size'])}"
+                f"{delegate['payload_location']} payload {nbytes(delegate['payload_size'])}"
                 + (f", target {p(specs['target'])}" if "target" in specs else "")
             )
             payload = delegate["ethosu"]
             if payload:
                 lines.append(
                     f"      {payload['command_stream_format']} command stream "
-                    f"{_b(payload['command_stream_size'])}, weights {_b(payload['weights_size'])}, "
-                    f"scratch {_b(payload['scratch_size'])}"
+                    f"{nbytes(payload['command_stream_size'])}, "
+                    f"weights {nbytes(payload['weights_size'])}, "
+                    f"scratch {nbytes(payload['scratch_size'])}"
                 )
                 for role in ("inputs", "outputs"):
                     for io in payload[role]:
@@ -122,9 +133,9 @@ def format_inspect(record: dict) -> str:
             if delegate["ethosu_error"]:
                 lines.append(f"      payload error: {p(delegate['ethosu_error'])}")
     if record["segments"]:
-        segs = ", ".join(f"{s['offset']:#x}+{_b(s['size'])}" for s in record["segments"])
+        segs = ", ".join(f"{s['offset']:#x}+{nbytes(s['size'])}" for s in record["segments"])
         lines.append(f"  segments: {segs}")
-    lines.append(f"  constant data: {_b(record['constant_data_size'])}")
+    lines.append(f"  constant data: {nbytes(record['constant_data_size'])}")
     ops = record["cpu_operators"]
     if ops:
         lines.append("  CPU operators:")
@@ -135,5 +146,9 @@ def format_inspect(record: dict) -> str:
         lines.append(f"  {p(select)}")
     else:
         lines.append("  CPU operators: none (everything is delegated)")
+    if record.get("io_quantization"):
+        from etu.runner.io_quantization import io_line
+
+        lines.extend(f"  {p(io_line(q))}" for q in record["io_quantization"])
     lines.extend(f"  warning: {p(w)}" for w in record["warnings"])
     return "\n".join(lines)

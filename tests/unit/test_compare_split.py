@@ -18,7 +18,12 @@ import numpy
 import pytest
 from etu.parsers.pte import open_program
 from etu.runner.compare import grid_comparison, to_integers, verdict
-from etu.runner.io_quantization import io_quantization, vela_io_quantization
+from etu.runner.io_quantization import (
+    io_line,
+    io_quantization,
+    real_formula,
+    vela_io_quantization,
+)
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEMO = ROOT / "etu_tui" / "demo"
@@ -40,6 +45,10 @@ def test_the_demos_io_quantization_comes_from_its_kernels() -> None:
         assert (q.quant_min, q.quant_max) == (-128, 127)
         assert f"scale {q.scale:.4g}, zero point {q.zero_point}" in q.sentence()
         assert q.quantize(q.dequantize(17)) == 17
+    line = io_line(exit_.to_json())
+    assert line.startswith("output 0: float32 ↔ int8, scale ") and "after delegate 0" in line
+    assert real_formula({"scale": 0.5, "zero_point": -12}) == "(q + 12) × 0.5"
+    assert real_formula({"scale": 0.5, "zero_point": 0}) == "q × 0.5"
 
 
 def test_velas_npz_is_read_without_running_its_pickle(tmp_path: Path) -> None:

@@ -78,12 +78,15 @@ def scalar_args(pte: Path, operator: str) -> list:
 
 
 def test_a_delegated_programs_reference_is_the_tosa_reference_models_output(
-    fresh_cache, monkeypatch
+    fresh_cache, monkeypatch, tmp_path: Path
 ) -> None:
     """The demo (one delegate doing all the work): the delegate's output is what the TOSA
     reference model gives on the saved graph for the quantized all-ones input, bit for bit,
-    and the program's output is its dequantization."""
-    reference = program_reference(DEMO / "demo_cnn.pte").to_json()
+    and the program's output is its dequantization. Its compile record is left out of this
+    copy, so Vela proves the match."""
+    demo = tmp_path / "demo"
+    shutil.copytree(DEMO, demo, ignore=shutil.ignore_patterns(".etu", "etu_compile.json"))
+    reference = program_reference(demo / "demo_cnn.pte").to_json()
     (delegate,) = reference["delegates"]
     assert delegate["matched_by"] == "vela" and Path(delegate["tosa"]).read_bytes() == (
         DEMO_GRAPH.read_bytes()
@@ -106,7 +109,7 @@ def test_a_delegated_programs_reference_is_the_tosa_reference_models_output(
     # The proof is remembered (by content hash): a second reference does not run Vela again.
     assert len(json.loads((fresh_cache / "tosa-matches.json").read_text())) == 1
     monkeypatch.setattr("etu.runner.tosa_graphs.vela_blocks", lambda *a: pytest.fail("Vela ran"))
-    again = program_reference(DEMO / "demo_cnn.pte").to_json()
+    again = program_reference(demo / "demo_cnn.pte").to_json()
     assert again["delegates"][0]["matched_by"] == "vela" and again["outputs"] == [output]
 
 
@@ -259,6 +262,8 @@ def test_compare_on_a_standin_session_of_the_demo(tmp_path: Path) -> None:
     text = etu("compare", str(session), cwd=tmp_path)
     assert text.stdout.startswith("SIMULATED: the etu stand-in FVP printed these outputs")
     assert text.stdout.splitlines()[1].startswith("output 0: FAIL · deployment ")
+    assert "output 0 quantisation (float model → reference): n=10  exact int8: " in text.stdout
+    assert "  output 0: float32 ↔ int8, scale " in text.stdout  # the output's integer grid
     diff = etu("diff", session.name, session.name, "--json", cwd=workspace)
     assert json.loads(diff.stdout)["simulated"] == ["A", "B"]
     diff_text = etu("diff", session.name, session.name, cwd=workspace)
