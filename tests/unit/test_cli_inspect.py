@@ -59,6 +59,11 @@ def test_json_fields_are_the_contract(demo_pte: Path) -> None:
         "fast_scratch_size", "inputs", "outputs",
     ):  # fmt: skip
         assert key in delegate["ethosu"]
+    # io_quantization[]: per input and output, dtype, the NPU's integers, scale, zero point
+    quantization = record.pop("io_quantization")
+    assert [(q["kind"], q["dtype"], q["integer_dtype"]) for q in quantization] == [
+        ("input", "float32", "int8"), ("output", "float32", "int8")]  # fmt: skip
+    assert all(q["scale"] > 0 and isinstance(q["zero_point"], int) for q in quantization)
     with open_program(demo_pte) as program:
         expected = inspect_record(program)
     assert record == json.loads(json.dumps(expected))
