@@ -3,7 +3,6 @@ session should remember about it (hashes of the ELF and of the program inside it
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +11,7 @@ from etu.fvp.command import FvpOptions, build_command
 from etu.fvp.discovery import find_fvps
 from etu.fvp.standin import is_standin
 from etu.fvp.targets import FvpTarget, fvp_target
-from etu.runner.session import file_sha256
+from etu.runner.session import firmware_meta
 
 
 class LaunchError(Exception):
@@ -30,17 +29,15 @@ class FvpLaunch:
     found: bool = True  # False: the simulator is not installed (argv has its bare name)
 
     def meta(self) -> dict:
-        program_sha = embedded_program_sha256(self.elf)
+        """The session's fields: the FVP's target and simulator, and the firmware with the
+        program baked into it (runner.session.firmware_meta, as for every session)."""
         return {
             "target": self.target.target,
             "platform": self.target.platform,
             "simulator": str(self.executable),
             "simulator_found_via": self.found_via,
             "simulated": self.simulated,
-            "elf": str(self.elf),
-            "elf_sha256": file_sha256(self.elf),
-            "program_sha256": program_sha,
-            "program": program_name(self.elf, program_sha),
+            **firmware_meta(self.elf),
         }
 
 
@@ -93,37 +90,3 @@ def prepare_fvp_launch(
         executable, found_via = found.path, found.found_via
     argv = build_command(executable, fvp, Path(elf), options)
     return FvpLaunch(fvp, executable, found_via, is_standin(executable), argv, Path(elf))
-
-
-def program_name(elf: Path, program_sha: str | None) -> str | None:
-    """The workspace's ``.pte`` (beside the firmware or one folder up) whose bytes are the
-    program baked into the firmware; None when none matches."""
-    if program_sha is None:
-        return None
-    for folder in (Path(elf).parent, Path(elf).parent.parent):
-        try:
-            candidates = sorted(folder.glob("*.pte"))
-        except OSError:
-            continue
-        for path in candidates:
-            if path.stat().st_size < (256 << 20) and file_sha256(path) == program_sha:
-                return path.name
-    return None
-
-
-def embedded_program_sha256(elf: Path) -> str | None:
-    """Hash of the program baked into the firmware (``model_pte``), if there is one."""
-    from etu.parsers.elf_map import read_elf
-    from etu.parsers.errors import ParseError
-    from etu.parsers.memory_map import build_memory_map
-
-    try:
-        with read_elf(elf) as image:
-            pool = build_memory_map(image).pools.get("model_pte")
-            if pool is None:
-                return None
-            data = image.read_bytes(pool.address, pool.size)
-            # NOBITS (a .bss pool), outside every PT_LOAD, or cut short: nothing baked in
-            return hashlib.sha256(data).hexdigest() if data else None
-    except (ParseError, OSError):
-        return None

@@ -47,15 +47,16 @@ def run_on_qemu(
 
 
 def qemu_meta(elf: Path) -> dict:
-    """What a session on the emulated board records about it (label, ELF and its hash)."""
-    from etu.parsers.files import GiB, sha256_regular
+    """What a session on the emulated board records about it: its label and target, the ELF
+    and its hash, and the program baked into it (runner.session.firmware_meta)."""
+    from etu.runner.session import firmware_meta
 
     elf = Path(elf).resolve()
     return {
         "board": QEMU_BOARD,
         "label": QEMU_LABEL,
-        "elf": str(elf),
-        "elf_sha256": sha256_regular(elf, "a firmware ELF", 2 * GiB),
+        "target": QEMU_BOARD,
+        **firmware_meta(elf),
         "simulated": False,
         "emulated": True,
     }

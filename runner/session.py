@@ -148,7 +148,8 @@ def board_session_meta(
     stand-in target (its profile's), used when the program does not name its own."""
     meta: dict = {"board": board, "label": label or "board", "port": port, "baud": baud,
                   "firmware": None if firmware is None else str(firmware),
-                  "program": None, "program_sha256": None, "target": target}  # fmt: skip
+                  "program": None, "program_sha256": None, "program_target": None,
+                  "target": target}  # fmt: skip
     if flashed is not None:
         meta["flashed"] = flashed
     found: dict = {}
@@ -161,7 +162,7 @@ def board_session_meta(
     for pte in programs:
         if not found.get("program_sha256"):
             found.update(program_file_meta(pte))
-    meta.update({key: value for key, value in found.items() if key != "program_target"})
+    meta.update(found)
     meta["target"] = found.get("program_target") or target
     return meta
 

@@ -300,3 +300,78 @@ class VirtualMps3:
             self.app.write(self.boot_log)
         except BaseException as error:  # reported by the test
             self.error = error
+
+
+class PyocdStandIn:
+    """pyOCD's Python API as etu uses it (``ConnectHelper.session_with_chosen_probe``, a
+    session that is a context manager, ``FileProgrammer(session, progress=).program(path,
+    base_address=)``, ``session.board.target.reset()``), standing for a probe on a board:
+    what is programmed lands in ``programmed`` (path, address, bytes); the reset makes the
+    board print ``boot_log`` on ``uart`` (a Pty: the probe's own serial port, VCOM), if any.
+    ``install(monkeypatch)`` puts it where ``import pyocd...`` finds it."""
+
+    def __init__(self, uart: Pty | None, boot_log: bytes, *, probe: bool = True) -> None:
+        self.uart, self.boot_log, self.probe = uart, boot_log, probe
+        self.programmed: list[tuple[str, int | None, bytes]] = []
+        self.options: dict | None = None
+        self.resets = 0
+
+    def install(self, monkeypatch) -> None:
+        import sys
+        import types
+
+        stand_in = self
+
+        class Target:
+            def reset(self) -> None:
+                stand_in.resets += 1
+                if stand_in.uart is not None:
+                    threading.Timer(0.1, stand_in.uart.write, (stand_in.boot_log,)).start()
+
+        class Session:
+            board = types.SimpleNamespace(target=Target())
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc) -> None:
+                return None
+
+        class ConnectHelper:
+            @staticmethod
+            def session_with_chosen_probe(blocking: bool = True, options: dict | None = None):
+                stand_in.options = options
+                return Session() if stand_in.probe else None
+
+        class FileProgrammer:
+            def __init__(self, session, progress=None) -> None:
+                self.progress = progress
+
+            def program(self, path: str, base_address: int | None = None) -> None:
+                data = Path(path).read_bytes()
+                for fraction in (0.25, 0.5, 1.0):
+                    if self.progress:
+                        self.progress(fraction)
+                stand_in.programmed.append((path, base_address, data))
+
+        names = ("pyocd", "pyocd.core", "pyocd.core.helpers", "pyocd.flash",
+                 "pyocd.flash.file_programmer")  # fmt: skip
+        modules = {name: types.ModuleType(name) for name in names}
+        modules["pyocd.core.helpers"].ConnectHelper = ConnectHelper
+        modules["pyocd.flash.file_programmer"].FileProgrammer = FileProgrammer
+        for name, module in modules.items():
+            monkeypatch.setitem(sys.modules, name, module)
+
+
+def usb_port(device: str, vid_pid: str | None = None, serial_number: str | None = None,
+             location: str | None = None):  # fmt: skip
+    """What pyserial's comports() lists for a USB serial port (a pty standing for it)."""
+    from serial.tools import list_ports_common
+
+    port = list_ports_common.ListPortInfo(device)
+    if vid_pid:
+        vid, pid = (int(part, 16) for part in vid_pid.split(":"))
+        port.vid, port.pid = vid, pid
+    port.serial_number, port.location = serial_number, location
+    port.description = f"stand-in for {vid_pid or 'a serial port'}"
+    return port

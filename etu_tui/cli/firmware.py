@@ -58,14 +58,14 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     from etu.runner.runtime_source import SourceError
 
     folder = args.out or args.pte.with_name(f"{args.pte.stem}.{args.board}")
+    from etu.tui.cli.errors import CommandError
+
     try:
         result = build_from_args(args, folder, err=None if args.json else err)
     except SourceError as error:
-        err.write(f"etu: {args.pte}: {error}\n")
-        return 2
+        raise CommandError(f"{args.pte}: {error}") from None
     except RuntimeBuildError as error:
-        err.write(f"etu: {error}\n")
-        return error.status
+        raise CommandError(str(error), error.status) from None
     if args.json:
         out.write(json.dumps(result.to_json()) + "\n")
         return 0
@@ -85,18 +85,23 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 def build_from_args(args: argparse.Namespace, folder: Path, *, err: TextIO | None):
     """Shared by `etu firmware build` and `etu run --board`."""
-    from etu.runner.runtime_build import build_runner, parse_pools
+    from etu.runner.runtime_build import RuntimeBuildError, build_runner, parse_pools
+    from etu.tui.cli.errors import CommandError
 
-    pools = parse_pools(args.pools)
+    try:
+        pools = parse_pools(args.pools)
+    except RuntimeBuildError as error:  # an argument, refused before any build: 2 in both
+        raise CommandError(str(error)) from None
     select = None
     if args.select_ops.strip().lower() != "auto":
         select = [op.strip() for op in args.select_ops.split(",") if op.strip()]
 
     def progress(text: str) -> None:
         if err is not None:
+            from etu.tui.cli.errors import notice
             from etu.tui.safe_text import printable
 
-            err.write(f"etu: firmware: {printable(text)}\n")
+            notice(err, f"firmware: {printable(text)}")
             err.flush()
 
     return build_runner(

@@ -247,8 +247,11 @@ def find_drive(profile: BoardProfile) -> Path | None:
         return None
     for line in mounts:
         parts = line.split()
-        if len(parts) > 1 and Path(parts[1].replace("\\040", " ")).name == label:
-            return Path(parts[1])
+        if len(parts) > 1:
+            # the kernel writes a space, tab, newline or backslash in a path as \ooo
+            where = Path(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), parts[1]))
+            if where.name == label:
+                return where
     return None
 
 
