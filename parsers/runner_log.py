@@ -11,6 +11,11 @@ Messages are recognised by what they say whatever is in front: ExecuTorch's pref
 timestamp or trace tag, a platform's own prefix (Zephyr's ``[time] <inf> module:``), or no
 prefix at all (a plain printf PAL: then a message is an error only when it says so).
 
+This module is the byte-level split and the per-line dispatch (the hot loop). Prefixes and
+levels are :mod:`etu.parsers.log_prefix`; the reports spread over several lines are gathered
+by the collectors of :mod:`etu.parsers.runner_reports`; numbers inside a message are read by
+:mod:`etu.parsers.log_values`.
+
 Design notes:
 * Lines end at LF, CRLF or a lone CR. A CR at the very end of a chunk is held until the next
   byte says whether an LF follows, so chunking never changes the result.
@@ -29,45 +34,66 @@ Design notes:
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
+from etu.parsers.log_prefix import (
+    LAUNCH_FAILURES,
+    OTHER_FIRST,
+    PREFIX_MAX,
+    RUNTIME_PREFIX,
+    classify_other,
+    foreign_prefix,
+    line_level,
+    line_text,
+    runtime_inside,
+)
 from etu.parsers.log_summary import VERDICTS, LogSummary, summarize
+from etu.parsers.log_values import after, leading_float, leading_int, status_in
 from etu.parsers.runner_events import (
     AssertFailed,
     BundleIOResult,
-    EtdumpBlock,
     EtdumpError,
     Event,
     FvpBanner,
     FvpStopped,
-    HardFault,
     InferenceFinished,
     InferenceStarted,
     InputsPrepared,
     LogLine,
-    MemoryReport,
     MethodAllocatorSetUp,
     MethodLoaded,
     MethodSelected,
     MissingKernel,
     OutputTensor,
-    PlannedBuffers,
-    PmuReport,
-    PoolUsage,
     ProgramLoaded,
     PteLoaded,
     RunError,
     RunSucceeded,
     new_log_line,
 )
+from etu.parsers.runner_reports import (
+    MEMORY_KEYS,
+    U55_EVENTS,
+    U85_EVENTS_5,
+    U85_EVENTS_7,
+    EtdumpCollector,
+    FaultCollector,
+    MemoryCollector,
+    OutputCollector,
+    PlannedCollector,
+    PmuCollector,
+    Report,
+    npu_generation,
+)
 from etu.parsers.status_codes import status_name
 
 __all__ = [
+    "BLANK_RUN",
     "MAX_LINE",
+    "U55_EVENTS",
+    "U85_EVENTS_5",
+    "U85_EVENTS_7",
     "VERDICTS",
     "LogSummary",
     "RunnerLogParser",
@@ -81,23 +107,6 @@ MAX_LINE = 64 * 1024
 MAX_ETDUMP_TEXT = 64 * 1024 * 1024
 MAX_OUTPUT_VALUES = 1 << 20
 
-# Ethos-U PMU event lists the runner configures (arm_perf_monitor.cpp), for a report whose
-# "Ethos-U PMU Events:[...]" line is missing (cut transcript, older runner).
-U55_EVENTS = (
-    "ETHOSU_PMU_AXI0_RD_DATA_BEAT_RECEIVED",
-    "ETHOSU_PMU_AXI1_RD_DATA_BEAT_RECEIVED",
-    "ETHOSU_PMU_AXI0_WR_DATA_BEAT_WRITTEN",
-    "ETHOSU_PMU_NPU_IDLE",
-)
-U85_EVENTS_5 = (
-    "ETHOSU_PMU_SRAM_RD_DATA_BEAT_RECEIVED",
-    "ETHOSU_PMU_SRAM_WR_DATA_BEAT_WRITTEN",
-    "ETHOSU_PMU_EXT_RD_DATA_BEAT_RECEIVED",
-    "ETHOSU_PMU_EXT_WR_DATA_BEAT_WRITTEN",
-    "ETHOSU_PMU_NPU_IDLE",
-)
-U85_EVENTS_7 = (*U85_EVENTS_5, "ETHOSU_PMU_MAC_ACTIVE", "ETHOSU_PMU_WD_ACTIVE")
-
 _SPLIT = re.compile(rb"(\r\n|\r|\n)")
 # A line's terminator and the empty lines right after it (their terminators, maybe none).
 _SPLIT_RUNS = re.compile(rb"(\r\n|\r|\n)([\r\n]*)")
@@ -105,29 +114,8 @@ _SPLIT_RUNS = re.compile(rb"(\r\n|\r|\n)([\r\n]*)")
 # one event, not one per byte; shorter runs stay a line each, as logs usually have them.
 BLANK_RUN = 16
 _BLANK_FLOODS = (b"\n" * BLANK_RUN, b"\r" * BLANK_RUN, b"\r\n" * BLANK_RUN)
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
-# All runtime prefixes: "I [executorch:f.cpp:12 fn()] m" (≥0.7), "I [executorch:f.cpp:12] m"
-# (0.4-0.6), "I executorch:f.cpp:12] m" (≤0.3), "I [executorch:main.cpp] m" (Zephyr sample),
-# "I 00:00:00.000000 executorch:f.cpp:zu] m" (POSIX PAL, newlib-nano).
-# Groups: level, file, line (digits; None for "zu"), function, message. The parts before the
-# closing "]" cannot contain "]", so the text up to the first "]" decides the match (which
-# the parser's prefix cache relies on).
-_RUNTIME = re.compile(
-    r"([DIEF?]) (?:\d+:\d\d:\d\d\.\d+ )?\[?executorch:([^:\]\s]*)(?::(?:(\d+)|\w+))?"
-    r"(?: ([^\](]*)\(\))?\] ?(.*)\Z",
-    re.S,
-)
 _PREFIX_CACHE_SIZE = 4096
-# Bounds on what one report may collect, so a looping device cannot grow the parser.
-_MAX_COUNTERS = 64
-_MAX_PLANNED = 4096
-_MAX_REGISTERS = 64
-_PREFIX_MAX = 160
 _FALLBACK_FIRST = frozenset("e0123456789o[")
-# First characters of the non-runtime lines _classify_other knows (see there).
-_OTHER_FIRST = frozenset(" ItHAE#FRa>*[WD")
-_INT = re.compile(r"\s*(-?\d+)")
-_STATUS = re.compile(r"(?:^|[\s:(])0x([0-9A-Fa-f]{1,4})\)?\.?\s*\Z")
 _OUTPUT = re.compile(r"Output\[(\d{1,9})\]\[(\d{1,15})\]: (?:\((\w+)\) *)?(\S*)")
 _OUTPUT_NOT_TENSOR = re.compile(r"Output\[(\d{1,9})\]: Not Tensor")
 _ZEPHYR_OUTPUT = re.compile(
@@ -138,68 +126,9 @@ _ADDRESS = re.compile(r"(?:@|in|at) (?:0x)?([0-9A-Fa-f]+)")
 _SIZE = re.compile(r"Size: (\w+)")
 _IDENT = re.compile(r"\[----(.{4})\]")
 _PLANNED = re.compile(r"planned buffer (?:with mem_id=)?(\w+), size (\w+)")
-# Searched patterns start only where a word starts ((?<!\w)): a match inside a run of word
-# characters would end where one from the run's start ends, so it is never the leftmost, and
-# trying it from every position of a long run is quadratic (issue 20).
-_POOL = re.compile(r"(?<!\w)(\w++) / (\w+)\s+free: (\w+) \( used: (\w+) %")
 _KERNEL = re.compile(r"kernel '([^']*)' not found")
 _MISSING_OP = re.compile(r"Missing operator: \[(\w+)\] ?(\S+)?")
-# A register is named from the first ASCII letter of a run of word characters: the match
-# starts at the run (its leading digits, "_" or other letters skipped), never inside it.
-_REGISTER = re.compile(
-    r"(?<!\w)[^\WA-Za-z]*+([A-Za-z]\w*+(?:/\w++)?+)[=:]\s*+(-?0x[0-9A-Fa-f]+|-?\d+)\b"
-)
-_ECHO = re.compile(r'echo "([^"]*)" *\| *base64 +-d *>\s*(\S+)')
-_HEREDOC_END = re.compile(r'" *>\s*(\S+)')
-_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
-_FLOAT = re.compile(r"\s*(-?[0-9.]+(?:[eE][-+]?\d+)?|-?nan|-?inf)")
-# A platform's or a trace tool's prefix before the message (or before ExecuTorch's own
-# prefix): Zephyr's "[00:00:00.123,000] <inf> module: ", timestamps, "[TAG 12] ", "<6>".
-_FOREIGN = re.compile(
-    r"(?:(?:\[[^\]]{0,48}\]|\(\d[\d:.,]*\)|\d+(?:[:.,]\d+)+)[ \t]*)*"
-    r"(?:<(?P<lvl>[a-z]{3}|\d{1,3})>[ \t]*(?:[\w.-]{1,32}: ?)?)?"
-)
-_FOREIGN_FIRST = frozenset("[<(0123456789")
-_FOREIGN_LEVELS = {"inf": "I", "err": "E", "wrn": "W", "dbg": "D", "crt": "F"}
-_ET_MARK = "executorch:"
 _SIM_TIME = re.compile(r"\[(\d+(?:\.\d+)? ?[munp]?s)\]")
-
-
-def _int(text: str | None) -> int | None:
-    """The leading decimal of ``text``; None for ``zu``/``?`` (unsupported printf)."""
-    if not text:
-        return None
-    if len(text) < 20 and text.isascii() and text.isdigit():  # the usual case: a bare count
-        return int(text)
-    m = _INT.match(text)
-    if m is None:
-        return None
-    try:
-        return int(m.group(1))
-    except ValueError:  # more digits than int() converts (4300): not a real count
-        return None
-
-
-def _float(text: str | None) -> float | None:
-    if not text:
-        return None
-    m = _FLOAT.match(text)
-    if not m:
-        return None
-    try:
-        return float(m.group(1))
-    except ValueError:
-        return None
-
-
-def _after(text: str, sep: str) -> str:
-    i = text.find(sep)
-    return text[i + len(sep) :] if i >= 0 else ""
-
-
-def _status_of(message: str) -> int | None:
-    m = _STATUS.search(message)
-    return int(m.group(1), 16) if m else None
 
 
 _ASSERT_HEAD = "In function "
@@ -217,12 +146,12 @@ def _assert_parts(body: str) -> tuple[str, str | None, str | None, str | None] |
     last_close = body.rfind("): ")
     at = body.find(_ASSERT_MARK, start)
     while at != -1:
-        after = at + len(_ASSERT_MARK)
-        if body.startswith(" (", after) and last_close >= after + 2:
-            close = body.find("): ", after + 2)
-            return body[start:at], body[after + 2 : close], body[close + 3 :], None
-        if body.startswith(": ", after):
-            return body[start:at], None, None, body[after + 2 :]
+        tail = at + len(_ASSERT_MARK)
+        if body.startswith(" (", tail) and last_close >= tail + 2:
+            close = body.find("): ", tail + 2)
+            return body[start:at], body[tail + 2 : close], body[close + 3 :], None
+        if body.startswith(": ", tail):
+            return body[start:at], None, None, body[tail + 2 :]
         at = body.find(_ASSERT_MARK, at + 1)
     return None
 
@@ -233,72 +162,6 @@ def _utf8_cut(data: bytes | bytearray, limit: int) -> int:
     while cut > limit - 3 and cut > 0 and (data[cut] & 0xC0) == 0x80:
         cut -= 1
     return cut if cut > 0 and (data[cut] & 0xC0) != 0x80 else limit
-
-
-def _safe_file_name(name: str, index: int) -> str:
-    base = name.replace("\\", "/").rsplit("/", 1)[-1]
-    base = _SAFE_NAME.sub("_", base).lstrip(".") or "etdump.bin"
-    if index:
-        stem, dot, ext = base.rpartition(".")
-        base = f"{stem}-{index}.{ext}" if dot and stem else f"{base}-{index}"
-    return base
-
-
-def _decode_base64(text: str) -> bytes:
-    compact = "".join(text.split())
-    if len(compact) % 4 == 1:
-        raise ValueError(f"{len(compact)} base64 characters cannot be a whole encoding")
-    try:
-        return base64.b64decode(compact + "=" * (-len(compact) % 4), validate=True)
-    except binascii.Error as error:
-        raise ValueError(f"corrupt base64: {error}") from None
-
-
-def _output_value(dtype: str | None, token: str) -> int | float | bool | None:
-    try:
-        if dtype is None:
-            return int(token) if token.lstrip("-").isdigit() else float(token)
-        if dtype in ("int", "char", "Int", "Char", "Long", "Short", "Byte"):
-            return int(token)
-        if dtype in ("bool", "Bool"):
-            return token.startswith(("true", "1"))
-        return float(token)
-    except ValueError:
-        return None
-
-
-def _npu_generation(npu: str | None) -> str | None:
-    if not npu:
-        return None
-    low = npu.lower()
-    if "85" in low:
-        return "u85"
-    if "55" in low or "65" in low:
-        return "u55"
-    return None
-
-
-# --------------------------------------------------------------------------- groups
-
-
-@dataclass(slots=True)
-class _Group:
-    """A report spread over several lines, emitted when its last line has been seen."""
-
-    kind: str
-    line_no: int
-    data: dict[str, Any] = field(default_factory=dict)
-    items: list[Any] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class _EtdumpState:
-    line_no: int
-    closer: str  # "#[END]" or "#---"
-    index: int  # 0 for the log's first block
-    heredoc_line: int | None = None
-    heredoc: list[str] = field(default_factory=list)
-    heredoc_size: int = 0
 
 
 # --------------------------------------------------------------------------- the parser
@@ -325,7 +188,7 @@ class RunnerLogParser:
         if max_line < 8:
             raise ValueError("max_line must be at least 8 bytes")
         self._stream = stream
-        self._npu = _npu_generation(npu)
+        self._npu = npu_generation(npu)
         self._max = max_line
         self._max_etdump = max_etdump_text
         self._max_values = max_output_values
@@ -334,7 +197,7 @@ class RunnerLogParser:
         self._long = False  # the line being assembled was already cut into pieces
         self._closed = False
         # Parse state.
-        self._group: _Group | None = None
+        self._group: Report | None = None  # the multi-line report being collected
         self._prefix_cache: dict[str, Any] = {}
         self._pte_address: int | None = None
         self._pte_identifier: str | None = None
@@ -342,7 +205,7 @@ class RunnerLogParser:
         self._load_status: int | None = None
         self._load_failed = False
         self._bundle: dict[str, float | None] = {}
-        self._etdump: _EtdumpState | None = None
+        self._etdump: EtdumpCollector | None = None
         self._etdump_blocks = 0
         self._piece_text: bytearray | None = None  # long ETDump line being collected
         self._piece_overflow = False
@@ -378,7 +241,7 @@ class RunnerLogParser:
             "Ethos-U": self._h_pmu,
             "ethosu_pmu_cycle_cntr": self._h_pmu,
         }
-        for key in _MEMORY_KEYS:
+        for key in MEMORY_KEYS:
             self._runtime_handlers[key] = self._h_memory
 
     # ----------------------------------------------------------------- byte level
@@ -430,10 +293,8 @@ class RunnerLogParser:
         if self._group is not None:
             self._settle(None, out)
         if self._etdump is not None:
-            state = self._etdump
+            out.append(self._etdump.unclosed())
             self._etdump = None
-            what = "base64 heredoc" if state.heredoc_line is not None else "block"
-            out.append(EtdumpError(state.line_no, f"ETDump {what} not closed: log ended"))
         return out
 
     def _split(self, data: bytes, out: list[Event]) -> None:
@@ -604,7 +465,7 @@ class RunnerLogParser:
         rest = self._runtime_rest
         stream = self._stream
         lf, crlf_end = b"\n", b"\r\n"
-        prefix_max = _PREFIX_MAX
+        prefix_max = PREFIX_MAX
         n = self._next  # kept local in the loop; self._next is synced around slow paths
         # Only the slow paths (_complete, _other) can open an ETDump block: re-read after them.
         in_etdump = self._etdump is not None
@@ -651,7 +512,7 @@ class RunnerLogParser:
 
     def _prefix(self, text: str, close: int) -> tuple[str, str, int | None, str | None] | bool:
         """Level, file, line and function of a runtime line's prefix, or False (cached)."""
-        m = _RUNTIME.match(text) if close > 0 else None
+        m = RUNTIME_PREFIX.match(text) if close > 0 else None
         info = False if m is None else (m[1], m[2], int(m[3]) if m[3] else None, m[4])
         if close > 0:
             cache = self._prefix_cache
@@ -672,14 +533,14 @@ class RunnerLogParser:
         text = raw.decode("utf-8", "replace")
         eot = "\x04" in text
         text = line_text(text)
-        if self._etdump is not None and self._etdump_claims(text):
+        if self._etdump is not None and self._etdump.claims(text):
             out.append(
                 new_log_line(n, raw, end, text, None, None, None, None, None, "etdump", False,
                             self._stream)
             )  # fmt: skip
             self._etdump_line(n, text, out)
             return
-        close = text.find("]", 0, _PREFIX_MAX)
+        close = text.find("]", 0, PREFIX_MAX)
         info = self._prefix_cache.get(text[:close]) if close > 0 else None
         if info is None:
             info = self._prefix(text, close)
@@ -706,13 +567,12 @@ class RunnerLogParser:
         if eot:
             out.append(FvpStopped(n, "eot", "the target wrote EOT (0x04)"))
 
-    def _settle(self, kind: str | None, out: list[Event]) -> _Group | None:
+    def _settle(self, kind: str | None, out: list[Event]) -> Report | None:
         """Close the open report unless this line continues it; return the open one."""
         group = self._group
         if group is not None and group.kind != kind:
             self._group = None
-            finish = _FINISHERS[group.kind]
-            finish(self, group, out)
+            out.append(group.finish())
             return None
         return group
 
@@ -744,10 +604,10 @@ class RunnerLogParser:
                     out.append(RunSucceeded(n, body))
                     return
         if level in "EF":
-            status = _status_of(body)
+            status = status_in(body)
             out.append(RunError(n, status, status_name(status), body, "runtime"))
         elif "ail" in body and ("fail" in body or "Fail" in body):
-            status = _status_of(body)
+            status = status_in(body)
             if status is not None:
                 out.append(RunError(n, status, status_name(status), body, "runtime"))
 
@@ -769,7 +629,7 @@ class RunnerLogParser:
 
     def _emit_pte(self, n: int, body: str, out: list[Event]) -> None:
         m = _SIZE.search(body)
-        size = _int(m.group(1)) if m else None
+        size = leading_int(m.group(1)) if m else None
         out.append(PteLoaded(n, self._pte_address, self._pte_identifier, size))
         self._pte_address = self._pte_identifier = None
 
@@ -789,25 +649,28 @@ class RunnerLogParser:
             s = _SIZE.search(body)
             out.append(
                 PteLoaded(
-                    n, int(m.group(1), 16) if m else None, None, _int(s.group(1)) if s else None
+                    n,
+                    int(m.group(1), 16) if m else None,
+                    None,
+                    leading_int(s.group(1)) if s else None,
                 )
             )
             return True
         if body.startswith(("Model buffer loaded", "Model loaded, has")):
-            out.append(ProgramLoaded(n, _int(_after(body, "has "))))
+            out.append(ProgramLoaded(n, leading_int(after(body, "has "))))
             return True
         if body.startswith("Model executed successfully"):
             out.append(InferenceFinished(n, None, True))
             return True
         if body.startswith("Model run:"):
-            if _int(_after(body, ":")) == 0:
+            if leading_int(after(body, ":")) == 0:
                 out.append(RunError(n, None, None, body, "runtime"))
             return True
         if body.startswith("Model output match expected"):
             return True
         if body.startswith("Model output don't match"):
-            self._bundle["rtol"] = _float(_after(body, "rtol="))
-            self._bundle["atol"] = _float(_after(body, "atol="))
+            self._bundle["rtol"] = leading_float(after(body, "rtol="))
+            self._bundle["atol"] = leading_float(after(body, "atol="))
             return True
         return False
 
@@ -823,7 +686,7 @@ class RunnerLogParser:
                 out.append(MethodSelected(n, name))
             return True
         if body.startswith("Running inference number"):
-            out.append(InferenceStarted(n, None, _int(_after(body, "number"))))
+            out.append(InferenceStarted(n, None, leading_int(after(body, "number"))))
             return True
         return False
 
@@ -832,11 +695,13 @@ class RunnerLogParser:
             self._settle(None, out)
         if body.startswith("Setup Method allocator pool"):
             m = _SIZE.search(body)
-            out.append(MethodAllocatorSetUp(n, _int(m.group(1)) if m else None, "method"))
+            out.append(MethodAllocatorSetUp(n, leading_int(m.group(1)) if m else None, "method"))
             return True
         if body.startswith("Setup planned FAST_MEMORY_REGION pool"):
             m = _SIZE.search(body)
-            out.append(MethodAllocatorSetUp(n, _int(m.group(1)) if m else None, "planned_fast"))
+            out.append(
+                MethodAllocatorSetUp(n, leading_int(m.group(1)) if m else None, "planned_fast")
+            )
             return True
         return False
 
@@ -844,7 +709,7 @@ class RunnerLogParser:
         if self._group is not None:
             self._settle(None, out)
         if body.startswith("Method allocator pool size:"):  # Zephyr mv2 sample
-            out.append(MethodAllocatorSetUp(n, _int(_after(body, ":")), "method"))
+            out.append(MethodAllocatorSetUp(n, leading_int(after(body, ":")), "method"))
             return True
         if body.startswith("Method loaded") or (body.startswith("Method '") and " loaded" in body):
             name = body.split("'")[1] if body.startswith("Method '") else self._method
@@ -859,7 +724,7 @@ class RunnerLogParser:
         if self._group is not None:
             self._settle(None, out)
         if body.startswith("Loading of method") and "failed" in body:
-            status = _status_of(body)
+            status = status_in(body)
             self._load_failed = True
             self._load_status = status
             out.append(RunError(n, status, status_name(status), body, "runtime"))
@@ -878,7 +743,7 @@ class RunnerLogParser:
         if self._group is not None:
             self._settle(None, out)
         if body.startswith("Starting running"):
-            out.append(InferenceStarted(n, _int(_after(body, "running")), None))
+            out.append(InferenceStarted(n, leading_int(after(body, "running")), None))
             return True
         if body.startswith("Starting the model execution"):
             out.append(InferenceStarted(n, None, None))
@@ -889,7 +754,7 @@ class RunnerLogParser:
         if self._group is not None:
             self._settle(None, out)
         if body.endswith("inferences finished"):
-            out.append(InferenceFinished(n, _int(body), True))
+            out.append(InferenceFinished(n, leading_int(body), True))
             return True
         return False
 
@@ -910,7 +775,7 @@ class RunnerLogParser:
         function, condition, message, bare = parts
         if bare is not None:
             condition, message = bare, None
-        status = _status_of(message) if message else None
+        status = status_in(message) if message else None
         out.append(AssertFailed(n, function, condition, message, status, status_name(status), body))
         return True
 
@@ -927,7 +792,7 @@ class RunnerLogParser:
                 # A newlib without C99 formats prints "[%zd] %s" as "[zd] " and drops the
                 # name; the registry's "kernel '...' not found." line before it named it.
                 return True
-            out.append(MissingKernel(n, m.group(2), _int(m.group(1))))
+            out.append(MissingKernel(n, m.group(2), leading_int(m.group(1))))
             return True
         return False
 
@@ -948,7 +813,7 @@ class RunnerLogParser:
         if body.startswith("===") or ":" not in body:
             return False
         name, _, value = body.partition(":")
-        self._bundle[name.strip()] = _float(value)
+        self._bundle[name.strip()] = leading_float(value)
         return True
 
     def _h_bundle_result(self, n: int, level: str, body: str, out: list[Event]) -> bool:
@@ -956,13 +821,13 @@ class RunnerLogParser:
             self._settle(None, out)
         if "Test_result:" not in body:
             return False
-        passed = "PASS" in _after(body, "Test_result:")
+        passed = "PASS" in after(body, "Test_result:")
         stats = self._bundle
         self._bundle = {}
         out.append(
             BundleIOResult(
                 n,
-                _int(_after(body, "index[")),
+                leading_int(after(body, "index[")),
                 passed,
                 stats.get("mean_absolute_error"),
                 stats.get("max_absolute_error"),
@@ -974,141 +839,36 @@ class RunnerLogParser:
         )
         return True
 
-    # PMU report (arm_perf_monitor.cpp): many lines, one event.
+    # Reports over several lines: which lines belong is decided here, the collectors of
+    # etu.parsers.runner_reports keep what they say.
 
     def _h_pmu(self, n: int, level: str, body: str, out: list[Event]) -> bool:
         if body.startswith("Inference completed in"):  # Zephyr mv2 sample
             if self._group is not None:
                 self._settle(None, out)
-            ms = _int(_after(body, " in "))
+            ms = leading_int(after(body, " in "))
             out.append(InferenceFinished(n, None, True, ms))
             return True
         if body.startswith("NPU Inferences"):
             if self._group is not None:  # a new report closes any earlier one
                 self._settle(None, out)
-            group = self._group = _Group("pmu", n)
-            group.data["npu_inferences"] = _int(_after(body, ":"))
-            return True
-        group = self._settle("pmu", out)
-        if group is None:
-            if not body.startswith(("ethosu_pmu_", "Ethos-U PMU", "Inference runtime")):
-                return False
-            group = self._group = _Group("pmu", n)  # a report whose first line is cut
-        data = group.data
-        if body.startswith("ethosu_pmu_cntr"):
-            if len(group.items) < _MAX_COUNTERS:
-                group.items.append(_int(_after(body, ":")))
-        elif body.startswith("ethosu_pmu_cycle_cntr"):
-            data["npu_cycles"] = _int(_after(body, ":"))
-        elif body.startswith("NPU delegations"):
-            data["delegations"] = _int(_after(body, ":"))
-        elif body.startswith("Inference runtime"):
-            data["cpu_cycles"] = _int(_after(body, ":"))
-        elif body.startswith("Inference CPU ratio"):
-            data["cpu_ratio"] = _float(_after(body, ":"))
-        elif body.startswith("Inference NPU ratio"):
-            data["npu_ratio"] = _float(_after(body, ":"))
-        elif body.startswith("cpu_wait_for_npu_cntr"):
-            data["cpu_wait"] = _int(_after(body, ":"))
-        elif body.startswith("Operator(s) total"):
-            data["operators_total"] = _int(_after(body, ":"))
-        elif " : cycle_cnt :" in body:
-            name, _, rest = body.partition(" : cycle_cnt :")
-            data.setdefault("operators", {})[name.strip()] = _int(rest)
-        elif body.startswith("Ethos-U PMU Events:"):
-            listed = _after(body, "[")
-            closed = listed.endswith("]")
-            names = [s.strip() for s in listed.rstrip("]").split(",") if s.strip()]
-            data["event_names"] = names
-            data["events_cut"] = not closed
+            group = self._group = PmuCollector(n, self._npu)
+        else:
+            group = self._settle("pmu", out)
+            if group is None:
+                if not body.startswith(("ethosu_pmu_", "Ethos-U PMU", "Inference runtime")):
+                    return False
+                group = self._group = PmuCollector(n, self._npu)  # its first line was cut
+        if group.add(body):  # the event list: the report's last line
             self._group = None
-            self._finish_pmu(group, out)
+            out.append(group.finish())
         return True
-
-    def _finish_pmu(self, group: _Group, out: list[Event]) -> None:
-        data = group.data
-        values = tuple(group.items)
-        count = len(values)
-        names: list[str] = list(data.get("event_names") or ())
-        names_from = "log" if names else "index"
-        if names and data.get("events_cut"):
-            # An event list cut by the 255-byte log limit: complete the last name if a known
-            # list has exactly one name that starts with the fragment.
-            known = {e for e in (*U55_EVENTS, *U85_EVENTS_7) if e.startswith(names[-1])}
-            if len(known) == 1:
-                names[-1] = known.pop()
-        if not names and count:
-            default: tuple[str, ...] = ()
-            if self._npu == "u85" or (self._npu is None and count in (5, 7)):
-                default = U85_EVENTS_5 if count <= 5 else U85_EVENTS_7
-            elif self._npu == "u55" or (self._npu is None and count == 4):
-                default = U55_EVENTS
-            if count <= len(default):
-                names = list(default[:count])
-                names_from = "default"
-        counters: dict[str, int | None] = {}
-        for i, value in enumerate(values):
-            name = names[i] if i < len(names) else f"ethosu_pmu_cntr{i}"
-            counters[name] = value
-        out.append(
-            PmuReport(
-                group.line_no,
-                npu_inferences=data.get("npu_inferences"),
-                delegations=data.get("delegations"),
-                npu_cycles=data.get("npu_cycles"),
-                counters=counters,
-                counter_values=values,
-                event_names=tuple(names),
-                names_from=names_from,
-                cpu_cycles=data.get("cpu_cycles"),
-                operator_cycles=data.get("operators", {}),
-                operators_total=data.get("operators_total"),
-                cpu_wait_for_npu_cycles=data.get("cpu_wait"),
-                cpu_ratio=data.get("cpu_ratio"),
-                npu_ratio=data.get("npu_ratio"),
-            )
-        )
-
-    # Memory summary (log_mem_status): many lines, one event.
 
     def _h_memory(self, n: int, level: str, body: str, out: list[Event]) -> bool:
         group = self._settle("memory", out)
         if group is None:
-            group = self._group = _Group("memory", n)
-        key, _, rest = body.partition(":")
-        target = _MEMORY_KEYS.get(key + ":")
-        if target is None:
-            return False
-        kind, name = target
-        if kind == "pool":
-            m = _POOL.search(rest)
-            if m is not None:
-                used, size, free, percent = (_int(g) for g in m.groups())
-                group.data.setdefault("pools", {})[name] = PoolUsage(used, size, free, percent)
-            else:
-                group.data.setdefault("pools", {})[name] = PoolUsage(_int(rest), None)
-        else:
-            group.data[name] = _int(rest)
-        return True
-
-    def _finish_memory(self, group: _Group, out: list[Event]) -> None:
-        data = group.data
-        out.append(
-            MemoryReport(
-                group.line_no,
-                pools=data.get("pools", {}),
-                program_size=data.get("program_size"),
-                loaded_size=data.get("loaded_size"),
-                planned=data.get("planned"),
-                loaded=data.get("loaded"),
-                input=data.get("input"),
-                executor=data.get("executor"),
-                temp_allocator_size=data.get("temp_allocator_size"),
-                planned_fast_used=data.get("planned_fast_used"),
-            )
-        )
-
-    # Planned buffers: one line each, one event.
+            group = self._group = MemoryCollector(n)
+        return group.add(body)
 
     def _h_planned(self, n: int, level: str, body: str, out: list[Event]) -> bool:
         m = _PLANNED.search(body)
@@ -1118,18 +878,12 @@ class RunnerLogParser:
             return False
         group = self._settle("planned", out)
         if group is None:
-            group = self._group = _Group("planned", n)
-        ident = _int(m.group(1))
+            group = self._group = PlannedCollector(n)
+        ident = leading_int(m.group(1))
         if "mem_id=" not in body and ident is not None:
             ident += 1  # ≤1.4: 0-based buffer index; mem_id = index + 1
-        if len(group.items) < _MAX_PLANNED:
-            group.items.append((ident, _int(m.group(2))))
+        group.add(ident, leading_int(m.group(2)))
         return True
-
-    def _finish_planned(self, group: _Group, out: list[Event]) -> None:
-        ids = tuple(i for i, _ in group.items)
-        sizes = tuple(s for _, s in group.items)
-        out.append(PlannedBuffers(group.line_no, len(group.items), sizes, ids))
 
     # Output dumps: printf "Output[i][j]: (float) v" or the Zephyr sample's ET_LOG lines.
 
@@ -1145,21 +899,12 @@ class RunnerLogParser:
         index_s, elem_s, dtype, token = m.groups()
         index = int(index_s)
         group = self._settle("output", out)
-        if group is not None and group.data["index"] != index:
+        if group is not None and group.index != index:
             self._settle(None, out)  # the next output starts
             group = None
         if group is None:
-            group = self._group = _Group(
-                "output", n, {"index": index, "dtype": dtype, "numel": 0, "dropped": 0}
-            )
-        data = group.data
-        elem = int(elem_s)
-        if elem >= data["numel"]:
-            data["numel"] = elem + 1
-        if len(group.items) < self._max_values:
-            group.items.append(_output_value(dtype, token))
-        else:
-            data["dropped"] += 1  # counted, not kept
+            group = self._group = OutputCollector(n, index, dtype, self._max_values)
+        group.add(int(elem_s), token, dtype)
 
     def _h_zephyr_output(self, n: int, level: str, body: str, out: list[Event]) -> bool:
         if self._group is not None:
@@ -1168,12 +913,9 @@ class RunnerLogParser:
         if m is None:
             return False
         index_s, kind, dtype, numel = m.groups()
-        group = self._group = _Group(
-            "output",
-            n,
-            {"index": int(index_s), "dtype": dtype, "numel": _int(numel) or 0, "dropped": 0},
+        self._group = OutputCollector(
+            n, int(index_s), dtype, self._max_values, leading_int(numel) or 0, kind == "tensor"
         )
-        group.data["is_tensor"] = kind == "tensor"
         return True
 
     def _h_zephyr_value(self, n: int, level: str, body: str, out: list[Event]) -> bool:
@@ -1181,55 +923,15 @@ class RunnerLogParser:
         m = _ZEPHYR_VALUE.match(body.lstrip())
         if group is None or m is None:
             return False
-        elem = int(m.group(1))
-        if elem >= group.data["numel"]:
-            group.data["numel"] = elem + 1
-        if len(group.items) < self._max_values:
-            group.items.append(_output_value(group.data["dtype"], m.group(2)))
-        else:
-            group.data["dropped"] += 1
+        group.add(int(m.group(1)), m.group(2), group.dtype)
         return True
-
-    def _finish_output(self, group: _Group, out: list[Event]) -> None:
-        data = group.data
-        values = tuple(group.items)
-        out.append(
-            OutputTensor(
-                group.line_no,
-                data["index"],
-                data["dtype"],
-                None,
-                values,
-                data["numel"],
-                len(values) + data["dropped"],
-                data.get("is_tensor", True),
-            )
-        )
 
     # Hard faults: the platform's line plus its register line(s).
 
     def _start_fault(self, n: int, text: str, out: list[Event]) -> None:
         if self._group is not None:
             self._settle(None, out)
-        group = self._group = _Group("fault", n, {"text": text})
-        self._fault_registers(group, text)
-
-    @staticmethod
-    def _fault_registers(group: _Group, text: str) -> None:
-        registers = group.data.setdefault("registers", {})
-        for name, value in _REGISTER.findall(text):
-            if len(registers) >= _MAX_REGISTERS:
-                return
-            if "/" in name:  # Zephyr's "r0/a1", "r14/lr": keep the usual name
-                parts = name.split("/")
-                name = next((p for p in parts if p in ("pc", "lr", "sp", "ip")), parts[0])
-            try:
-                registers[name] = int(value, 16) if "x" in value else int(value)
-            except ValueError:
-                continue
-
-    def _finish_fault(self, group: _Group, out: list[Event]) -> None:
-        out.append(HardFault(group.line_no, group.data.get("registers", {}), group.data["text"]))
+        self._group = FaultCollector(n, text)
 
     # ----------------------------------------------------------------- other lines
 
@@ -1244,11 +946,11 @@ class RunnerLogParser:
             )  # fmt: skip
             self._output_line(n, text, out)
             return
-        if c not in _OTHER_FIRST:
+        if c not in OTHER_FIRST:
             # Most plain lines: no prefix worth a look (one check for an FVP launch failure).
             origin = handler = None
-            if text.endswith(_LAUNCH_FAILURES):
-                origin, handler = "script", _P._o_launch
+            if text.endswith(LAUNCH_FAILURES):
+                origin, handler = "script", "launch"
             elif self._unprefixed(n, raw, end, text, out):
                 return
         elif text[1:3] == ": " and c in "EWID":
@@ -1269,10 +971,10 @@ class RunnerLogParser:
             if self._group is not None:
                 self._settle(None, out)
             if text[1] in "EF":
-                out.append(RunError(n, _status_of(message), None, message, None))
+                out.append(RunError(n, status_in(message), None, message, None))
             return
         else:
-            origin, handler = _classify_other(text)
+            origin, handler = classify_other(text)
             if handler is None and self._unprefixed(n, raw, end, text, out):
                 return
         out.append(
@@ -1282,19 +984,19 @@ class RunnerLogParser:
             if self._group is not None and not text.startswith("..."):
                 self._settle(None, out)  # "...(Skipped)" inside a dump keeps it open
             return
-        handler(self, n, text, out)
+        _OTHER_HANDLERS[handler](self, n, text, out)
 
     def _unprefixed(self, n: int, raw: bytes, end: bytes, text: str, out: list[Event]) -> bool:
         """A line the known formats did not claim, read by what it says whatever is in
         front: ExecuTorch's prefix after a foreign one (a timestamp, a trace tag), a
         platform's own prefix (Zephyr's ``[time] <inf> module:``), or none at all (a plain
         printf PAL). True when it was recognised (its LogLine and events are out)."""
-        found = _runtime_inside(text)
+        found = runtime_inside(text)
         if found is not None:
             inner, close, m = found
             level, file, line_no, function = (m[1], m[2], int(m[3]) if m[3] else None, m[4])
-            after = close + 2 if inner[close + 1 : close + 2] == " " else close + 1
-            message = inner[after:]
+            begins = close + 2 if inner[close + 1 : close + 2] == " " else close + 1
+            message = inner[begins:]
             out.append(
                 new_log_line(
                     n, raw, end, text, level, file, line_no, function, message,
@@ -1308,7 +1010,7 @@ class RunnerLogParser:
             if handler is None or not handler(n, level, message, out):
                 self._runtime_rest(n, level, message, key, handler is not None, out)
             return True
-        stripped, level = _foreign_prefix(text)
+        stripped, level = foreign_prefix(text)
         message = text[stripped:]
         if self._message(n, raw, end, text, level, message, out):
             return True
@@ -1365,7 +1067,7 @@ class RunnerLogParser:
             )  # fmt: skip
             if self._group is not None:
                 self._settle(None, out)
-            status = _status_of(body)
+            status = status_in(body)
             out.append(RunError(n, status, status_name(status), body, "runtime"))
             return True
         out.insert(
@@ -1380,7 +1082,7 @@ class RunnerLogParser:
     def _driver(self, n: int, level: str, message: str, out: list[Event]) -> None:
         group = self._group
         if group is not None and group.kind == "fault" and level == "E":
-            self._fault_registers(group, message)  # Zephyr's fault dump continues
+            group.add(message)  # Zephyr's fault dump continues
             return
         if "HARD FAULT" in message or "FATAL ERROR" in message:
             self._start_fault(n, message.strip(), out)
@@ -1388,10 +1090,10 @@ class RunnerLogParser:
         if self._group is not None:
             self._settle(None, out)
         if level == "E":
-            status = _status_of(message)
+            status = status_in(message)
             out.append(RunError(n, status, status_name(status), message, "driver"))
 
-    # Handlers for _classify_other (plain functions of (parser, n, text, out)).
+    # Handlers of the kinds classify_other names (see _OTHER_HANDLERS).
 
     def _o_fault(self, n: int, text: str, out: list[Event]) -> None:
         self._start_fault(n, text.strip(), out)
@@ -1399,7 +1101,7 @@ class RunnerLogParser:
     def _o_fault_more(self, n: int, text: str, out: list[Event]) -> None:
         group = self._group
         if group is not None and group.kind == "fault":
-            self._fault_registers(group, text)
+            group.add(text)
         else:
             if self._group is not None:
                 self._settle(None, out)
@@ -1416,7 +1118,7 @@ class RunnerLogParser:
             version, _, date = inner.partition(" (")
             out.append(FvpBanner(n, "Fast Models", version.strip(), date.rstrip(")") or None))
         elif "with FVP:" in body:
-            model = _after(body, "with FVP:").split()[:1]
+            model = after(body, "with FVP:").split()[:1]
             if model:
                 out.append(FvpBanner(n, model[0]))
 
@@ -1425,14 +1127,14 @@ class RunnerLogParser:
             self._settle(None, out)
         body = text[len("Info:") :].strip()
         if body.startswith("Simulation is stopping."):
-            reason = _after(body, "Reason:").strip().rstrip(".") or body
+            reason = after(body, "Reason:").strip().rstrip(".") or body
             low = reason.lower()
             kind = "time_limit" if "exceeded" in low or "limit" in low else "stopping"
             out.append(FvpStopped(n, kind, reason))
         elif "Simulation is terminated" in body:
             out.append(FvpStopped(n, "terminated", body.rstrip(".")))
         elif "Simulation stopped" in body:
-            out.append(FvpStopped(n, "stopped", _after(body, ": ").rstrip(".") or body))
+            out.append(FvpStopped(n, "stopped", after(body, ": ").rstrip(".") or body))
 
     def _o_warning(self, n: int, text: str, out: list[Event]) -> None:
         if self._group is not None:
@@ -1446,7 +1148,7 @@ class RunnerLogParser:
         if self._group is not None:
             self._settle(None, out)
         if text.startswith("Application exit code:"):
-            code = _int(_after(text, ":"))
+            code = leading_int(after(text, ":"))
             out.append(FvpStopped(n, "exit", text.strip().rstrip("."), exit_code=code))
         elif text.strip() == "EXITTHESIM":
             out.append(FvpStopped(n, "shutdown_tag", "EXITTHESIM"))
@@ -1455,7 +1157,7 @@ class RunnerLogParser:
         if self._group is not None:
             self._settle(None, out)
         if "Simulation complete," in text:
-            code = _int(_after(text, "Simulation complete,"))
+            code = leading_int(after(text, "Simulation complete,"))
             out.append(FvpStopped(n, "script", text.strip(), exit_code=code))
 
     def _o_launch(self, n: int, text: str, out: list[Event]) -> None:
@@ -1468,235 +1170,41 @@ class RunnerLogParser:
         if self._group is not None:
             self._settle(None, out)
         cond = text.split('"')[1] if text.count('"') >= 2 else None
-        function = _after(text, "function:").strip() or None
+        function = after(text, "function:").strip() or None
         out.append(AssertFailed(n, function, cond, None, None, None, text.strip()))
 
     def _o_etdump_start(self, n: int, text: str, out: list[Event]) -> None:
         if self._group is not None:
             self._settle(None, out)
-        closer = "#[END]" if text.strip() == "#[RUN THIS]" else "#---"
-        self._etdump = _EtdumpState(n, closer, self._etdump_blocks)
+        self._etdump = EtdumpCollector(n, text, self._etdump_blocks, self._max_etdump)
         self._etdump_blocks += 1
 
     # ----------------------------------------------------------------- ETDump block
 
-    def _etdump_claims(self, text: str) -> bool:
-        """Inside a block: the script's own lines (a runtime line can interleave)."""
-        state = self._etdump
-        if state is not None and state.heredoc_line is not None:
-            return True
-        return text[:1] in '#ep"b' or not text.strip()
-
     def _etdump_line(self, n: int, text: str, out: list[Event]) -> None:
-        state = self._etdump
-        if state is None:
+        block = self._etdump
+        if block is None:
             return
         if self._group is not None:
             self._settle(None, out)
-        stripped = text.strip()
-        if state.heredoc_line is not None:
-            if stripped.startswith('"'):
-                m = _HEREDOC_END.match(stripped)
-                b64 = "".join(state.heredoc)
-                state.heredoc_line, line_no = None, state.heredoc_line
-                state.heredoc = []
-                state.heredoc_size = 0
-                self._etdump_file(line_no, b64, m.group(1) if m else "etdump.bin", out)
-            else:
-                state.heredoc_size += len(stripped)
-                if state.heredoc_size > self._max_etdump:
-                    out.append(EtdumpError(n, "ETDump heredoc too long: not decoded"))
-                    state.heredoc_line = None
-                    state.heredoc = []
-                    state.heredoc_size = 0
-                    self._etdump = None
-                    return
-                state.heredoc.append(stripped.rstrip("\\"))
-            return
-        if stripped == state.closer:
+        if not block.add(n, text, out):
             self._etdump = None
-            return
-        if stripped.startswith("echo "):
-            m = _ECHO.search(stripped)
-            if m is None:
-                out.append(EtdumpError(n, "ETDump line cut or malformed: " + stripped[:60]))
-                return
-            self._etdump_file(n, m.group(1), m.group(2), out)
-        elif stripped.startswith("base64") and "<<<" in stripped:
-            state.heredoc_line = n
-            rest = _after(stripped, '<<<"').rstrip("\\")
-            if rest:
-                state.heredoc.append(rest)
-
-    def _etdump_file(self, n: int, b64: str, target: str, out: list[Event]) -> None:
-        index = self._etdump.index if self._etdump is not None else 0
-        name = _safe_file_name(target, index)
-        try:
-            data = _decode_base64(b64)
-        except ValueError as error:
-            out.append(EtdumpError(n, str(error), name))
-            return
-        if not data:
-            out.append(EtdumpError(n, "empty ETDump data", name))
-            return
-        identifier = None
-        for at in (4, 8):
-            if data[at : at + 4] == b"ED00":
-                identifier = "ED00"
-                break
-        out.append(EtdumpBlock(n, name, data, index, identifier))
 
 
-_MEMORY_KEYS: dict[str, tuple[str, str]] = {
-    "model_pte_program_size:": ("value", "program_size"),
-    "model_pte_loaded_size:": ("value", "loaded_size"),
-    "method_allocator_used:": ("pool", "method_allocator"),
-    "input_file_allocator_used:": ("pool", "input_file_allocator"),
-    "planned_fast_allocator:": ("pool", "planned_fast_allocator"),
-    "temp_allocator_used:": ("pool", "temp_allocator"),
-    "peak_temp_allocator:": ("pool", "temp_allocator"),
-    "ETDump_outputs_buffer:": ("pool", "etdump_outputs_buffer"),
-    "method_allocator_planned:": ("value", "planned"),
-    "method_allocator_loaded:": ("value", "loaded"),
-    "method_allocator_input:": ("value", "input"),
-    "method_allocator_executor:": ("value", "executor"),
-    "planned_fast_used:": ("value", "planned_fast_used"),
-    "temp_allocator:": ("value", "temp_allocator_size"),
+# classify_other's kinds of line → the parser's handler (a plain function of (parser, n,
+# text, out)).
+_OTHER_HANDLERS = {
+    "banner": RunnerLogParser._o_banner,
+    "info": RunnerLogParser._o_info,
+    "warning": RunnerLogParser._o_warning,
+    "fault": RunnerLogParser._o_fault,
+    "fault_more": RunnerLogParser._o_fault_more,
+    "exit": RunnerLogParser._o_exit,
+    "etdump_start": RunnerLogParser._o_etdump_start,
+    "script": RunnerLogParser._o_script,
+    "assert": RunnerLogParser._o_assert,
+    "launch": RunnerLogParser._o_launch,
 }
-
-_FINISHERS = {
-    "pmu": RunnerLogParser._finish_pmu,
-    "memory": RunnerLogParser._finish_memory,
-    "planned": RunnerLogParser._finish_planned,
-    "output": RunnerLogParser._finish_output,
-    "fault": RunnerLogParser._finish_fault,
-}
-
-_P = RunnerLogParser
-_LAUNCH_FAILURES = (
-    ": cannot execute binary file",
-    ": command not found",
-    "cannot execute binary file: Exec format error",
-)
-
-
-def _classify_other(text: str) -> tuple[str | None, Any]:
-    """Origin and handler of a line without the ExecuTorch prefix (cheap prefix checks)."""
-    c = text[:1]
-    if c == " ":
-        body = text.lstrip(" ")
-        if body.startswith("Ethos-U rev"):
-            return "fvp", _P._o_banner
-        if body.startswith(("(C) COPYRIGHT", "ALL RIGHTS RESERVED")):
-            return "fvp", None
-        if body.startswith("cfsr="):
-            return "platform", _P._o_fault_more
-        return None, None
-    if c == "I" and text.startswith("Info:"):
-        return "fvp", _P._o_info
-    if c == "t" and text.startswith("telnetterminal"):
-        return "fvp", None
-    if c == "[":
-        if text.startswith("[warning ]") or text.startswith("[critical]"):
-            return "fvp", _P._o_warning
-        if text.startswith(("[backends/arm/scripts/", "[run_fvp", "[build_")) or (
-            text.startswith("[examples/arm/")
-        ):
-            return "script", _P._o_script
-        return None, None
-    if c == "H" and text.startswith("Hard fault"):
-        return "platform", _P._o_fault
-    if c == "A" and text.startswith("Application exit code:"):
-        return "platform", _P._o_exit
-    if c == "E" and text.rstrip() == "EXITTHESIM":
-        return "platform", _P._o_exit
-    if c == "#" and text.rstrip() in ("#[RUN THIS]", "#---"):
-        return "etdump", _P._o_etdump_start
-    if c == "F" and text.startswith("Fast Models ["):
-        return "fvp", _P._o_banner
-    if c == "R" and text.startswith("Running ") and "with FVP:" in text:
-        return "script", _P._o_banner
-    if c == "a" and text.startswith('assertion "'):
-        return "platform", _P._o_assert
-    if c == ">" and "ZEPHYR FATAL ERROR" in text:
-        return "platform", _P._o_fault
-    if c == "*" and "HARD FAULT" in text:
-        return "platform", _P._o_fault
-    if text.endswith(_LAUNCH_FAILURES):
-        return "script", _P._o_launch
-    return None, None
-
-
-def line_text(text: str) -> str:
-    """A line's decoded text as a LogLine's ``text`` holds it: EOT bytes and ANSI colour
-    codes removed."""
-    if "\x04" in text:
-        text = text.replace("\x04", "")
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    return text
-
-
-def _runtime_inside(text: str) -> tuple[str, int, re.Match[str]] | None:
-    """ExecuTorch's prefix after a foreign one (a timestamp, a trace tag): the text from
-    that prefix on, the index of its "]" there, and its match; None if there is none."""
-    mark = text.find(_ET_MARK, 0, _PREFIX_MAX)
-    if mark <= 0:
-        return None
-    start = mark - 2 if text[mark - 1] in " [" else mark - 1
-    if text[mark - 1] == "[":
-        start -= 1
-    if start <= 0 or text[start] not in "DIEF?":
-        return None
-    inner = text[start:]
-    close = inner.find("]", 0, _PREFIX_MAX)
-    m = _RUNTIME.match(inner) if close > 0 else None
-    return None if m is None else (inner, close, m)
-
-
-def _foreign_prefix(text: str) -> tuple[int, str | None]:
-    """How many characters a platform's prefix takes (0 for none), and the level its tag
-    gives (Zephyr's ``<err>``, syslog's ``<3>``), if any."""
-    m = _FOREIGN.match(text) if text[:1] in _FOREIGN_FIRST else None
-    if m is None or not m.end():
-        return 0, None
-    tag = m["lvl"]
-    if not tag:
-        return m.end(), None
-    return m.end(), _FOREIGN_LEVELS.get(tag, "E" if tag.isdigit() and int(tag) % 8 <= 3 else "I")
-
-
-def line_level(text: str) -> str | None:
-    """The level the parser gives the line ``text`` read on its own, or None.
-
-    For views that read lines back from a session file instead of through the parser: the
-    same rules in the same order (ExecuTorch's prefix, also after a foreign one; a driver's
-    ``E:``; a custom PAL's ``[E]``; a platform's level tag). A line inside a report or an
-    ETDump block may get another level from the parser, which reads it in context.
-    """
-    text = line_text(text)
-    if not text:
-        return None
-    if text.find("]", 0, _PREFIX_MAX) > 0:
-        m = _RUNTIME.match(text)
-        if m is not None:
-            return m[1]
-    c = text[0]
-    if c == "O" and text.startswith("Output["):
-        return None
-    if c not in _OTHER_FIRST:
-        if text.endswith(_LAUNCH_FAILURES):
-            return None
-    elif text[1:3] == ": " and c in "EWID":
-        return c
-    elif c == "[" and text[2:4] == "] " and text[1] in "DIEWF":
-        return text[1]
-    elif _classify_other(text)[1] is not None:
-        return None
-    found = _runtime_inside(text)
-    if found is not None:
-        return found[2][1]
-    return _foreign_prefix(text)[1]
 
 
 def parse_log_bytes(data: bytes, **options: Any) -> list[Event]:

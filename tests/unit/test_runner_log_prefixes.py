@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from etu.parsers.log_prefix import RUNTIME_PREFIX
 from etu.parsers.runner_events import LogLine, MethodLoaded, RunError, RunSucceeded
-from etu.parsers.runner_log import _RUNTIME, line_level, parse_log_bytes, summarize
+from etu.parsers.runner_log import line_level, parse_log_bytes, summarize
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "transcripts"
 SHARED = Path("/work/shared/reference/transcripts")  # the same set, when this machine has it
@@ -23,7 +24,7 @@ def reprefix(lines: list[str], style: str) -> list[str]:
     """The same messages with another runner's prefix in front."""
     out = []
     for i, line in enumerate(lines):
-        m = _RUNTIME.match(line)
+        m = RUNTIME_PREFIX.match(line)
         if not m:
             out.append(line)
             continue
