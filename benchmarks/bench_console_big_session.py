@@ -85,7 +85,7 @@ async def _etu(workspace: Path, folder: Path) -> dict:
         await pilot.press("end")
         app.query_one("#run-find", Input).value = "needle-xq7"
         await pilot.pause()  # the find box's own Changed message, before the find
-        panel.find(True)
+        panel.log_box.find(True)
         status = app.query_one("#run-find-status")
         while "searching" in str(status.content):  # a worker searches the file
             await pilot.pause(0.005)

@@ -51,7 +51,7 @@ from etu.tui.widgets.program_panels import (
     TensorsPanel,
 )
 from etu.tui.widgets.run_log import TIME_MODES
-from textual import on, work
+from textual import actions, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.content import Content
@@ -425,10 +425,15 @@ class EtuApp(App[int]):
         self.screen.set_focus(focusable[0] if focusable else None)
 
     async def action_on_panel(self, tab: str, action: str) -> None:
-        """The palette's way to a panel's key: open its tab, then run ``action`` there."""
+        """The palette's way to a panel's key: open its tab, then run ``action`` on the
+        panel, or on the panel's widget that owns it (the Run tab's log box)."""
         self.action_show_tab(tab)
         if self.query_one(TabbedContent).active == tab:
-            await self.run_action(action, self.panel(tab))
+            panel = self.panel(tab)
+            method = f"action_{actions.parse(action)[1]}"
+            owners = (widget for widget in panel.query("*") if hasattr(widget, method))
+            owner = panel if hasattr(panel, method) else next(owners, panel)
+            await self.run_action(action, owner)
 
     def palette_commands(self) -> list[PaletteCommand]:
         """The action table plus one entry per plan, for the command palette."""

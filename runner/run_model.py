@@ -176,6 +176,7 @@ class LaunchInfo:
     simulated: bool = False
     target: str = ""
     emulated: bool = False  # the emulated board (QEMU): a real runner, no NPU, no cycles
+    board: str = ""  # a board's profile when the Boards tab flashed it (its port is read)
 
 
 class RunRecord:
@@ -205,6 +206,9 @@ class RunRecord:
         # The ETDump's per-operator table ({"rows", "time_note"}), or why there is none.
         self.operators: dict | None = None
         self.operators_note: str | None = None
+        # The banner's lines for the last fault: (the ELF they are symbolised against, the
+        # lines, or None while they are being decoded).
+        self.fault_triage: tuple[Path | None, list[str] | None] | None = None
 
     @property
     def running(self) -> bool:
@@ -364,6 +368,7 @@ def _finish_past(
         simulated=bool(meta.get("simulated")),
         target=target,
         emulated=bool(meta.get("emulated")),
+        board=str(meta.get("board") or ""),
     )
     record.warnings = [w.replace(str(folder), folder.name) for w in warnings]
 

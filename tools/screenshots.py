@@ -213,7 +213,7 @@ async def run_steps(pilot: Pilot, timeout: float = RUN_TIMEOUT) -> None:
     await settle(pilot)
     panel = app.run_panel
     panel.stable = True
-    panel.set_time_mode("off")
+    panel.log_box.time_mode = "off"
     await pilot.press("r")
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

@@ -7,6 +7,7 @@ from etu.tui.widgets.delegates import DelegatesView
 from etu.tui.widgets.error_panel import ErrorPanel
 from etu.tui.widgets.fit import FitChecks, FitHeadline, VerdictRow
 from etu.tui.widgets.instructions import InstructionsLegend, InstructionsTable
+from etu.tui.widgets.log_box import LogBox
 from etu.tui.widgets.memory import (
     FirmwareError,
     KernelsView,
@@ -25,14 +26,15 @@ from etu.tui.widgets.npu import (
     VelaMessages,
     VelaSummary,
 )
+from etu.tui.widgets.past_runs import PastRunsList
 from etu.tui.widgets.plan import PlanFacts
-from etu.tui.widgets.run import RunBridge, RunElfScreen, RunPanel
+from etu.tui.widgets.run import RunPanel
+from etu.tui.widgets.run_launch import RunBridge, RunElfScreen
 from etu.tui.widgets.run_log import HexView, LogView
 from etu.tui.widgets.run_panes import (
     AllocatorPane,
     OperatorsPane,
     OutputsPane,
-    PastRunsList,
     PmuPane,
     ProcessPane,
     RunBanner,
@@ -59,6 +61,7 @@ __all__ = [
     "InstructionsTable",
     "KernelsView",
     "LayerTable",
+    "LogBox",
     "LogStore",
     "LogView",
     "MemoryWarnings",

@@ -38,6 +38,7 @@ from textual.binding import Binding, BindingType
 from textual.content import Content
 from textual.geometry import Size
 from textual.message import Message
+from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Static
@@ -129,6 +130,9 @@ class LogView(ScrollView, can_focus=True):
         Binding("right", "scroll_right", "Right", show=False, id="scroll_right"),
     ]
 
+    # How the time column shows each line's host arrival time (one of TIME_MODES).
+    time_mode: reactive[str] = reactive("relative", init=False)
+
     @dataclass
     class CursorMoved(LogViewMessage):
         """The cursor is on line ``seq`` (None: no lines)."""
@@ -170,7 +174,6 @@ class LogView(ScrollView, can_focus=True):
         self._first = 0  # store.first then
         self.search = ""
         self._follow = True
-        self._time_mode = "relative"
         self.cursor: int | None = None  # the seq under the cursor
 
     # -- state -------------------------------------------------------------------------
@@ -188,15 +191,12 @@ class LogView(ScrollView, can_focus=True):
             self._to_end()
         self.post_message(self.FollowChanged(self, value))
 
-    @property
-    def time_mode(self) -> str:
-        return self._time_mode
-
-    @time_mode.setter
-    def time_mode(self, mode: str) -> None:
+    def validate_time_mode(self, mode: str) -> str:
         if mode not in TIME_MODES:
             raise ValueError(f"time mode is one of {', '.join(TIME_MODES)}")
-        self._time_mode = mode
+        return mode
+
+    def watch_time_mode(self) -> None:
         self._update_size()
         self.refresh()
 
@@ -371,7 +371,7 @@ class LogView(ScrollView, can_focus=True):
 
     def _update_size(self) -> None:
         widest = self.store.widest if self.store else 0
-        size = Size(_TIME_WIDTH[self._time_mode] + 1 + widest, self.row_count)
+        size = Size(_TIME_WIDTH[self.time_mode] + 1 + widest, self.row_count)
         old = self.virtual_size
         if size == old:
             return
@@ -607,9 +607,9 @@ class LogView(ScrollView, can_focus=True):
         cursor = seq == self.cursor
         extra = self.get_component_rich_style("log--cursor", partial=True) if cursor else None
         segments = []
-        if self._time_mode != "off":
-            before = store.time_before(seq) if self._time_mode == "delta" else None
-            stamp = time_text(self._time_mode, when, self.start, before)
+        if self.time_mode != "off":
+            before = store.time_before(seq) if self.time_mode == "delta" else None
+            stamp = time_text(self.time_mode, when, self.start, before)
             style = base + self.get_component_rich_style("log--time", partial=True)
             segments.append(Segment(stamp, style + extra if extra else style))
         text = printable(entry[TEXT])
@@ -619,7 +619,7 @@ class LogView(ScrollView, can_focus=True):
         segments.extend(self._highlight(text, style))
         strip = Strip(segments)
         fill = base + extra if extra else base
-        if cell_len(text) + _TIME_WIDTH[self._time_mode] + 1 > self.virtual_size.width:
+        if cell_len(text) + _TIME_WIDTH[self.time_mode] + 1 > self.virtual_size.width:
             self.call_later(self._widen, cell_len(text))
         return strip.crop_extend(scroll_x, scroll_x + width, fill)
 

@@ -1,5 +1,5 @@
-"""What a run's listener (on the process's reader threads) and the Run panel's workers post
-to the Run panel, which owns the run's state. None of them bubbles past the panel."""
+"""What a run's listener (on the process's reader threads) and the Run tab's workers post
+to the widget that started them (the panel, the past-runs list, a pane). None bubbles."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ class RunStarted(RunMessage, bubble=False):
 
     run_id: int
     controller: Any  # runner.run.RunController
-    launch: Any  # etu_tui.widgets.run_model.LaunchInfo
+    launch: Any  # etu.runner.run_model.LaunchInfo
 
 
 @dataclass
@@ -67,13 +67,15 @@ class LaunchPreviewed(RunMessage, bubble=False):
 @dataclass
 class PastRunsListed(RunMessage, bubble=False):
     request: int
-    runs: list  # etu_tui.widgets.run_model.PastRun, newest first
+    runs: list  # etu.runner.run_model.PastRun, newest first
+    live: str | None = None  # this console's run's folder name ("" while it starts)
+    stable: bool = False  # screenshots: session names masked
 
 
 @dataclass
 class PastRunRead(RunMessage, bubble=False):
     request: int
-    record: Any  # etu_tui.widgets.run_model.RunRecord
+    record: Any  # etu.runner.run_model.RunRecord
 
 
 @dataclass
@@ -89,19 +91,28 @@ class PastRunEvents(RunMessage, bubble=False):
 
 @dataclass
 class OutputsCompared(RunMessage, bubble=False):
-    """The outputs of the session in ``folder`` against the host runtime: the `etu compare
-    --json` record, or why there is none (one line)."""
+    """The outputs of the run ``run`` (a RunRecord) against the host runtime: the `etu
+    compare --json` record, or why there is none (one line)."""
 
-    folder: Any  # pathlib.Path
+    run: Any
     record: dict | None
     note: str | None
 
 
 @dataclass
 class OperatorsRead(RunMessage, bubble=False):
-    """The per-operator table of the ETDump in ``folder`` (``{"rows", "time_note"}``), or
-    why it could not be read (one line)."""
+    """The per-operator table of the ETDump of the run ``run`` (``{"rows",
+    "time_note"}``), or why it could not be read (one line)."""
 
-    folder: Any  # pathlib.Path
+    run: Any
     table: dict | None
     note: str | None
+
+
+@dataclass
+class FaultDecoded(RunMessage, bubble=False):
+    """The banner's lines for the hard fault of ``run``, symbolised against ``elf``."""
+
+    run: Any
+    elf: Any  # pathlib.Path | None
+    lines: list[str]

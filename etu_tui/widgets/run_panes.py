@@ -1,5 +1,7 @@
-"""The Run tab's small panes: PMU counters, allocator gauges, outputs, process, the banner
-that says how a run ended, and the list of past runs. Each shows a RunRecord; none loads.
+"""The Run tab's small panes: PMU counters, allocator gauges, outputs, operators, process
+and the banner that says how a run ended. Each shows a RunRecord; the outputs, operators
+and banner panes also run the worker that fills in what they show (the host comparison,
+the ETDump, the fault triage) and keep its result on the record.
 
 Text a device printed (counter names, dtypes, the proof line) goes through ``printable``.
 """
@@ -7,24 +9,27 @@ Text a device printed (counter names, dtypes, the proof line) goes through ``pri
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
 
+from etu.parsers.errors import describe_error
 from etu.parsers.runner_events import MemoryReport, OutputTensor, PmuReport
 from etu.runner.process import ProcessStats
-from etu.runner.run_model import REASON_CLASS, PastRun, RunRecord
+from etu.runner.run_model import REASON_CLASS, RunRecord
 from etu.tui.safe_text import printable
 from etu.tui.widgets.formatting import shape as shape_text
 from etu.tui.widgets.memory import gauge
+from etu.tui.widgets.run_messages import FaultDecoded, OperatorsRead, OutputsCompared
+from etu.tui.widgets.triage import fault_lines
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.widgets import Label, OptionList, Sparkline, Static
-from textual.widgets.option_list import Option
+from textual.widgets import Label, Sparkline, Static
 
 MISSING = "–"
 GAUGE = 10
 PMU_PREFIX = "ETHOSU_PMU_"
 REASON_MARK = {"success": "✓", "runner_error": "✗", "hard_fault": "✗", "crash": "✗"}
-LIVE_OPTION = "live"
 
 
 def count(value: float | None) -> str:
@@ -277,6 +282,51 @@ class OutputsPane(Static):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.lines: list[str] = []
+        self.record: RunRecord | None = None
+        self.shapes: list[tuple[int, ...]] = []
+
+    def show_record(self, record: RunRecord | None, shapes: Sequence[tuple[int, ...]]) -> None:
+        """A run's outputs with what is known of their comparison with the host."""
+        self.record, self.shapes = record, list(shapes)
+        if record is None:
+            self.show({}, shapes)
+            return
+        simulated = record.launch is not None and record.launch.simulated
+        self.show(record.outputs, shapes, record.comparison, record.comparison_note,
+                  simulated=simulated)  # fmt: skip
+
+    def compare(self, record: RunRecord) -> None:
+        """Start the host comparison of a finished run's outputs (once per record)."""
+        if not record.outputs or record.running or record.folder is None:
+            return
+        if record.comparison is not None or record.comparison_note is not None:
+            return
+        if record.launch is not None and record.launch.simulated:
+            record.comparison_note = SIMULATED_OUTPUTS
+        else:
+            record.comparison_note = "comparing with the host reference…"
+            self.run_worker(partial(self._compare_in_thread, record), thread=True,
+                            group="run-compare", exit_on_error=False)  # fmt: skip
+        if self.record is record:
+            self.show_record(record, self.shapes)
+
+    def _compare_in_thread(self, record: RunRecord) -> None:
+        from etu.runner.compare import CompareError, compare_in_child
+
+        folder = record.folder
+        try:
+            self.post_message(OutputsCompared(record, compare_in_child(folder), None))
+        except CompareError as error:
+            self.post_message(OutputsCompared(record, None, f"not compared: {error}"))
+        except Exception as error:  # a broken reference must never take the console down
+            self.post_message(OutputsCompared(record, None, describe_error(error)))
+
+    def on_outputs_compared(self, message: OutputsCompared) -> None:
+        for record in {id(r): r for r in (message.run, self.record) if r is not None}.values():
+            if record.folder == message.run.folder:
+                record.comparison, record.comparison_note = message.record, message.note
+        if self.record is not None and self.record.folder == message.run.folder:
+            self.show_record(self.record, self.shapes)
 
     def show(
         self,
@@ -367,6 +417,43 @@ class OperatorsPane(Static):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.lines: list[str] = []
+        self.record: RunRecord | None = None
+
+    def show_record(self, record: RunRecord | None) -> None:
+        self.record = record
+        if record is None:
+            self.show(None, None)
+        else:
+            self.show(record.operators, record.operators_note)
+
+    def read(self, record: RunRecord) -> None:
+        """Read a finished run's ETDump, if it left one (once per record)."""
+        if record.running or record.folder is None:
+            return
+        if record.operators is not None or record.operators_note is not None:
+            return
+        if not any(record.folder.glob("etdump-*.bin")):
+            return
+        record.operators_note = "reading the ETDump with ExecuTorch's Inspector…"
+        self.run_worker(partial(self._read_in_thread, record), thread=True, group="run-etdump",
+                        exit_on_error=False)  # fmt: skip
+        if self.record is record:
+            self.show_record(record)
+
+    def _read_in_thread(self, record: RunRecord) -> None:
+        from etu.runner.etdump import operators_in_child
+
+        try:
+            self.post_message(OperatorsRead(record, operators_in_child(record.folder), None))
+        except Exception as error:  # a device-sent ETDump must never take the console down
+            self.post_message(OperatorsRead(record, None, f"ETDump not read: {error}"))
+
+    def on_operators_read(self, message: OperatorsRead) -> None:
+        for record in {id(r): r for r in (message.run, self.record) if r is not None}.values():
+            if record.folder == message.run.folder:
+                record.operators, record.operators_note = message.table, message.note
+        if self.record is not None and self.record.folder == message.run.folder:
+            self.show_record(self.record)
 
     def show(self, table: dict | None, note: str | None) -> None:
         self.set_class(table is not None or note is not None, "-shown")
@@ -457,6 +544,7 @@ class RunBanner(Static):
         super().__init__(id=id)
         self.state = "-idle"
         self.text = ""
+        self._last: tuple | None = None  # show()'s arguments, to redraw when triage is in
 
     def set_state(self, state: str, content: Content) -> None:
         for name in self.STATES:
@@ -472,9 +560,14 @@ class RunBanner(Static):
         session: str,
         stable: bool,
         triage: Sequence[str] = (),
+        elf: Path | None = None,
     ) -> None:
         """``session`` names the record's folder as it may be shown (masked in screenshots);
-        ``triage``: lines under the ending (a fault's registers, a missing operator's fix)."""
+        ``triage``: lines under the ending (a missing operator's fix); a fault's lines come
+        first, decoded in a worker with PC and LR symbolised against ``elf``."""
+        self._last = (record, hint, session, stable, tuple(triage), elf)
+        if record is not None and record.outcome is not None and record.faults:
+            triage = [*self._fault_lines(record, elf), *triage]
         if record is None:
             self.set_state("-idle", Content.styled(hint, "dim"))
             return
@@ -523,6 +616,30 @@ class RunBanner(Static):
             ),
         )
 
+    def _fault_lines(self, record: RunRecord, elf: Path | None) -> list[str]:
+        """The decoded fault when it is in; else the decoding starts (once per ELF)."""
+        decoded = record.fault_triage
+        if decoded is not None and decoded[0] == elf:
+            return decoded[1] or ["hard fault: decoding the registers…"]
+        record.fault_triage = (elf, None)
+        fault = record.faults[-1]
+        self.run_worker(partial(self._decode_in_thread, record, fault, elf), thread=True,
+                        group="run-triage", exit_on_error=False)  # fmt: skip
+        return ["hard fault: decoding the registers…"]
+
+    def _decode_in_thread(self, record: RunRecord, fault, elf: Path | None) -> None:
+        try:
+            lines = fault_lines(fault, elf)
+        except Exception as error:  # triage is a help; the ending still shows
+            lines = [f"hard fault: not decoded: {describe_error(error)}"]
+        self.post_message(FaultDecoded(record, elf, lines))
+
+    def on_fault_decoded(self, message: FaultDecoded) -> None:
+        if message.run.fault_triage == (message.elf, None):
+            message.run.fault_triage = (message.elf, message.lines)
+        if self._last is not None and self._last[0] is message.run:
+            self.show(*self._last)
+
 
 # ------------------------------------------------------------------------- past runs
 
@@ -532,48 +649,3 @@ def session_name(name: str, stable: bool) -> str:
     if not stable:
         return name
     return "".join("#" if c.isdigit() else c for c in name[:15]) + name[15:]
-
-
-class PastRunsList(OptionList):
-    """Recorded sessions of this workspace, newest first; Enter re-reads one."""
-
-    DEFAULT_CSS = """
-    PastRunsList {
-        height: 1fr;
-        border: round $primary;
-        border-title-style: bold;
-        border-subtitle-color: $text-muted;
-        &:focus { border: round $accent; }
-    }
-    """
-
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self.runs: list[PastRun] = []
-
-    def show_runs(self, runs: Sequence[PastRun], live: str | None, stable: bool) -> None:
-        """``live``: the folder name of this console's current run, if there is one."""
-        self.runs = list(runs)
-        highlighted = self.highlighted
-        self.clear_options()
-        options = []
-        if live is not None:
-            options.append(Option(Content.styled("▶ current run", "bold"), id=LIVE_OPTION))
-        for run in runs:
-            if run.folder.name == live:
-                continue
-            mark = REASON_MARK.get(run.reason or "", "■" if run.reason else "?")
-            label = Content.assemble(
-                (f"{mark} ", "bold"),
-                session_name(run.folder.name, stable),
-                (f" {run.reason or 'no end'}", "dim"),
-            )
-            options.append(Option(label, id=run.folder.name))
-        self.add_options(options)
-        self.border_title = f"Past runs ({len(runs)})"
-        self.border_subtitle = "enter opens"
-        if options:
-            self.highlighted = min(highlighted or 0, len(options) - 1)
-
-    def folder(self, option_id: str | None) -> PastRun | None:
-        return next((run for run in self.runs if run.folder.name == option_id), None)

@@ -1,73 +1,50 @@
-"""Bring-up triage for the Run tab's ending banner: a hard fault's registers with PC and LR
+"""Bring-up triage for the Run tab's ending banner: a hard fault in words with PC and LR
 symbolised against the firmware ELF, and a missing operator linked to the Fit fix line.
 
-The fault decoding proper (CFSR/HFSR bits into words) is ``parsers/fault.py``'s job; until
-that module is there, this shows the registers as printed and symbolises PC/LR itself
-(:func:`decode_with_parsers` is the seam).
+The decoding and the symbols are :mod:`etu.parsers.fault`'s (one symboliser for the CLI and
+the console). :func:`fault_lines` reads the ELF, so the banner calls it in a worker.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
-from etu.parsers.elf_map import ElfImage, Symbol
+from etu.parsers.fault import Location, decode_fault
 from etu.parsers.runner_events import HardFault
 
 REGISTER_ORDER = ("pc", "lr", "cfsr", "hfsr", "mmfar", "bfar", "sp", "xpsr", "irq")
 
 
-def symbolise(address: int, elf: ElfImage | None) -> str:
-    """``function+0x12`` for a code address (Thumb bit ignored), else the hex address."""
-    if elf is None:
+def function_text(location: Location | None, address: int) -> str:
+    """``function+0x12`` (``function`` at its start) where known, else the hex address."""
+    if location is None or location.function is None:
         return f"{address:#010x}"
-    target = address & ~1
-    best: Symbol | None = None
-    for symbol in elf.symbols:
-        if symbol.type != "FUNC" or symbol.section_index == "UND":
-            continue
-        start = symbol.address
-        if start <= target < start + max(symbol.size, 1) and (best is None or start > best.address):
-            best = symbol
-    if best is None:
-        return f"{address:#010x}"
-    offset = target - best.address
-    return f"{best.name}+{offset:#x}" if offset else best.name
+    return f"{location.function}+{location.offset:#x}" if location.offset else location.function
 
 
-def decode_with_parsers(fault: HardFault, elf_path) -> list[str] | None:
-    """The words of ``etu.parsers.fault`` for this fault, when that module is there."""
-    try:
-        from etu.parsers import fault as fault_module  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    describe = getattr(fault_module, "describe_fault", None)
-    if describe is None:
-        return None
-    try:
-        return [str(line) for line in describe(fault.registers, elf_path)]
-    except Exception:
-        return None
-
-
-def fault_lines(fault: HardFault, elf: ElfImage | None, elf_path=None) -> list[str]:
-    """One line of registers (PC/LR symbolised), then the decoded words when available."""
-    regs = fault.registers
+def fault_lines(fault: HardFault, elf: str | os.PathLike[str] | None) -> list[str]:
+    """One line of registers (PC/LR symbolised), then the fault in words, PC and LR with
+    their source lines, and why symbols are missing. Blocking: it reads ``elf``."""
+    report = decode_fault(fault.registers, elf)
+    regs = report.registers
     parts = []
     for name in REGISTER_ORDER:
         if name not in regs:
             continue
         value = regs[name]
         if name in ("pc", "lr"):
-            parts.append(f"{name.upper()} {symbolise(value, elf)} ({value:#010x})")
+            where = function_text(getattr(report, name), value)
+            parts.append(f"{name.upper()} {where} ({value:#010x})")
         elif name == "irq":
             parts.append(f"irq {value}")
         else:
             parts.append(f"{name.upper()} {value:#010x}")
     lines = ["hard fault: " + " · ".join(parts)] if parts else ["hard fault"]
-    decoded = decode_with_parsers(fault, elf_path)
-    if decoded:
-        lines += decoded
-    return lines
+    lines += report.causes or ["fault with no status bits set"]
+    lines += [f"{name} {where.text()}" for name, where in (("PC", report.pc), ("LR", report.lr))
+              if where is not None]  # fmt: skip
+    return lines + report.notes
 
 
 def missing_operator_lines(missing: Sequence[str], fix: str | None) -> list[str]:

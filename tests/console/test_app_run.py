@@ -401,11 +401,11 @@ async def test_filter_levels_find_time_and_hex(workspace: Path) -> None:
 
         # Levels: errors and fatals only, then a text filter on top.
         for level in ("D", "I", "other"):
-            app.run_panel.toggle_level(level)
+            app.run_panel.log_box.action_log_level(level)
         await pilot.pause()
         assert [line.line_no for _, line in log.rows()] == [3, 4]
         for level in ("D", "I", "other"):
-            app.run_panel.toggle_level(level)
+            app.run_panel.log_box.action_log_level(level)
         await pilot.press("ctrl+f")
         await pilot.press(*"model")
         await pilot.press("enter")
@@ -413,11 +413,11 @@ async def test_filter_levels_find_time_and_hex(workspace: Path) -> None:
         assert [line.line_no for _, line in log.rows()] == [2, 6]
         assert "2 shown" in str(app.query_one("#run-log-box").border_title)
         app.query_one("#run-filter", Input).value = "no such text"
-        panel.apply_filter()
+        panel.log_box.apply_filter()
         assert log.row_count == 0
         assert "no lines match 'no such text'" in str(app.query_one("#run-log-box").border_title)
         app.query_one("#run-filter", Input).value = ""
-        panel.apply_filter()
+        panel.log_box.apply_filter()
         assert log.row_count == 6
 
         # Find: next and previous match, wrapping; following stops.
@@ -485,7 +485,7 @@ async def test_device_escape_sequences_are_shown_neutralised(workspace: Path) ->
         banner = app.query_one(RunBanner)
         assert "bidi <U+202E> evil" in banner.text and "\u202e" not in banner.text
         log.jump_to(log.seq_at(0))
-        app.run_panel.toggle_hex()
+        app.run_panel.log_box.action_log_hex()
         await pilot.pause()
         dump = "\n".join(app.query_one(HexView).lines)
         assert "1b 5d 30 3b" in dump and "64 07 20 61 6e 64" in dump  # the bytes as received

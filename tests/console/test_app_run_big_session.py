@@ -69,16 +69,16 @@ async def test_a_session_longer_than_the_ring_is_whole_searchable_and_filterable
         find = app.query_one("#run-find", Input)
         find.value = "RARE-marker"
         await pilot.pause()
-        assert panel.find(True) is None and log.search_pending == "rare-marker"
+        assert panel.log_box.find(True) is None and log.search_pending == "rare-marker"
         assert "searching the session file" in str(app.query_one("#run-find-status").content)
         await _settled(pilot)
         assert log.cursor == 17
         status = app.query_one("#run-find-status", Static).content
         assert "1 of 2 matches · line 18" in str(status)
-        assert panel.find(True) == 299_990  # searched once: the next finds are at once
+        assert panel.log_box.find(True) == 299_990  # searched once: the next finds are at once
         assert "2 of 2 matches · line 299,991" in str(app.query_one("#run-find-status").content)
-        assert panel.find(True) == 17  # wraps around
-        assert panel.find(False) == 299_990
+        assert panel.log_box.find(True) == 17  # wraps around
+        assert panel.log_box.find(False) == 299_990
 
         # Filter: the matching lines of the whole file (a worker reads it), then an empty
         # result that says so.
@@ -104,7 +104,7 @@ async def test_a_session_longer_than_the_ring_is_whole_searchable_and_filterable
         app.query_one("#run-level-I", Checkbox).value = True
         await _filtered(pilot, panel, "")
         assert log.row_count == LINES - 2
-        assert panel.find(True) is None  # the find text is only on the hidden E lines
+        assert panel.log_box.find(True) is None  # the find text is only on the hidden E lines
 
 
 async def _settled(pilot) -> None:
@@ -115,7 +115,7 @@ async def _settled(pilot) -> None:
 
 async def _filtered(pilot, panel, text: str) -> None:
     pilot.app.query_one("#run-filter", Input).value = text
-    panel.apply_filter()
+    panel.log_box.apply_filter()
     await _settled(pilot)
     assert not panel.log.filter_pending
 
@@ -154,10 +154,10 @@ async def test_a_live_run_that_outgrows_the_ring_reads_its_session_file(
         assert "live line 0" in screen_text(app)
         app.query_one("#run-find", Input).value = "rare-live"
         await pilot.pause()
-        assert panel.find(True) == 30_000  # 1.5 MB: searched at once
+        assert panel.log_box.find(True) == 30_000  # 1.5 MB: searched at once
         app.query_one("#run-find", Input).value = "live line 7"
         await pilot.pause()
-        assert panel.find(True) == 7
+        assert panel.log_box.find(True) == 7
 
 
 async def test_a_filter_over_a_growing_session_file_takes_each_new_line_once(

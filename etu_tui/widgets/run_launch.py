@@ -1,0 +1,202 @@
+"""How the Run tab starts a run and hears from it, without widgets of its own.
+
+:class:`LaunchPlan` is what a plan function gives the panel's start worker (the command,
+the session's meta, what the header shows); :class:`RunBridge` hands a run's events to the
+panel in batches; :func:`preflight` lists what would make the next run fail.
+
+Threading (as everywhere in the console): ``RunController`` calls its listener on the
+process's reader threads. :class:`RunBridge` only appends to a lock-protected buffer there;
+a timer thread posts one :class:`RunBatch` per ~50 ms, and never a second one before the
+panel has taken the first, so a flood coalesces into bigger batches instead of a queue.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from etu.fvp.command import FvpOptions
+from etu.fvp.launch import LaunchError, prepare_fvp_launch
+from etu.parsers.fit import FAIL, OK, check_fit
+from etu.parsers.runner_events import Event
+from etu.runner.process import ProcessStats
+from etu.runner.run import RunListener, RunOutcome
+from etu.runner.run_model import Chunk, LaunchInfo, split_events
+from etu.runner.runtime_run import QEMU_BOARD
+from etu.tui.screens.open_file import OpenFileScreen
+from etu.tui.widgets.run_messages import RunBatch, RunEnded, RunStats
+
+BATCH_SECONDS = 0.05
+PREFLIGHT_CHECKS = ("target", "program_placement")
+
+
+@dataclass(slots=True)
+class LaunchPlan:
+    """What a run starts: ``argv`` (empty for a board's port), the session's ``meta``,
+    what the header shows (``info``), the NPU its PMU reports are read for, and the
+    session's ``kind`` (fvp, qemu, board, command...)."""
+
+    argv: list[str]
+    meta: dict = field(default_factory=dict)
+    info: LaunchInfo = field(default_factory=lambda: LaunchInfo([]))
+    npu: str | None = None
+    kind: str = "command"
+
+
+def target_kind(target: str) -> str:
+    """What a Run target is, in words for titles and dialogs."""
+    return "the emulated board" if target == QEMU_BOARD else "an FVP"
+
+
+def qemu_launch(elf: Path) -> LaunchInfo:
+    """The emulated board's command for ``elf`` (QEMU mps3-an547, UART0 on stdout)."""
+    from etu.runner.runtime_run import QemuMissing, qemu_argv
+
+    try:
+        argv = qemu_argv(elf)
+    except QemuMissing as error:
+        raise LaunchError(str(error)) from None
+    return LaunchInfo(argv, simulator=argv[0], found_via="PATH", target=QEMU_BOARD, emulated=True)
+
+
+def launch_plan(target: str, elf: Path, limit: int | None) -> LaunchPlan:
+    """The plan for running ``elf`` on ``target`` (an FVP's target or the emulated board).
+    Blocking (it looks for the simulator); raises LaunchError with one line."""
+    if target == QEMU_BOARD:
+        from etu.runner.runtime_run import qemu_meta
+
+        info = qemu_launch(elf)
+        return LaunchPlan(info.command, qemu_meta(elf), info, None, "qemu")
+    launch = prepare_fvp_launch(target, elf, FvpOptions(timelimit=limit))
+    info = LaunchInfo(
+        list(launch.argv),
+        simulator=str(launch.executable),
+        found_via=launch.found_via,
+        simulated=launch.simulated,
+        target=launch.target.target,
+    )
+    return LaunchPlan(list(launch.argv), launch.meta(), info, launch.target.npu, "fvp")
+
+
+def same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return a == b
+
+
+def preflight(
+    target: str, program_target: str | None, program, firmware, elf: Path | None
+) -> list[str]:
+    """What would make the next run fail, checked before launching it: the program's NPU
+    target against the run's, and the fit checks of the program (parsers.pte.Program)
+    against the firmware to be run (``firmware``: the Memory tab's FirmwareResult)."""
+    problems: list[str] = []
+    if target == QEMU_BOARD:
+        if program_target:  # an Ethos-U command stream: nothing there runs it
+            problems.append(
+                f"the program is compiled for the Ethos-U ({program_target}); the "
+                "emulated board has no NPU: run its CPU twin (etu compile --no-delegate)"
+            )
+        return problems
+    fw = firmware
+    same = (
+        fw is not None
+        and fw.memory_map is not None
+        and fw.path is not None
+        and elf is not None
+        and same_file(fw.path, elf)
+    )
+    if same and program is not None:
+        try:
+            verdicts = check_fit(program, fw.memory_map, None, target=target)
+        except Exception:  # the Fit tab reports a check that cannot run
+            verdicts = []
+        for verdict in verdicts:
+            bad = verdict.status == FAIL or (
+                verdict.check == "program_placement" and verdict.status != OK
+            )
+            if verdict.check in PREFLIGHT_CHECKS and bad:
+                problems.append(verdict.message)
+    elif program_target and program_target != target:
+        problems.append(
+            f"the program was compiled for {program_target}, the run targets "
+            f"{target}: the driver rejects a command stream for another NPU config"
+        )
+    return list(dict.fromkeys(problems))
+
+
+class RunElfScreen(OpenFileScreen):
+    """The open-file modal, asking for the firmware ELF to run on the chosen target."""
+
+    DIALOG_TITLE = "Firmware ELF to run"
+    PLACEHOLDER = "path/to/arm_executor_runner.elf"
+    HINT = "Enter use · Tab complete · Escape cancel · the FVP loads it with -a"
+    QEMU_HINT = "Enter use · Tab complete · Escape cancel · QEMU loads it with -kernel"
+
+    def __init__(self, start: str = "", target: str = "") -> None:
+        super().__init__(start)
+        if target == QEMU_BOARD:
+            self.HINT = self.QEMU_HINT
+        self.DIALOG_TITLE = f"Firmware ELF to run on {target_kind(target)}"
+
+
+class RunBridge(RunListener):
+    """A RunListener that hands a run's events to a Textual widget in batches.
+
+    Called on the process's threads; never touches a widget. Posts go out under the lock,
+    so the last batch (with the end) can never overtake an earlier one.
+    """
+
+    def __init__(self, target, run_id: int, interval: float = BATCH_SECONDS) -> None:
+        self._target = target  # anything with a thread-safe post_message (a widget)
+        self.run_id = run_id
+        self._interval = interval
+        self._lock = threading.Lock()
+        self._chunks: list[Chunk] = []
+        self._in_flight = False
+        self._closed = threading.Event()
+        self.batches = 0  # RunBatch messages posted (for benchmarks)
+        self._thread = threading.Thread(
+            target=self._loop, name=f"etu-run-{run_id}-batches", daemon=True
+        )
+        self._thread.start()
+
+    def on_events(self, events: list[Event]) -> None:
+        chunk = split_events(events, time.time())  # here, off the UI thread
+        with self._lock:
+            self._chunks.append(chunk)
+
+    def on_stats(self, stats: ProcessStats) -> None:
+        if not self._closed.is_set():
+            self._target.post_message(RunStats(self.run_id, stats))
+
+    def on_end(self, outcome: RunOutcome) -> None:
+        with self._lock:
+            self._closed.set()
+            chunks, self._chunks = self._chunks, []
+            self._target.post_message(RunEnded(self.run_id, outcome, chunks))
+
+    def _loop(self) -> None:
+        while not self._closed.wait(self._interval):
+            self.flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            if not self._chunks or self._in_flight or self._closed.is_set():
+                return
+            chunks, self._chunks = self._chunks, []
+            self._in_flight = True
+            self.batches += 1
+            if not self._target.post_message(RunBatch(self.run_id, chunks, self)):
+                self._closed.set()  # the widget is gone
+
+    def delivered(self) -> None:
+        """The widget took the last batch: the next may be posted."""
+        with self._lock:
+            self._in_flight = False
+
+    def close(self) -> None:
+        self._closed.set()
