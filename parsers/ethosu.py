@@ -144,6 +144,7 @@ class EthosUPayload:
     layout: str  # which ExecuTorch generation wrote it
     external_blocks: dict[str, str] = field(default_factory=dict)  # block → named-data key
     warnings: list[str] = field(default_factory=list)
+    command_stream_offset: int | None = None  # of the first register command, in the blob
 
     @property
     def npu(self) -> NpuConfig | None:
@@ -180,13 +181,14 @@ def _decode(view: memoryview, base_offset: int) -> EthosUPayload:
     external = {b.name: bytes(payload(b)).decode("ascii", "replace") for b in blocks if b.external}
 
     cmd = by_name.get("cmd_data")
-    fmt = words = cfg = npu_id = None
+    fmt = words = cfg = npu_id = stream_at = None
     if cmd is None:
         raise FormatError("no cmd_data block", field="vela_bin_stream", offset=base_offset)
     if not cmd.external:
-        fmt, words, cfg, npu_id = _read_command_stream(
+        fmt, words, cfg, npu_id, stream_at = _read_command_stream(
             payload(cmd), base_offset + cmd.payload_offset
         )
+        stream_at = None if stream_at is None else cmd.payload_offset + stream_at
 
     scratch_size = 0
     layout = "ExecuTorch ≥0.7 (runtime-allocated scratch)"
@@ -224,6 +226,7 @@ def _decode(view: memoryview, base_offset: int) -> EthosUPayload:
         layout=layout,
         external_blocks=external,
         warnings=warnings,
+        command_stream_offset=stream_at,
     )
 
 
@@ -274,7 +277,8 @@ def _read_blocks(view: memoryview, base_offset: int) -> list[VelaBlock]:
 
 def _read_command_stream(
     cmd: memoryview, offset: int
-) -> tuple[str, int | None, int | None, int | None]:
+) -> tuple[str, int | None, int | None, int | None, int | None]:
+    """(FourCC, stream words, config word, NPU id, where the stream starts in ``cmd``)."""
     if len(cmd) < 4:
         raise TruncatedError("cmd_data is shorter than its FourCC", field="cmd_data", offset=offset)
     fourcc = bytes(cmd[:4]).decode("ascii", "replace")
@@ -284,7 +288,7 @@ def _read_command_stream(
             field="cmd_data",
             offset=offset,
         )
-    words = cfg = npu_id = None
+    words = cfg = npu_id = start = None
     position = 4
     while position + 4 <= len(cmd):
         action = COP_ACTION.parse(cmd[position : position + 4])
@@ -294,7 +298,8 @@ def _read_command_stream(
             cfg, npu_id = config.cfg, config.id
             position += 8
         elif action.action == ACTION_COMMAND_STREAM:
-            words = action.data
+            # Vela puts bits 16-23 of the length in the "reserved" byte (driver_actions.py)
+            words, start = action.data | (action.reserved << 16), position
             if position + 4 * words > len(cmd):
                 raise TruncatedError(
                     f"command stream of {words} words runs past cmd_data",
@@ -304,7 +309,7 @@ def _read_command_stream(
             position += 4 * words
         elif action.action != ACTION_NOP:
             break  # an action we do not know: stop rather than guess its length
-    return fourcc, words, cfg, npu_id
+    return fourcc, words, cfg, npu_id, start
 
 
 def _read_ios(

@@ -1,0 +1,685 @@
+"""The Ethos-U55/U65 register command stream of a delegate, decoded into NPU operations.
+
+The stream (the ``COMMAND_STREAM`` action of ``cmd_data``) is a list of 32-bit words: the
+opcode in bits 0-9, bit 14 set when one 32-bit payload word follows (a ``cmd1`` register:
+addresses, strides, lengths, scales), a 16-bit parameter in bits 16-31. ``NPU_SET_*``
+commands write registers that keep their values; each ``NPU_OP_*`` runs one operation on
+the registers as they are then. This module replays the stream and snapshots the registers
+at every operation: kind, feature maps, kernel, weight and scale streams, activation,
+rounding and block config. Every address and length is checked against the region it
+names when that region's size is known (0: the weights, 1: the scratch).
+
+The opcode and field tables are declared here (this package never imports Vela); a test
+checks them against Vela's own enums (``ethosu/vela/ethos_u55_regs``). U85 programs use
+another command set: they decode to no operations and a note saying so.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+
+from etu.parsers.errors import FormatError, ParseError, TruncatedError
+from etu.parsers.ethosu import EthosUPayload
+
+# -- the tables (checked against ethosu.vela.ethos_u55_regs by tests/unit/test_ethosu_commands)
+
+CMD0: dict[int, str] = {  # commands without a payload word: operations and 16-bit registers
+    0x000: "NPU_OP_STOP", 0x001: "NPU_OP_IRQ", 0x002: "NPU_OP_CONV",
+    0x003: "NPU_OP_DEPTHWISE", 0x005: "NPU_OP_POOL", 0x006: "NPU_OP_ELEMENTWISE",
+    0x010: "NPU_OP_DMA_START", 0x011: "NPU_OP_DMA_WAIT", 0x012: "NPU_OP_KERNEL_WAIT",
+    0x013: "NPU_OP_PMU_MASK",
+    0x100: "NPU_SET_IFM_PAD_TOP", 0x101: "NPU_SET_IFM_PAD_LEFT",
+    0x102: "NPU_SET_IFM_PAD_RIGHT", 0x103: "NPU_SET_IFM_PAD_BOTTOM",
+    0x104: "NPU_SET_IFM_DEPTH_M1", 0x105: "NPU_SET_IFM_PRECISION",
+    0x107: "NPU_SET_IFM_UPSCALE", 0x109: "NPU_SET_IFM_ZERO_POINT",
+    0x10A: "NPU_SET_IFM_WIDTH0_M1", 0x10B: "NPU_SET_IFM_HEIGHT0_M1",
+    0x10C: "NPU_SET_IFM_HEIGHT1_M1", 0x10D: "NPU_SET_IFM_IB_END", 0x10F: "NPU_SET_IFM_REGION",
+    0x111: "NPU_SET_OFM_WIDTH_M1", 0x112: "NPU_SET_OFM_HEIGHT_M1",
+    0x113: "NPU_SET_OFM_DEPTH_M1", 0x114: "NPU_SET_OFM_PRECISION",
+    0x115: "NPU_SET_OFM_BLK_WIDTH_M1", 0x116: "NPU_SET_OFM_BLK_HEIGHT_M1",
+    0x117: "NPU_SET_OFM_BLK_DEPTH_M1", 0x118: "NPU_SET_OFM_ZERO_POINT",
+    0x11A: "NPU_SET_OFM_WIDTH0_M1", 0x11B: "NPU_SET_OFM_HEIGHT0_M1",
+    0x11C: "NPU_SET_OFM_HEIGHT1_M1", 0x11F: "NPU_SET_OFM_REGION",
+    0x120: "NPU_SET_KERNEL_WIDTH_M1", 0x121: "NPU_SET_KERNEL_HEIGHT_M1",
+    0x122: "NPU_SET_KERNEL_STRIDE", 0x123: "NPU_SET_PARALLEL_MODE",
+    0x124: "NPU_SET_ACC_FORMAT", 0x125: "NPU_SET_ACTIVATION",
+    0x126: "NPU_SET_ACTIVATION_MIN", 0x127: "NPU_SET_ACTIVATION_MAX",
+    0x128: "NPU_SET_WEIGHT_REGION", 0x129: "NPU_SET_SCALE_REGION",
+    0x12D: "NPU_SET_AB_START", 0x12F: "NPU_SET_BLOCKDEP",
+    0x130: "NPU_SET_DMA0_SRC_REGION", 0x131: "NPU_SET_DMA0_DST_REGION",
+    0x132: "NPU_SET_DMA0_SIZE0", 0x133: "NPU_SET_DMA0_SIZE1",
+    0x180: "NPU_SET_IFM2_BROADCAST", 0x181: "NPU_SET_IFM2_SCALAR",
+    0x185: "NPU_SET_IFM2_PRECISION", 0x189: "NPU_SET_IFM2_ZERO_POINT",
+    0x18A: "NPU_SET_IFM2_WIDTH0_M1", 0x18B: "NPU_SET_IFM2_HEIGHT0_M1",
+    0x18C: "NPU_SET_IFM2_HEIGHT1_M1", 0x18D: "NPU_SET_IFM2_IB_START",
+    0x18F: "NPU_SET_IFM2_REGION",
+}  # fmt: skip
+CMD1: dict[int, str] = {  # commands followed by one 32-bit payload word
+    0x000: "NPU_SET_IFM_BASE0", 0x001: "NPU_SET_IFM_BASE1", 0x002: "NPU_SET_IFM_BASE2",
+    0x003: "NPU_SET_IFM_BASE3", 0x004: "NPU_SET_IFM_STRIDE_X", 0x005: "NPU_SET_IFM_STRIDE_Y",
+    0x006: "NPU_SET_IFM_STRIDE_C",
+    0x010: "NPU_SET_OFM_BASE0", 0x011: "NPU_SET_OFM_BASE1", 0x012: "NPU_SET_OFM_BASE2",
+    0x013: "NPU_SET_OFM_BASE3", 0x014: "NPU_SET_OFM_STRIDE_X", 0x015: "NPU_SET_OFM_STRIDE_Y",
+    0x016: "NPU_SET_OFM_STRIDE_C",
+    0x020: "NPU_SET_WEIGHT_BASE", 0x021: "NPU_SET_WEIGHT_LENGTH", 0x022: "NPU_SET_SCALE_BASE",
+    0x023: "NPU_SET_SCALE_LENGTH", 0x024: "NPU_SET_OFM_SCALE", 0x025: "NPU_SET_OPA_SCALE",
+    0x026: "NPU_SET_OPB_SCALE",
+    0x030: "NPU_SET_DMA0_SRC", 0x031: "NPU_SET_DMA0_DST", 0x032: "NPU_SET_DMA0_LEN",
+    0x033: "NPU_SET_DMA0_SKIP0", 0x034: "NPU_SET_DMA0_SKIP1",
+    0x080: "NPU_SET_IFM2_BASE0", 0x081: "NPU_SET_IFM2_BASE1", 0x082: "NPU_SET_IFM2_BASE2",
+    0x083: "NPU_SET_IFM2_BASE3", 0x084: "NPU_SET_IFM2_STRIDE_X",
+    0x085: "NPU_SET_IFM2_STRIDE_Y", 0x086: "NPU_SET_IFM2_STRIDE_C",
+    0x090: "NPU_SET_WEIGHT1_BASE", 0x091: "NPU_SET_WEIGHT1_LENGTH",
+    0x092: "NPU_SET_SCALE1_BASE", 0x093: "NPU_SET_SCALE1_LENGTH",
+}  # fmt: skip
+CMD1_NAMES = {name: code for code, name in CMD1.items()}
+CMD0_NAMES = {name: code for code, name in CMD0.items()}
+
+OPCODE_MASK = 0x3FF
+PAYLOAD_SHIFT = 14  # bits 14-15: payload words (0 or 1 in a Vela stream)
+RESERVED_MASK = 0x3C00  # bits 10-13 must be zero
+
+# IFM/IFM2 precision bits 0-3 (signedness + size) and OFM precision bits 0-2, as dtypes.
+IFM_PRECISION = {0: "uint8", 1: "int8", 4: "uint16", 5: "int16", 9: "int32"}
+OFM_PRECISION = {0: "uint8", 1: "int8", 2: "uint16", 3: "int16", 5: "int32"}
+ELEMENT_SIZE = {"uint8": 1, "int8": 1, "uint16": 2, "int16": 2, "int32": 4}
+DATA_FORMAT = {0: "NHWC", 1: "NHCWB16"}
+ROUNDING = {0: "tfl", 1: "truncate", 2: "natural"}
+IFM_SCALE_MODE = {0: "16-bit", 1: "opa 32-bit", 2: "opb 32-bit"}
+POOLING_MODE = {0: "max", 1: "avg", 2: "sum"}
+ELEMENTWISE_MODE = {
+    0: "mul", 1: "add", 2: "sub", 3: "min", 4: "max", 5: "lrelu", 6: "abs", 7: "clz",
+    8: "shr", 9: "shl",
+}  # fmt: skip
+UNARY_ELEMENTWISE = {"lrelu", "abs", "clz"}
+ACTIVATION = {0: "none", 3: "tanh", 4: "sigmoid"}  # 16-23: table lookup (LUT 0-7)
+LUT_START, LUT_END = 16, 23
+CLIP_RANGE = {0: "ofm precision", 2: "force uint8", 3: "force int8", 5: "force int16"}
+ACC_FORMAT = {0: "int32", 1: "int40", 2: "fp s5.10"}
+RESAMPLING = {0: "none", 1: "nearest", 2: "transpose"}
+STRIDE_MODE = {0: "1d", 1: "2d", 2: "3d"}
+
+OPERATION_COMMANDS = {
+    "NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL", "NPU_OP_ELEMENTWISE",
+    "NPU_OP_DMA_START", "NPU_OP_DMA_WAIT", "NPU_OP_KERNEL_WAIT", "NPU_OP_IRQ",
+    "NPU_OP_PMU_MASK",
+}  # fmt: skip
+U85_NOTE = "U85 command streams are not decoded yet"
+MAX_WORDS = 1 << 24  # the COP1 header's length field
+
+
+# -- what a stream decodes to ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterCommand:
+    """One command of the stream, as written."""
+
+    word: int  # index of its first word in the stream
+    code: int  # bits 0-9
+    name: str
+    param: int  # bits 16-31
+    data: int | None  # the payload word of a cmd1 register
+
+    @property
+    def byte_offset(self) -> int:
+        return self.word * 4
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureMap:
+    """An IFM, IFM2 or OFM. ``height``/``width``: the OFM's full size; for an IFM the
+    registers give only tile 0's (the hardware derives the rest from the OFM)."""
+
+    region: int
+    bases: tuple[int, int, int, int]  # tile base addresses, offsets in the region
+    height: int
+    width: int
+    depth: int
+    tile_height0: int
+    tile_height1: int
+    tile_width0: int
+    stride_x: int
+    stride_y: int
+    stride_c: int
+    layout: str  # NHWC / NHCWB16
+    dtype: str
+    zero_point: int
+
+    @property
+    def shape_text(self) -> str:
+        return f"{self.height}×{self.width}×{self.depth}"
+
+    @property
+    def element_size(self) -> int:
+        return ELEMENT_SIZE.get(self.dtype, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    height: int
+    width: int
+    stride_x: int
+    stride_y: int
+    dilation_x: int
+    dilation_y: int
+    pad_top: int
+    pad_left: int
+    pad_bottom: int
+    pad_right: int
+    weight_order: str  # depth first / part kernel first
+
+
+@dataclass(frozen=True, slots=True)
+class ByteRange:
+    """A weight or scale stream (or a DMA side): ``length`` bytes at ``offset`` in ``region``."""
+
+    region: int
+    offset: int
+    length: int
+
+
+@dataclass(frozen=True, slots=True)
+class Activation:
+    function: str  # none (clamp only), tanh, sigmoid, lut
+    lut_index: int | None
+    clip_range: str
+    minimum: int
+    maximum: int
+
+
+@dataclass(frozen=True, slots=True)
+class Scale:
+    scale: int
+    shift: int
+
+
+@dataclass(frozen=True, slots=True)
+class BlockConfig:
+    height: int
+    width: int
+    depth: int
+    ib_end: int
+    ab_start: int
+    ifm2_ib_start: int
+    acc_format: str
+    blockdep: int
+    parallel_mode: int
+
+
+@dataclass(frozen=True, slots=True)
+class Dma:
+    source: ByteRange
+    destination: ByteRange
+    source_internal: bool
+    destination_internal: bool
+    source_stride_mode: str
+    destination_stride_mode: str
+    size0: int
+    size1: int
+    skip0: int
+    skip1: int
+    channel_mode: int
+
+
+@dataclass(frozen=True, slots=True)
+class Broadcast:
+    height: bool
+    width: bool
+    depth: bool
+    reversed_operands: bool
+    scalar: bool
+
+
+@dataclass(frozen=True, slots=True)
+class NpuOperation:
+    """One ``NPU_OP_*`` with the registers it runs on (fields that do not apply are None)."""
+
+    index: int
+    word: int  # of its NPU_OP command in the stream
+    command: str  # NPU_OP_CONV, ...
+    kind: str  # conv, depthwise, vector_product, pool, elementwise, dma, dma_wait, ...
+    mode: str | None = None  # pooling (max/avg/sum) or elementwise (add, mul, ...)
+    ifm: FeatureMap | None = None
+    ifm2: FeatureMap | None = None
+    ofm: FeatureMap | None = None
+    kernel: Kernel | None = None
+    weights: tuple[ByteRange, ...] = ()  # one per core (U65 dual core: two)
+    scales: tuple[ByteRange, ...] = ()
+    activation: Activation | None = None
+    rounding: str | None = None  # the OFM's
+    ifm_rounding: str | None = None
+    ifm_scale_mode: str | None = None
+    ofm_scale: Scale | None = None
+    opa_scale: Scale | None = None
+    opb_scale: Scale | None = None
+    broadcast: Broadcast | None = None
+    ifm2_scalar: int | None = None
+    upscale: str | None = None
+    block: BlockConfig | None = None
+    dma: Dma | None = None
+    wait: int | None = None  # DMA_WAIT / KERNEL_WAIT: outstanding count; IRQ/PMU: param
+
+    @property
+    def weight_bytes(self) -> int:
+        return sum(w.length for w in self.weights)
+
+    @property
+    def summary(self) -> str:
+        """One line, e.g. ``conv 3×3/1 32×32×3 → 32×32×16, weights 608 B``."""
+        if self.dma is not None:
+            src, dst = self.dma.source, self.dma.destination
+            return (f"dma {src.length:,} B region {src.region}+{src.offset:#x} → "
+                    f"region {dst.region}+{dst.offset:#x}")  # fmt: skip
+        if self.ofm is None:
+            return self.kind.replace("_", " ") + ("" if self.wait is None else f" {self.wait}")
+        name = self.kind.replace("_", " ") + (f" {self.mode}" if self.mode else "")
+        if self.kernel is not None and self.kind != "elementwise":
+            k = self.kernel
+            stride = f"{k.stride_x}" if k.stride_x == k.stride_y else f"{k.stride_x},{k.stride_y}"
+            name += f" {k.height}×{k.width}/{stride}"
+        inputs = self.ifm.shape_text if self.ifm else "?"
+        if self.ifm2 is not None:
+            inputs += f" {self.mode or ''} {self.ifm2.shape_text}"
+        elif self.ifm2_scalar is not None:
+            inputs += f" {self.mode or ''} scalar {self.ifm2_scalar}"
+        text = f"{name} {inputs} → {self.ofm.shape_text}"
+        if self.weights:
+            text += f", weights {self.weight_bytes:,} B"
+        if self.activation is not None and self.activation.function != "none":
+            text += f", {self.activation.function}"
+        return text
+
+    def to_json(self) -> dict:
+        record = asdict(self)
+        record["summary"] = self.summary
+        return {k: v for k, v in record.items() if v is not None and v != ()}
+
+
+@dataclass(slots=True)
+class NpuCommandStream:
+    commands: list[RegisterCommand] = field(default_factory=list)
+    operations: list[NpuOperation] = field(default_factory=list)
+    note: str | None = None  # why there are no operations (U85, external stream)
+
+    def counts(self) -> dict[str, int]:
+        """Operations per NPU_OP command, in first-seen order."""
+        found: dict[str, int] = {}
+        for op in self.operations:
+            found[op.command] = found.get(op.command, 0) + 1
+        return found
+
+
+# -- decoding ----------------------------------------------------------------------------
+
+
+def read_words(data: bytes | memoryview) -> list[int]:
+    """Little-endian 32-bit words (the length must be a multiple of 4)."""
+    count = len(data) // 4
+    return list(struct.unpack_from(f"<{count}I", data)) if count else []
+
+
+def decode_commands(
+    words: Sequence[int], *, what: str = "command stream", base_offset: int | None = None
+) -> list[RegisterCommand]:
+    """Split ``words`` into commands; an unknown or malformed one raises a ParseError
+    naming ``what`` and the word."""
+    commands: list[RegisterCommand] = []
+    at, end = 0, len(words)
+    while at < end:
+        word = words[at]
+        code, param = word & OPCODE_MASK, word >> 16
+        payload = (word >> PAYLOAD_SHIFT) & 3
+        if word & RESERVED_MASK or payload > 1:
+            raise _error(FormatError, f"{word:#010x} is not a command (reserved bits set)",
+                         what, at, base_offset)  # fmt: skip
+        table = CMD1 if payload else CMD0
+        name = table.get(code)
+        if name is None:
+            kind = "register (with payload)" if payload else "command"
+            raise _error(FormatError, f"unknown {kind} code {code:#05x}", what, at, base_offset)
+        data = None
+        if payload:
+            if at + 1 >= end:
+                raise _error(TruncatedError, f"{name} has no payload word: the stream is cut",
+                             what, at, base_offset)  # fmt: skip
+            data = words[at + 1]
+        commands.append(RegisterCommand(at, code, name, param, data))
+        at += 2 if payload else 1
+    return commands
+
+
+def decode_command_stream(
+    words: Sequence[int],
+    *,
+    what: str = "command stream",
+    regions: Mapping[int, int] | None = None,
+    base_offset: int | None = None,
+) -> NpuCommandStream:
+    """Decode a U55/U65 register command stream. ``regions``: the byte size of each region
+    whose size is known (0: weights, 1: scratch); addresses in them are checked.
+    ``base_offset``: where word 0 is in the file, for error offsets."""
+    if len(words) > MAX_WORDS:
+        raise _error(FormatError, f"{len(words)} words: more than a stream can hold", what, 0,
+                     base_offset)  # fmt: skip
+    commands = decode_commands(words, what=what, base_offset=base_offset)
+    if not commands or commands[-1].name != "NPU_OP_STOP":
+        at = commands[-1].word if commands else 0
+        raise _error(TruncatedError, "the stream does not end with NPU_OP_STOP (cut short?)",
+                     what, at, base_offset)  # fmt: skip
+    stops = [c for c in commands[:-1] if c.name == "NPU_OP_STOP"]
+    if stops:
+        raise _error(FormatError, "commands follow NPU_OP_STOP", what, stops[0].word,
+                     base_offset)  # fmt: skip
+    replay = _Replay(what, dict(regions or {}), base_offset)
+    operations = [op for command in commands if (op := replay.step(command)) is not None]
+    return NpuCommandStream(commands, operations)
+
+
+def decode_payload_operations(
+    blob: bytes | memoryview,
+    payload: EthosUPayload,
+    *,
+    what: str = "delegate",
+    base_offset: int = 0,
+) -> NpuCommandStream:
+    """The operations of a decoded delegate payload (``blob`` is its bytes; ``base_offset``
+    its position in the file). U85 streams and external streams give a note instead."""
+    npu = payload.npu
+    if npu is not None and npu.product == "ethos-u85":
+        return NpuCommandStream(note=U85_NOTE)
+    if "cmd_data" in payload.external_blocks:
+        return NpuCommandStream(note="the command stream is in an external .ptd file")
+    start, count = payload.command_stream_offset, payload.command_stream_words
+    if start is None or count is None:
+        return NpuCommandStream(note="cmd_data holds no COMMAND_STREAM action")
+    view = memoryview(blob)
+    if start < 0 or start + 4 * count > len(view):
+        raise TruncatedError(
+            f"{what} command stream of {count} words runs past the payload",
+            field=f"{what} command stream",
+            offset=base_offset + start,
+        )
+    regions = {1: payload.scratch_size} if payload.scratch_size else {}
+    if "weight_data" not in payload.external_blocks:
+        regions[0] = payload.weights_size
+    words = read_words(view[start : start + 4 * count])
+    return decode_command_stream(
+        words, what=f"{what} command stream", regions=regions, base_offset=base_offset + start
+    )
+
+
+def _error(
+    kind: type[ParseError], message: str, what: str, word: int, base_offset: int | None
+) -> ParseError:
+    offset = None if base_offset is None else base_offset + 4 * word
+    return kind(message, field=f"{what} word {word}", offset=offset)
+
+
+def _signed16(value: int) -> int:
+    return value - 0x10000 if value & 0x8000 else value
+
+
+class _Replay:
+    """The register file as the stream writes it; each NPU_OP reads a snapshot."""
+
+    def __init__(self, what: str, regions: dict[int, int], base_offset: int | None) -> None:
+        self.what = what
+        self.regions = regions
+        self.base_offset = base_offset
+        self.cmd0: dict[str, int] = {}
+        self.cmd1: dict[str, tuple[int, int]] = {}  # name → (param, data)
+        self.word = 0
+        self.count = 0  # operations so far
+
+    # register access (unset registers read 0, as after reset)
+    def p(self, name: str) -> int:
+        return self.cmd0.get(name, 0)
+
+    def d(self, name: str) -> int:
+        return self.cmd1.get(name, (0, 0))[1]
+
+    def address(self, name: str) -> int:
+        """A cmd1 address: the payload word, bits 32-47 in the parameter (U65's 40 bits)."""
+        param, data = self.cmd1.get(name, (0, 0))
+        return data | (param << 32)
+
+    def fail(self, message: str) -> ParseError:
+        return _error(FormatError, message, self.what, self.word, self.base_offset)
+
+    def step(self, command: RegisterCommand) -> NpuOperation | None:
+        if command.data is not None:
+            self.cmd1[command.name] = (command.param, command.data)
+            return None
+        if command.name not in OPERATION_COMMANDS:
+            self.cmd0[command.name] = command.param
+            return None
+        self.word = command.word
+        return self.operation(command)
+
+    def operation(self, command: RegisterCommand) -> NpuOperation:
+        name, param = command.name, command.param
+        index, self.count = self.count, self.count + 1
+        base = {"index": index, "word": command.word, "command": name}
+        if name == "NPU_OP_DMA_START":
+            return NpuOperation(**base, kind="dma", dma=self.dma(param))
+        if name in ("NPU_OP_DMA_WAIT", "NPU_OP_KERNEL_WAIT", "NPU_OP_IRQ", "NPU_OP_PMU_MASK"):
+            kind = name.removeprefix("NPU_OP_").lower()
+            return NpuOperation(**base, kind=kind, wait=param)
+        ofm = self.feature_map("OFM", OFM_PRECISION, 0x7)
+        common = {
+            "ofm": ofm,
+            "activation": self.activation(),
+            "rounding": ROUNDING.get(self.p("NPU_SET_OFM_PRECISION") >> 14, "reserved"),
+            "block": self.block(),
+        }
+        ifm = self.feature_map("IFM", IFM_PRECISION, 0xF)
+        ifm_precision = self.p("NPU_SET_IFM_PRECISION")
+        common |= {
+            "ifm": ifm,
+            "ifm_rounding": ROUNDING.get(ifm_precision >> 14, "reserved"),
+            "ifm_scale_mode": IFM_SCALE_MODE.get((ifm_precision >> 8) & 3, "reserved"),
+            "upscale": RESAMPLING.get(self.p("NPU_SET_IFM_UPSCALE") & 3, "reserved"),
+        }
+        global_scale = bool(self.p("NPU_SET_OFM_PRECISION") & 0x100)
+        if global_scale:
+            common["ofm_scale"] = self.scale("NPU_SET_OFM_SCALE")
+        if name == "NPU_OP_ELEMENTWISE":
+            mode = ELEMENTWISE_MODE.get(param)
+            if mode is None:
+                raise self.fail(f"unknown elementwise mode {param}")
+            return self.elementwise(base, common, mode)
+        kernel = self.kernel()
+        if name == "NPU_OP_POOL":
+            mode = POOLING_MODE.get(param)
+            if mode is None:
+                raise self.fail(f"unknown pooling mode {param}")
+            return NpuOperation(**base, kind="pool", mode=mode, kernel=kernel, **common)
+        weights, scales = self.streams("WEIGHT"), self.streams("SCALE")
+        kind = "depthwise" if name == "NPU_OP_DEPTHWISE" else "conv"
+        if kind == "conv" and ofm.height == ofm.width == 1 and kernel.height == kernel.width == 1:
+            kind = "vector_product"  # a fully connected layer: 1×1 kernel on a 1×1 map
+        return NpuOperation(**base, kind=kind, kernel=kernel, weights=weights, scales=scales,
+                            **common)  # fmt: skip
+
+    def elementwise(self, base: dict, common: dict, mode: str) -> NpuOperation:
+        broadcast = self.p("NPU_SET_IFM2_BROADCAST")
+        flags = Broadcast(bool(broadcast & 1), bool(broadcast & 2), bool(broadcast & 4),
+                          bool(broadcast & 0x40), bool(broadcast & 0x80))  # fmt: skip
+        unary = mode in UNARY_ELEMENTWISE
+        ifm2 = scalar = None
+        if not unary and flags.scalar:
+            scalar = _signed16(self.p("NPU_SET_IFM2_SCALAR"))
+        elif not unary:
+            ifm2 = self.feature_map("IFM2", IFM_PRECISION, 0xF)
+        scales = {}
+        if not unary:
+            scales = {"opa_scale": self.scale("NPU_SET_OPA_SCALE"),
+                      "opb_scale": self.scale("NPU_SET_OPB_SCALE")}  # fmt: skip
+        return NpuOperation(**base, kind="elementwise", mode=mode, ifm2=ifm2, ifm2_scalar=scalar,
+                            broadcast=None if unary else flags, **scales, **common)  # fmt: skip
+
+    def feature_map(self, which: str, precisions: dict[int, str], mask: int) -> FeatureMap:
+        precision = self.p(f"NPU_SET_{which}_PRECISION")
+        dtype = precisions.get(precision & mask)
+        if dtype is None:
+            raise self.fail(f"{which} precision {precision & mask} is reserved")
+        layout = DATA_FORMAT.get((precision >> 6) & 3)
+        if layout is None:
+            raise self.fail(f"{which} format {(precision >> 6) & 3} is reserved")
+        tile_h0 = self.p(f"NPU_SET_{which}_HEIGHT0_M1") + 1
+        tile_h1 = self.p(f"NPU_SET_{which}_HEIGHT1_M1") + 1
+        tile_w0 = self.p(f"NPU_SET_{which}_WIDTH0_M1") + 1
+        if which == "OFM":
+            height = self.p("NPU_SET_OFM_HEIGHT_M1") + 1
+            width = self.p("NPU_SET_OFM_WIDTH_M1") + 1
+            depth = self.p("NPU_SET_OFM_DEPTH_M1") + 1
+        else:
+            height, width = tile_h0, tile_w0
+            # IFM2 has no depth register: it has the IFM's (or the OFM's) depth
+            depth = self.p("NPU_SET_IFM_DEPTH_M1") + 1
+        zero_point = self.p(f"NPU_SET_{which}_ZERO_POINT")
+        fm = FeatureMap(
+            region=self.p(f"NPU_SET_{which}_REGION") & 0x7,
+            bases=tuple(self.address(f"NPU_SET_{which}_BASE{i}") for i in range(4)),  # type: ignore[arg-type]
+            height=height, width=width, depth=depth,
+            tile_height0=tile_h0, tile_height1=tile_h1, tile_width0=tile_w0,
+            stride_x=self.address(f"NPU_SET_{which}_STRIDE_X"),
+            stride_y=self.address(f"NPU_SET_{which}_STRIDE_Y"),
+            stride_c=self.address(f"NPU_SET_{which}_STRIDE_C"),
+            layout=layout, dtype=dtype,
+            zero_point=_signed16(zero_point) if dtype.startswith("int") else zero_point,
+        )  # fmt: skip
+        self.check_feature_map(which, fm)
+        return fm
+
+    def check_feature_map(self, which: str, fm: FeatureMap) -> None:
+        """Every tile the map uses must lie inside its region (when its size is known)."""
+        size = self.regions.get(fm.region)
+        if size is None:
+            return
+        element = fm.element_size
+        if fm.layout == "NHCWB16":
+            channels = ((fm.depth - 1) // 16) * fm.stride_c + 16 * element
+        else:
+            channels = (fm.depth - 1) * fm.stride_c + element
+        rows = [(0, min(fm.height, fm.tile_height0))]
+        if fm.height > fm.tile_height0:
+            rows.append((2, fm.height - fm.tile_height0))
+        for tile, height in rows:
+            widths = [(tile, min(fm.width, fm.tile_width0))]
+            if fm.width > fm.tile_width0:
+                widths.append((tile + 1, fm.width - fm.tile_width0))
+            for number, width in widths:
+                base = fm.bases[number]
+                end = base + (height - 1) * fm.stride_y + (width - 1) * fm.stride_x + channels
+                if end > size:
+                    raise self.fail(f"{which} tile {number} ends at {end:#x}, past region "
+                                    f"{fm.region} ({size:,} B)")  # fmt: skip
+
+    def check_range(self, what: str, span: ByteRange) -> None:
+        size = self.regions.get(span.region)
+        if size is not None and span.offset + span.length > size:
+            raise self.fail(f"{what} {span.offset:#x}+{span.length:,} B runs past region "
+                            f"{span.region} ({size:,} B)")  # fmt: skip
+
+    def kernel(self) -> Kernel:
+        stride = self.p("NPU_SET_KERNEL_STRIDE")
+        dilation_x, dilation_y = 1 + ((stride >> 3) & 1), 1 + ((stride >> 4) & 1)
+        return Kernel(
+            height=self.p("NPU_SET_KERNEL_HEIGHT_M1") // dilation_y + 1,
+            width=self.p("NPU_SET_KERNEL_WIDTH_M1") // dilation_x + 1,
+            stride_x=1 + ((stride & 1) | (((stride >> 6) & 1) << 1)),
+            stride_y=1 + (((stride >> 1) & 1) | (((stride >> 9) & 1) << 1)),
+            dilation_x=dilation_x,
+            dilation_y=dilation_y,
+            pad_top=self.p("NPU_SET_IFM_PAD_TOP"),
+            pad_left=self.p("NPU_SET_IFM_PAD_LEFT"),
+            pad_bottom=self.p("NPU_SET_IFM_PAD_BOTTOM"),
+            pad_right=self.p("NPU_SET_IFM_PAD_RIGHT"),
+            weight_order="part kernel first" if stride & 4 else "depth first",
+        )
+
+    def streams(self, which: str) -> tuple[ByteRange, ...]:
+        """The weight (or scale) stream of each core: core 1's only when it has a length."""
+        region = self.p(f"NPU_SET_{which}_REGION") & 0x7
+        found = [ByteRange(region, self.address(f"NPU_SET_{which}_BASE"),
+                           self.d(f"NPU_SET_{which}_LENGTH"))]  # fmt: skip
+        if f"NPU_SET_{which}1_BASE" in self.cmd1 and self.d(f"NPU_SET_{which}1_LENGTH"):
+            found.append(ByteRange(region, self.address(f"NPU_SET_{which}1_BASE"),
+                                   self.d(f"NPU_SET_{which}1_LENGTH")))  # fmt: skip
+        for number, span in enumerate(found):
+            self.check_range(f"{which.lower()} stream {number}", span)
+        return tuple(found)
+
+    def activation(self) -> Activation:
+        value = self.p("NPU_SET_ACTIVATION")
+        function, clip = value & 0xFFF, value >> 12
+        lut = function - LUT_START if LUT_START <= function <= LUT_END else None
+        name = "lut" if lut is not None else ACTIVATION.get(function)
+        if name is None:
+            raise self.fail(f"unknown activation function {function}")
+        return Activation(
+            function=name,
+            lut_index=lut,
+            clip_range=CLIP_RANGE.get(clip, "reserved"),
+            minimum=_signed16(self.p("NPU_SET_ACTIVATION_MIN")),
+            maximum=_signed16(self.p("NPU_SET_ACTIVATION_MAX")),
+        )
+
+    def scale(self, name: str) -> Scale:
+        param, data = self.cmd1.get(name, (0, 0))
+        return Scale(scale=data, shift=param)
+
+    def block(self) -> BlockConfig:
+        return BlockConfig(
+            height=self.p("NPU_SET_OFM_BLK_HEIGHT_M1") + 1,
+            width=self.p("NPU_SET_OFM_BLK_WIDTH_M1") + 1,
+            depth=self.p("NPU_SET_OFM_BLK_DEPTH_M1") + 1,
+            ib_end=self.p("NPU_SET_IFM_IB_END"),
+            ab_start=self.p("NPU_SET_AB_START"),
+            ifm2_ib_start=self.p("NPU_SET_IFM2_IB_START"),
+            acc_format=ACC_FORMAT.get(self.p("NPU_SET_ACC_FORMAT") & 3, "reserved"),
+            blockdep=self.p("NPU_SET_BLOCKDEP"),
+            parallel_mode=self.p("NPU_SET_PARALLEL_MODE"),
+        )
+
+    def dma(self, channel_mode: int) -> Dma:
+        src_region = self.p("NPU_SET_DMA0_SRC_REGION")
+        dst_region = self.p("NPU_SET_DMA0_DST_REGION")
+        length = self.address("NPU_SET_DMA0_LEN")
+        source = ByteRange(src_region & 0xFF, self.address("NPU_SET_DMA0_SRC"), length)
+        destination = ByteRange(dst_region & 0xFF, self.address("NPU_SET_DMA0_DST"), length)
+        src_mode = STRIDE_MODE.get((src_region >> 9) & 3, "reserved")
+        dst_mode = STRIDE_MODE.get((dst_region >> 9) & 3, "reserved")
+        src_internal, dst_internal = bool(src_region & 0x100), bool(dst_region & 0x100)
+        if src_mode == "1d" and not src_internal:
+            self.check_range("DMA source", source)
+        if dst_mode == "1d" and not dst_internal:
+            self.check_range("DMA destination", destination)
+        return Dma(
+            source=source,
+            destination=destination,
+            source_internal=src_internal,
+            destination_internal=dst_internal,
+            source_stride_mode=src_mode,
+            destination_stride_mode=dst_mode,
+            size0=self.p("NPU_SET_DMA0_SIZE0"),
+            size1=self.p("NPU_SET_DMA0_SIZE1"),
+            skip0=self.address("NPU_SET_DMA0_SKIP0"),
+            skip1=self.address("NPU_SET_DMA0_SKIP1"),
+            channel_mode=channel_mode,
+        )
+
+
+__all__ = [
+    "NpuCommandStream",
+    "NpuOperation",
+    "RegisterCommand",
+    "decode_command_stream",
+    "decode_commands",
+    "decode_payload_operations",
+    "read_words",
+]

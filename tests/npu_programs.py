@@ -1,0 +1,74 @@
+"""Every compiled test program with an Ethos-U delegate, lowered again with Vela's files
+kept (the TOSA graph of each delegate), so a test can have Vela print the register command
+stream it generates and compare it with etu's decoding. Cached like tests/real_programs.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import shutil
+from importlib import metadata
+from pathlib import Path
+
+from etu.runner.aot import LoweringSpec
+
+from tests.real_programs import CACHE_ROOT, PROGRAMS, ROOT, cache_lock
+
+MIX_MODEL = ROOT / "tests" / "data" / "models" / "npu_mix.py"
+# name → (model: an EXAMPLES name or MIX_MODEL, input shapes or None for EXAMPLES', spec)
+NPU_PROGRAMS: dict[str, tuple[str, LoweringSpec]] = {
+    **{name: (model, spec) for name, (model, spec) in PROGRAMS.items() if spec.delegate},
+    "mix_u55": ("npu_mix", LoweringSpec(target="ethos-u55-128")),
+    "mix_u65": ("npu_mix", LoweringSpec(target="ethos-u65-256")),
+}
+MIX_SHAPES = [(1, 3, 16, 16)]
+
+
+def _cache_dir() -> Path:
+    digest = hashlib.sha256()
+    for source in (
+        Path(__file__),
+        MIX_MODEL,
+        ROOT / "runner" / "aot.py",
+        ROOT / "runner" / "example_models.py",
+        ROOT / "tests" / "real_programs.py",
+    ):
+        digest.update(source.read_bytes())
+    for dist in ("torch", "executorch", "ethos-u-vela"):
+        digest.update(f"{dist}={metadata.version(dist)};".encode())
+    return CACHE_ROOT / f"npu_programs-{digest.hexdigest()[:16]}"
+
+
+def build(name: str) -> Path:
+    """The folder of program ``name``: ``program.pte`` and its ``vela/`` (TOSA graphs)."""
+    folder = _cache_dir() / name
+    with cache_lock(f"npu_programs-{name}"):
+        if not (folder / "program.pte").is_file():
+            _lower(name, folder)
+    return folder
+
+
+def _lower(name: str, folder: Path) -> None:
+    import torch
+    from etu.runner.aot import example_inputs_for, lower_to_pte
+    from etu.runner.example_models import EXAMPLES
+
+    model_name, spec = NPU_PROGRAMS[name]
+    if model_name == "npu_mix":
+        module_spec = importlib.util.spec_from_file_location("npu_mix", MIX_MODEL)
+        assert module_spec is not None and module_spec.loader is not None
+        module = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(module)
+        factory, shapes = module.NpuMix, MIX_SHAPES
+    else:
+        factory, shapes = EXAMPLES[model_name]
+    work = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    torch.manual_seed(0)
+    lower_to_pte(
+        factory(), example_inputs_for(shapes), spec, work / "program.pte", vela_dir=work / "vela"
+    )
+    shutil.rmtree(folder, ignore_errors=True)
+    work.rename(folder)
