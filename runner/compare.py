@@ -169,10 +169,13 @@ def firmware_options(meta: dict) -> dict:
 def session_program(meta: dict) -> Path | None:
     """The program a session ran: its meta's ``program``, else the one the firmware was
     built for."""
-    if isinstance(meta.get("program"), str):
-        return Path(meta["program"])
-    program = firmware_options(meta).get("program")
-    return Path(program) if isinstance(program, str) else None
+    named = meta.get("program")
+    if isinstance(named, str) and Path(named).is_absolute():
+        return Path(named)
+    program = firmware_options(meta).get("program")  # where etu built the firmware from
+    if isinstance(program, str):
+        return Path(program)
+    return Path(named) if isinstance(named, str) else None  # a name in the workspace
 
 
 def compare_in_child(folder: Path, *, timeout: float = 600.0) -> dict:

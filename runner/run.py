@@ -178,9 +178,12 @@ class ProcessSource:
 
     time_limit_hit = None
 
-    def __init__(self, argv: Sequence[str], env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, argv: Sequence[str], env: dict[str, str] | None = None, pass_fds: Sequence[int] = ()
+    ) -> None:
         self.argv = list(argv)
         self._env = env
+        self._pass_fds = tuple(pass_fds)
         self._process: StreamingProcess | None = None
 
     @property
@@ -189,8 +192,9 @@ class ProcessSource:
 
     def bind(self, on_output, on_exit, on_stats, on_notice) -> None:
         self._process = StreamingProcess(
-            self.argv, on_output=on_output, on_exit=on_exit, on_stats=on_stats, env=self._env
-        )
+            self.argv, on_output=on_output, on_exit=on_exit, on_stats=on_stats, env=self._env,
+            pass_fds=self._pass_fds,
+        )  # fmt: skip
 
     def start(self) -> ProcessSource:
         assert self._process is not None

@@ -242,13 +242,33 @@ def _size(text: str) -> int:
     return value
 
 
+# What the emulated board's NPU bridge serves (runner/npu_bridge.py executes the streams).
+BRIDGED_NPUS = ("ethos-u55", "ethos-u65")
+
+
+def npu_bridged(facts: ProgramFacts, board: str) -> bool:
+    """A delegated program on the emulated board: its NPU part runs in etu, over UART1."""
+    return board == "qemu-an547" and facts.delegated
+
+
 def refuse_delegated(pte: Path, facts: ProgramFacts, board: str) -> None:
-    if board == "qemu-an547" and facts.delegated:
+    """The emulated board takes Ethos-U55/U65 delegates (etu runs them); nothing else."""
+    if not npu_bridged(facts, board):
+        return
+    others = sorted(set(facts.delegate_ids) - {"EthosUBackend"})
+    if others:
         raise BuildInputError(
-            f"{pte}: the program delegates to {', '.join(sorted(set(facts.delegate_ids)))}; "
-            "the emulated board (QEMU mps3-an547) has no NPU. Compile the CPU twin with "
-            "`etu compile ... --no-delegate` and run that, or build for corstone-300/-320 "
-            "and run it on an FVP or a board"
+            f"{pte}: the program delegates to {', '.join(others)}; the emulated board "
+            "(QEMU mps3-an547) runs only Ethos-U delegates. Compile the CPU twin with "
+            "`etu compile ... --no-delegate` and run that"
+        )
+    unserved = [t for t in facts.npu_targets if not t.startswith(BRIDGED_NPUS)]
+    if unserved or not facts.npu_targets:
+        raise BuildInputError(
+            f"{pte}: the program is compiled for {', '.join(unserved) or 'an unknown NPU'}; "
+            "the emulated board's NPU executes Ethos-U55 and Ethos-U65 command streams "
+            "only (U85 is not emulated yet). Build for corstone-320 and run it on an FVP "
+            "or a board, or compile for ethos-u55/-u65"
         )
 
 
@@ -385,7 +405,8 @@ def build_runner(
     for note in kernels.notes:
         say(note)
 
-    ethosu = board in BOARD_NPU
+    bridged = npu_bridged(facts, board)
+    ethosu = board in BOARD_NPU or bridged
     npu = BOARD_NPU.get(board)
     if ethosu and facts.npu_targets:
         npu = facts.npu_targets[0]
@@ -395,6 +416,7 @@ def build_runner(
         "npu": npu,
         "bundleio": bundleio,
         "etdump": etdump,
+        **({"npu_bridge": True} if bridged else {}),
     }
     # CMake ties a build tree to its source folder: another checkout or install of etu
     # (another PROJECT path) gets its own tree rather than a configure error.
@@ -466,6 +488,7 @@ def build_runner(
             "ETHOSU_TARGET_NPU_CONFIG": npu,
             "ETU_NPU_CONFIG": npu,
             "FETCH_ETHOS_U_CONTENT": "OFF",
+            "ETU_NPU_BRIDGE": "ON" if bridged else "OFF",
         })  # fmt: skip
     configure = ["cmake", "-S", str(PROJECT), "-B", str(build_dir), "-G", "Ninja",
                  *[f"-D{name}={value}" for name, value in defines.items()]]  # fmt: skip

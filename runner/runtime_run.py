@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from etu.runner.run import RunController, RunListener
+from etu.runner.run import ProcessSource, RunController, RunListener
+
+if TYPE_CHECKING:
+    from etu.runner.npu_bridge import NpuBridge
 
 QEMU = "qemu-system-arm"
 QEMU_BOARD = "qemu-an547"  # also the Run tab's target for the emulated board
 QEMU_LABEL = "emulated board (QEMU, no NPU): timings are not cycles"
+NPU_LABEL = "emulated board (QEMU) + etu's Ethos-U bridge: outputs exact, no timing"
 DEFAULT_TIME_LIMIT = 60.0
 
 
@@ -22,12 +27,47 @@ class QemuMissing(RuntimeError):
     pass
 
 
-def qemu_argv(elf: Path) -> list[str]:
+def qemu_argv(elf: Path, bridge: NpuBridge | None = None) -> list[str]:
+    """QEMU's command line; with ``bridge``, the board's DDR and UART1 are etu's (the NPU)."""
     qemu = shutil.which(QEMU)
     if qemu is None:
         raise QemuMissing(f"{QEMU}: not found on PATH (make system-deps installs qemu-system-arm)")
-    return [qemu, "-M", "mps3-an547", "-nographic", "-no-reboot", "-monitor", "none",
-            "-serial", "stdio", "-kernel", str(elf)]  # fmt: skip
+    if bridge is None:
+        return [qemu, "-M", "mps3-an547", "-nographic", "-no-reboot", "-monitor", "none",
+                "-serial", "stdio", "-kernel", str(elf)]  # fmt: skip
+    return [qemu, "-M", f"mps3-an547,{bridge.machine_options}", "-nographic", "-no-reboot",
+            "-monitor", "none", *bridge.qemu_args(), "-kernel", str(elf)]  # fmt: skip
+
+
+class BridgedSource(ProcessSource):
+    """QEMU with etu's NPU bridge: served while QEMU runs, closed when it ends (however)."""
+
+    def __init__(self, argv: list[str], bridge: NpuBridge) -> None:
+        super().__init__(argv, pass_fds=bridge.pass_fds)
+        self.bridge = bridge
+
+    def bind(self, on_output, on_exit, on_stats, on_notice) -> None:
+        def ended(returncode: int | None) -> None:
+            self.bridge.close()
+            on_exit(returncode)
+
+        super().bind(on_output, ended, on_stats, on_notice)
+
+    def start(self) -> BridgedSource:
+        self.bridge.start()
+        try:
+            super().start()
+        finally:
+            self.bridge.child_started()
+        return self
+
+
+def npu_bridge_for(elf: Path) -> NpuBridge | None:
+    """The bridge the runner ELF was built for (its build record beside it says), or None."""
+    from etu.runner.npu_bridge import bridge_for
+    from etu.runner.runtime_build import load_record
+
+    return bridge_for(Path(elf), load_record(Path(elf).parent))
 
 
 def run_on_qemu(
@@ -40,9 +80,15 @@ def run_on_qemu(
 ) -> RunController:
     """Start the runner ELF on QEMU; the caller waits on the returned controller."""
     elf = Path(elf).resolve()
+    bridge = npu_bridge_for(elf)
+    argv = qemu_argv(elf, bridge)
+    extra = {} if bridge is None else {
+        "label": NPU_LABEL, "npu_model": bridge.executor.name,
+    }  # fmt: skip
+    source = None if bridge is None else BridgedSource(argv, bridge)
     return RunController(
-        qemu_argv(elf), sessions=sessions, kind="qemu", meta={**qemu_meta(elf), **(meta or {})},
-        listener=listener, time_limit=time_limit,
+        argv, sessions=sessions, kind="qemu", meta={**qemu_meta(elf), **extra, **(meta or {})},
+        listener=listener, time_limit=time_limit, source=source,
     ).start()  # fmt: skip
 
 
