@@ -44,19 +44,6 @@ def test_source_missing_is_one_clear_message_and_status_2(float_program, tmp_pat
         assert way in lines[0]
 
 
-def test_delegated_program_is_refused_for_qemu_before_building(real_program, tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), ETU_NO_DOWNLOAD="1")
-    env.pop("ETU_EXECUTORCH_SRC", None)
-    result = etu(["firmware", "build", real_program("u55"), "--board", "qemu-an547",
-                  "--out", tmp_path], env)  # fmt: skip
-    assert result.returncode == 2  # as `etu run --board qemu-an547 PROGRAM.pte` says it
-    assert "no NPU" in result.stderr and "--no-delegate" in result.stderr
-    ran = etu(["run", "--board", "qemu-an547", real_program("u55"), "--sessions",
-               tmp_path / "s"], env, cwd=tmp_path)  # fmt: skip
-    assert ran.returncode == 2 and "no NPU" in ran.stderr
-    assert not (tmp_path / "arm_executor_runner.elf").exists()
-
-
 def test_real_qemu_transcripts_parse():
     success = parse_log_bytes((QEMU_LOGS / "qemu_float_cpu_success.log").read_bytes())
     outputs = [e for e in success if type(e).__name__ == "OutputTensor"]
