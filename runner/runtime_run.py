@@ -62,6 +62,14 @@ class BridgedSource(ProcessSource):
         return self
 
 
+def qemu_label(elf: Path) -> str:
+    """What a run of ``elf`` on the emulated board is: with or without etu's NPU bridge."""
+    from etu.runner.runtime_build import load_record
+
+    options = (load_record(Path(elf).parent) or {}).get("options") or {}
+    return NPU_LABEL if options.get("npu_bridge") else QEMU_LABEL
+
+
 def npu_bridge_for(elf: Path) -> NpuBridge | None:
     """The bridge the runner ELF was built for (its build record beside it says), or None."""
     from etu.runner.npu_bridge import bridge_for

@@ -23,13 +23,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--elf", type=Path, help="the runner firmware")
     parser.add_argument(
         "--board", choices=["qemu-an547"],
-        help="run on the emulated board (QEMU mps3-an547, no NPU) instead of an FVP",
+        help="run on the emulated board (QEMU mps3-an547; etu serves an Ethos-U55/U65 "
+        "delegate's NPU part) instead of an FVP",
     )  # fmt: skip
     parser.add_argument(
         "pte", type=Path, nargs="?",
         help="with --board: a program to build the real runner for (if needed) and run",
     )  # fmt: skip
-    parser.add_argument("--build-dir", type=Path, help="with PTE: where the firmware goes")
+    parser.add_argument(
+        "--build-dir", type=Path,
+        help="with PTE: where the firmware goes (default: PROGRAM.<board>/ beside the program,"
+        " as etu firmware build)",
+    )  # fmt: skip
     parser.add_argument(
         "--pools", default="auto", help="with PTE: auto or METHOD,TEMP (see etu firmware build)"
     )
@@ -135,7 +140,8 @@ def _check_arm_firmware(elf: Path) -> None:
 
 def _board_run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     """`etu run --board qemu-an547 [PROGRAM.pte | --elf ELF]`: build if needed, run."""
-    from etu.runner.runtime_run import QEMU_LABEL, QemuMissing, qemu_argv, run_on_qemu
+    from etu.runner.npu_bridge import BridgeError
+    from etu.runner.runtime_run import QemuMissing, qemu_argv, qemu_label, run_on_qemu
     from etu.tui.cli.follow import echo, follow
 
     elf = args.elf
@@ -151,13 +157,16 @@ def _board_run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     if args.dry_run:
         out.write((json.dumps({"argv": argv}) if args.json else " ".join(argv)) + "\n")
         return 0
-    notice(err, QEMU_LABEL)
+    notice(err, qemu_label(Path(elf)))
     time_limit = float(args.timelimit) if args.timelimit else 60.0
     listener = echo(events_as_json=args.json, as_json=args.json, out=out, err=err)
-    controller = run_on_qemu(
-        Path(elf), sessions=args.sessions, listener=listener, time_limit=time_limit,
-        meta={"program": str(args.pte)} if args.pte else None,
-    )  # fmt: skip
+    try:
+        controller = run_on_qemu(
+            Path(elf), sessions=args.sessions, listener=listener, time_limit=time_limit,
+            meta={"program": str(args.pte)} if args.pte else None,
+        )  # fmt: skip
+    except BridgeError as error:  # the NPU part cannot be served: nothing started
+        raise CommandError(f"run: {error}", status=2) from None
     status = follow(controller, as_json=args.json, out=out, err=err)
     _explain_fault(controller, Path(elf), err)
     return status
@@ -186,9 +195,10 @@ def _build_if_needed(args: argparse.Namespace, *, err: TextIO):
     from etu.runner.runtime_build import RuntimeBuildError, load_record
     from etu.runner.runtime_source import SourceError
     from etu.runner.session import file_sha256
+    from etu.runner.workspace import firmware_dir
     from etu.tui.cli.firmware import build_from_args
 
-    folder = args.build_dir or Path(".etu") / "firmware" / f"{args.pte.stem}.{args.board}"
+    folder = args.build_dir or firmware_dir(args.pte, args.board)
     record = load_record(folder)
     wanted = {"program_sha256": file_sha256(args.pte), "pools": args.pools,
               "select_ops": args.select_ops}  # fmt: skip
