@@ -474,6 +474,12 @@ class RunnerLogParser:
             if crlf and raw[-1:] == b"\r":
                 raw = raw[:-1]
                 end = crlf_end
+            if not raw and not in_etdump:  # an empty line: it only ends an open report
+                append(make(n, raw, end, "", None, None, None, None, None, None, False, stream))
+                if self._group is not None:
+                    self._settle(None, out)
+                n += 1
+                continue
             text = raw.decode("utf-8", "replace")
             if in_etdump or (special and ("\x04" in text or "\x1b" in text or "♦" in text)):
                 self._next = n

@@ -175,3 +175,13 @@ def test_message_values() -> None:
     assert (leading_float(" 1.5e3 %"), leading_float("?")) == (1500.0, None)
     assert (after("a: b: c", ": "), after("abc", ":")) == ("b: c", "")
     assert (status_in("failed with error 0x12"), status_in("no code")) == (0x12, None)
+
+
+@pytest.mark.parametrize("ending", [b"\n", b"\r\n", b"telnetterminal0: Listening\n"])
+def test_an_empty_or_unknown_line_ends_an_open_report(ending: bytes) -> None:
+    parser = runner_log.RunnerLogParser()
+    head = b"I [executorch:arm_perf_monitor.cpp:1] NPU Inferences : 1\n"
+    assert not [e for e in parser.feed(head) if type(e).__name__ == "PmuReport"]
+    events = parser.feed(ending)
+    assert [type(e).__name__ for e in events][:2] == ["LogLine", "PmuReport"]
+    assert events[0].text == ending.decode().rstrip("\r\n") and events[0].level is None
