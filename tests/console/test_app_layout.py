@@ -159,9 +159,9 @@ async def test_pmu_pane_says_why_there_is_no_report_after_a_fault(
 async def test_hard_fault_banner_symbolises_pc_and_lr_against_the_elf(
     workspace: Path, standin: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from etu.parsers.elf_map import read_elf
+    from etu.parsers.fault import ElfSymbols
     from etu.tui.widgets.run_panes import RunBanner
-    from etu.tui.widgets.triage import symbolise
+    from etu.tui.widgets.triage import function_text
 
     monkeypatch.setenv("ETU_STANDIN_FAULT", "hard-fault")
     app = EtuApp(workspace)
@@ -171,11 +171,15 @@ async def test_hard_fault_banner_symbolises_pc_and_lr_against_the_elf(
         record = app.run_panel.shown
         assert record.faults, "the parser saw the platform's fault report"
         regs = record.faults[-1].registers
-        image = read_elf(workspace / "firmware" / "arm_executor_runner.elf")
-        text = app.query_one(RunBanner).text
+        symbols = ElfSymbols.load(workspace / "firmware" / "arm_executor_runner.elf")
+        banner = app.query_one(RunBanner)
+        # Decoded in a worker (it reads the ELF): the banner says so, then shows it.
+        await wait_until(pilot, lambda: "decoding" not in banner.text, timeout=30)
+        text = banner.text
         assert "hard fault: PC " in text and "CFSR 0x" in text
-        assert f"PC {symbolise(regs['pc'], image)} ({regs['pc']:#010x})" in text
-        assert f"LR {symbolise(regs['lr'], image)}" in text
+        pc, lr = (function_text(symbols.locate(regs[r]), regs[r]) for r in ("pc", "lr"))
+        assert f"PC {pc} ({regs['pc']:#010x})" in text
+        assert f"LR {lr}" in text
 
 
 async def test_missing_operator_banner_gives_the_fit_fix(
@@ -194,12 +198,17 @@ async def test_missing_operator_banner_gives_the_fit_fix(
         assert f"EXECUTORCH_SELECT_OPS_LIST={app.facts.select_ops}" in text
 
 
-def test_symbolise_names_the_function_and_offset_in_the_demo_firmware() -> None:
+def test_the_banner_names_the_function_and_offset_in_the_demo_firmware() -> None:
+    """PC and LR through parsers.fault's symbols (the console has no symboliser of its own)."""
     from etu.parsers.elf_map import read_elf
-    from etu.tui.widgets.triage import symbolise
+    from etu.parsers.fault import ElfSymbols
+    from etu.tui.widgets.triage import function_text
 
-    image = read_elf(DEMO_WORKSPACE / "firmware" / "arm_executor_runner.elf")
+    elf = DEMO_WORKSPACE / "firmware" / "arm_executor_runner.elf"
+    image = read_elf(elf)
     main = next(s for s in image.symbols if s.name == "main" and s.type == "FUNC")
-    assert symbolise(main.address, image) == "main"
-    assert symbolise(main.address + 0x10 | 1, image) == "main+0x10"  # Thumb bit ignored
-    assert symbolise(0xFFFFFFF0, image) == "0xfffffff0"
+    symbols = ElfSymbols.load(elf)
+    assert function_text(symbols.locate(main.address), main.address) == "main"
+    thumb = main.address + 0x10 | 1  # Thumb bit ignored
+    assert function_text(symbols.locate(thumb), thumb) == "main+0x10"
+    assert function_text(symbols.locate(0xFFFFFFF0), 0xFFFFFFF0) == "0xfffffff0"

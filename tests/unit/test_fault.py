@@ -128,15 +128,13 @@ def test_etu_log_shows_the_fault(debug_elf: Path, tmp_path: Path) -> None:
 
 @needs_gcc
 def test_the_run_banner_shows_the_words(debug_elf: Path) -> None:
-    """The console's triage seam (etu_tui/widgets/triage.py) finds describe_fault."""
-    from etu.parsers.elf_map import read_elf
+    """The console's banner decodes the fault through parsers.fault (one symboliser)."""
     from etu.parsers.runner_events import HardFault
     from etu.tui.widgets.triage import fault_lines
 
     start, _size = _function(debug_elf, "main")
     fault = HardFault(1, {"cfsr": 0x8200, "bfar": 0xF0000000, "pc": start + 8}, "Hard fault.")
-    with read_elf(debug_elf) as image:
-        lines = fault_lines(fault, image, debug_elf)
+    lines = fault_lines(fault, debug_elf)
     assert lines[0].startswith("hard fault: PC main+0x8")
     assert lines[1] == "precise data bus error at 0xf0000000"
     assert lines[2].startswith("PC ") and "in main+0x8 at runner_stub.c:" in lines[2]
