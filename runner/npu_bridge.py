@@ -153,13 +153,13 @@ class NpuBridge:
     machine_options = "memory-backend=etu-ddr"  # appended to ``-M mps3-an547``
 
     def qemu_args(self) -> list[str]:
-        """Options for ``qemu-system-arm``: DDR from the memory file, UART0 on stdio, UART1 to
-        etu."""
+        """Options for ``qemu-system-arm``, after the ``-serial`` of UART0: DDR from the
+        memory file, UART1 to etu."""
         return [
             "-object", f"memory-backend-file,id=etu-ddr,size={self.memory.size},"
             f"mem-path={self.memory.qemu_path()},share=on",
             "-chardev", f"socket,id=etu-npu,fd={self._board.fileno()}",
-            "-serial", "stdio", "-serial", "chardev:etu-npu",
+            "-serial", "chardev:etu-npu",
         ]  # fmt: skip
 
     @property

@@ -36,7 +36,8 @@ def qemu_argv(elf: Path, bridge: NpuBridge | None = None) -> list[str]:
         return [qemu, "-M", "mps3-an547", "-nographic", "-no-reboot", "-monitor", "none",
                 "-serial", "stdio", "-kernel", str(elf)]  # fmt: skip
     return [qemu, "-M", f"mps3-an547,{bridge.machine_options}", "-nographic", "-no-reboot",
-            "-monitor", "none", *bridge.qemu_args(), "-kernel", str(elf)]  # fmt: skip
+            "-monitor", "none", "-serial", "stdio", *bridge.qemu_args(),
+            "-kernel", str(elf)]  # fmt: skip
 
 
 class BridgedSource(ProcessSource):

@@ -29,8 +29,12 @@ import subprocess
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from etu.runner.process import kill_group, spawn
+
+if TYPE_CHECKING:
+    from etu.runner.npu_bridge import NpuBridge
 
 QEMU = "qemu-system-arm"
 MACHINE = "mps3-an547"
@@ -95,6 +99,7 @@ class QemuBoard:
         self._readers: list[threading.Thread] = []
         self.guest_ended = threading.Event()  # the firmware reset/shut the machine down
         self._swept = False
+        self.bridge: NpuBridge | None = None  # etu's Ethos-U, when the runner was built for it
 
     @property
     def pid(self) -> int | None:
@@ -125,19 +130,36 @@ class QemuBoard:
         except ParseError as error:
             raise QemuError(f"{describe_error(error)} (QEMU would run it as raw bytes)") from None
         qemu = find_qemu(self._qemu)
-        self.argv = qemu_argv(
-            self.elf, qemu=qemu, machine=self.machine, paused=paused, extra_args=self.extra_args
-        )
+        from etu.runner.npu_bridge import BridgeError
+        from etu.runner.runtime_run import npu_bridge_for
+
+        try:  # a runner built with etu's Ethos-U driver layer: etu serves its NPU part
+            self.bridge = npu_bridge_for(self.elf)
+        except BridgeError as error:
+            raise QemuError(str(error)) from None
+        machine, extra = self.machine, self.extra_args
+        if self.bridge is not None:
+            machine = f"{machine},{self.bridge.machine_options}"
+            extra = (*self.bridge.qemu_args(), *extra)
+        self.argv = qemu_argv(self.elf, qemu=qemu, machine=machine, paused=paused,
+                              extra_args=extra)  # fmt: skip
         try:
+            if self.bridge is not None:
+                self.bridge.start()
             self._popen = spawn(
                 self.argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
+                pass_fds=self.bridge.pass_fds if self.bridge is not None else (),
             )
         except OSError as error:
+            self._close_bridge()
             raise QemuError(f"{qemu}: could not start: {error.strerror or error}") from None
+        finally:
+            if self.bridge is not None:
+                self.bridge.child_started()
         try:
             for stream in (self._popen.stdout, self._popen.stderr):
                 reader = threading.Thread(target=self._read, args=(stream,), daemon=True)
@@ -223,7 +245,13 @@ class QemuBoard:
         for stream in (self._popen.stdin, self._popen.stdout, self._popen.stderr):
             with contextlib.suppress(OSError, ValueError, AttributeError):
                 stream.close()
+        self._close_bridge()
         return self._popen.returncode
+
+    def _close_bridge(self) -> None:
+        if self.bridge is not None:
+            self.bridge.close()
+            self.bridge = None
 
     def __enter__(self) -> QemuBoard:
         return self

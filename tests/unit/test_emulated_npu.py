@@ -66,6 +66,12 @@ def test_the_delegated_demo_runs_on_the_emulated_board_and_equals_the_reference(
     expected = reference_outputs(pte, env)
     assert len(got) == len(expected) == 10
     assert got == pytest.approx(expected, abs=1e-6)  # printed with 6 decimals
+    # the board path (etu flash --monitor, the Boards tab's) serves the NPU the same way
+    flashed = etu(["flash", "--board", "qemu-an547", record["elf"], "--monitor", "--sessions",
+                   tmp_path / "board"], env, timeout=120)  # fmt: skip
+    assert flashed.returncode == 0, flashed.stderr[-2000:]
+    (board_session,) = (tmp_path / "board").iterdir()
+    assert printed_outputs(board_session) == got
     compared = etu(["compare", session, "--json"], env, timeout=300)
     assert compared.returncode == 0, compared.stderr[-2000:]
     assert "deployment exact" in etu(["compare", session], env, timeout=300).stdout
