@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, field
 
 from etu.parsers.errors import FormatError, ParseError, TruncatedError
 from etu.parsers.ethosu import EthosUPayload
+from etu.parsers.program_facts import DelegateInfo
+from etu.parsers.pte import Program
 
 # -- the tables (checked against ethosu.vela.ethos_u55_regs by tests/unit/test_ethosu_commands)
 
@@ -411,6 +413,47 @@ def decode_payload_operations(
     )
 
 
+@dataclass(slots=True)
+class DelegateOperations:
+    """A delegate's operations, or why there are none (``note``) or the one-line error."""
+
+    plan: str
+    index: int
+    stream: NpuCommandStream | None
+    error: str | None = None
+
+    def to_json(self) -> dict:
+        """The ``npu_operations`` fields of the delegate's ``etu inspect --json`` record."""
+        stream = self.stream
+        return {
+            "npu_operations": [op.to_json() for op in stream.operations] if stream else [],
+            "npu_operations_note": stream.note if stream else None,
+            "npu_operations_error": self.error,
+        }
+
+
+def delegate_operations(program: Program, info: DelegateInfo) -> DelegateOperations:
+    """Decode one delegate's stream (its payload was decoded into ``info``); never raises
+    for a bad stream: the error is kept, one line, naming the file, delegate and word."""
+    plan = info.plan.name
+    if info.payload is None:
+        return DelegateOperations(plan, info.index, None, None)
+    span = program.delegate_span(info.delegate)
+    try:
+        stream = decode_payload_operations(
+            program.read(span), info.payload, what=f"delegate {info.index}",
+            base_offset=span.offset,
+        )  # fmt: skip
+    except ParseError as error:
+        return DelegateOperations(plan, info.index, None, str(error.with_source(program.source)))
+    return DelegateOperations(plan, info.index, stream)
+
+
+def program_operations(program: Program, infos: list[DelegateInfo]) -> list[DelegateOperations]:
+    """Every Ethos-U delegate's operations, in the order of ``infos``."""
+    return [delegate_operations(program, info) for info in infos if info.payload is not None]
+
+
 def _error(
     kind: type[ParseError], message: str, what: str, word: int, base_offset: int | None
 ) -> ParseError:
@@ -675,11 +718,14 @@ class _Replay:
 
 
 __all__ = [
+    "DelegateOperations",
     "NpuCommandStream",
     "NpuOperation",
     "RegisterCommand",
     "decode_command_stream",
     "decode_commands",
     "decode_payload_operations",
+    "delegate_operations",
+    "program_operations",
     "read_words",
 ]

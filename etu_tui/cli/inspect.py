@@ -14,6 +14,8 @@ from etu.parsers.text import printable as p
 from etu.tui.cli.errors import notice
 from etu.tui.numbers import nbytes
 
+NPU_OPERATION_LINES = 200  # per delegate, in the text form
+
 HELP = "decode .pte files: plans, delegates, Ethos-U payloads, CPU operators"
 
 
@@ -48,6 +50,7 @@ def inspect_command(files: Sequence[Path], *, as_json: bool, out: TextIO, err: T
             opened = decode_embedded_program(path, found) if is_elf(path) else open_program(path)
             with opened as program:
                 record = inspect_record(program)
+                add_npu_operations(record, program)
                 record["io_quantization"] = io_quantization_record(program, path, found)
             if found is not None:  # where in the firmware the program is
                 record["firmware"] = found.to_json()
@@ -65,6 +68,42 @@ def inspect_command(files: Sequence[Path], *, as_json: bool, out: TextIO, err: T
             out.write(format_inspect(record) + "\n")
     out.flush()
     return 1 if failed else 0
+
+
+def add_npu_operations(record: dict, program) -> None:
+    """Each Ethos-U delegate's record gains ``npu_operations`` (its decoded command stream),
+    ``npu_operations_note`` (why there are none: U85, external stream) and
+    ``npu_operations_error`` (a stream that does not decode, one line)."""
+    from etu.parsers.ethosu_commands import program_operations
+    from etu.parsers.program_facts import delegates
+
+    decoded = {(d.plan, d.index): d for d in program_operations(program, delegates(program))}
+    for plan in record["plans"]:
+        for delegate in plan["delegates"]:
+            found = decoded.get((plan["name"], delegate["index"]))
+            if found is not None:
+                delegate.update(found.to_json())
+
+
+def npu_operation_lines(delegate: dict) -> list[str]:
+    """The delegate's NPU operations: counts per kind, then one line each."""
+    if delegate.get("npu_operations_error"):
+        return [f"      command stream error: {p(delegate['npu_operations_error'])}"]
+    if delegate.get("npu_operations_note"):
+        return [f"      NPU operations: {p(delegate['npu_operations_note'])}"]
+    ops = delegate.get("npu_operations") or []
+    if not ops:
+        return []
+    counts: dict[str, int] = {}
+    for op in ops:
+        counts[op["kind"]] = counts.get(op["kind"], 0) + 1
+    kinds = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in counts.items())
+    lines = [f"      NPU operations: {len(ops)} ({kinds})"]
+    shown = ops[:NPU_OPERATION_LINES]
+    lines += [f"        {op['index']:>3}  {p(op['summary'])}" for op in shown]
+    if len(ops) > len(shown):
+        lines.append(f"        … {len(ops) - len(shown)} more (--json lists them all)")
+    return lines
 
 
 def io_quantization_record(program, path: Path, found) -> list[dict]:
@@ -132,6 +171,7 @@ def format_inspect(record: dict) -> str:
                         )
             if delegate["ethosu_error"]:
                 lines.append(f"      payload error: {p(delegate['ethosu_error'])}")
+            lines.extend(npu_operation_lines(delegate))
     if record["segments"]:
         segs = ", ".join(f"{s['offset']:#x}+{nbytes(s['size'])}" for s in record["segments"])
         lines.append(f"  segments: {segs}")

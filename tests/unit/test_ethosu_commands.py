@@ -757,3 +757,51 @@ def test_u85_streams_are_not_decoded_yet() -> None:
     blob = _blob([("vela_bin_stream", b""), ("cmd_data", cmd), ("vela_end_stream", b"")])
     stream = decode_payload_operations(blob, decode_ethosu_payload(blob))
     assert stream.note == "U85 command streams are not decoded yet" and not stream.operations
+
+
+# -- etu inspect -----------------------------------------------------------------------
+
+
+def _inspect(path: Path) -> tuple[int, dict, str]:
+    import io
+
+    from etu.tui.cli.inspect import inspect_command
+
+    out, err = io.StringIO(), io.StringIO()
+    code = inspect_command([path], as_json=True, out=out, err=err)
+    text = io.StringIO()
+    inspect_command([path], as_json=False, out=text, err=err)
+    return code, json.loads(out.getvalue()), text.getvalue()
+
+
+def test_inspect_json_lists_each_delegates_operations() -> None:
+    code, record, text = _inspect(DEMO / "demo_cnn.pte")
+    assert code == 0
+    (delegate,) = record["plans"][0]["delegates"]
+    ops = delegate["npu_operations"]
+    assert len(ops) == 48 and delegate["npu_operations_error"] is None
+    conv = ops[35]
+    assert conv["kind"] == "conv" and conv["summary"].startswith("conv 3×3/1 32×32×3 → 32×32×16")
+    assert conv["kernel"]["pad_left"] == 1 and conv["weights"][0]["length"] == 608
+    assert conv["ifm"]["dtype"] == "int8" and conv["ofm"]["layout"] == "NHCWB16"
+    assert "NPU operations: 48 (36 pool, 3 dma, 3 dma wait, 4 conv, 1 kernel wait," in text
+
+
+def test_inspect_names_the_delegate_and_word_of_a_corrupt_stream(tmp_path: Path) -> None:
+    data = bytearray((DEMO / "demo_cnn.pte").read_bytes())
+    with open_program(DEMO / "demo_cnn.pte") as program:
+        (info,) = delegates(program)
+        assert info.payload is not None and info.payload.command_stream_offset is not None
+        at = program.delegate_span(info.delegate).offset + info.payload.command_stream_offset
+    word = 7
+    data[at + 4 * word : at + 4 * word + 4] = struct.pack("<I", 0x3FE)
+    bad = tmp_path / "bad.pte"
+    bad.write_bytes(bytes(data))
+    code, record, text = _inspect(bad)
+    assert code == 0  # the rest of the program still inspects
+    (delegate,) = record["plans"][0]["delegates"]
+    error = delegate["npu_operations_error"]
+    assert error == (f"{bad}: delegate 0 command stream word {word} at offset "
+                     f"{at + 4 * word:#x}: unknown command code 0x3fe")  # fmt: skip
+    assert delegate["npu_operations"] == []
+    assert f"command stream error: {bad}: delegate 0 command stream word 7" in text
