@@ -184,6 +184,37 @@ def program_io_quantization(plan: ExecutionPlan) -> list[IoQuantization]:
     return records
 
 
+def delegate_io_quantization(
+    plan: ExecutionPlan, delegate_index: int, n_inputs: int
+) -> tuple[list, list]:
+    """(inputs, outputs) of the first call of a delegate taking ``n_inputs`` tensors: per
+    tensor, ``(integer dtype, scale, zero point, where)`` from the quantize kernel that
+    writes it or the dequantize kernel that reads it, else None."""
+    calls = [i for i in plan.instructions if isinstance(i, DelegateCall)]
+    call = next((i for i in calls if i.delegate_index == delegate_index), None)
+    if call is None:
+        return [], []
+    writers: dict[int, tuple] = {}
+    readers: dict[int, tuple] = {}
+    for instruction in plan.instructions:
+        if not isinstance(instruction, KernelCall) or not (
+            0 <= instruction.op_index < len(plan.operators)
+        ):
+            continue
+        name = plan.operators[instruction.op_index].qualified_name
+        figures = _kernel_figures(plan, instruction) if name in (QUANTIZE, DEQUANTIZE) else None
+        if figures is None:
+            continue
+        entry = (figures["integer_dtype"], figures["scale"], figures["zero_point"])
+        if name == QUANTIZE and len(instruction.args) > 6:
+            writers[instruction.args[6]] = (*entry, "quantize_per_tensor on the CPU")
+        elif name == DEQUANTIZE:
+            readers[instruction.args[0]] = (*entry, "dequantize_per_tensor on the CPU")
+    inputs = [writers.get(v) for v in call.args[:n_inputs]]
+    outputs = [readers.get(v) for v in call.args[n_inputs:]]
+    return inputs, outputs
+
+
 # --------------------------------------------------------------------- Vela's npz
 
 

@@ -6,6 +6,7 @@ from etu.parsers.errors import ParseError
 from etu.parsers.ethosu import EthosUPayload, VelaIO, is_ethosu_delegate
 from etu.parsers.program_facts import DelegateInfo
 from etu.parsers.pte import Program
+from etu.runner.io_quantization import delegate_io_quantization
 from etu.tui.safe_text import printable
 from etu.tui.widgets.formatting import nbytes, shape
 from textual.app import ComposeResult
@@ -30,7 +31,9 @@ def npu_target(info: DelegateInfo) -> str | None:
     return info.delegate.spec("target")
 
 
-def _io_rows(role: str, ios: list[VelaIO]) -> list[Content]:
+def _io_rows(role: str, ios: list[VelaIO], grids: list | None = None) -> list[Content]:
+    """Each NPU input or output; with ``grids`` (from :func:`delegate_io_quantization`)
+    the integers it holds: dtype, scale and zero point, and which kernel says so."""
     if not ios:
         return [_row(role, "none")]
     rows = []
@@ -42,6 +45,11 @@ def _io_rows(role: str, ios: list[VelaIO]) -> list[Content]:
                 f" · region {io.region} + {io.offset:#x}",
             )
         )
+        grid = grids[i] if grids and i < len(grids) else None
+        if grid is not None:  # the kernel that (de)quantizes it, on the CPU
+            dtype, scale, zero, where = grid
+            label = "  quantized" if where.startswith("quantize") else "  dequantized"
+            rows.append(_row(label, f"{dtype} · scale {scale:.4g} · zp {zero} (CPU)"))
     return rows
 
 
@@ -77,6 +85,7 @@ def payload_content(program: Program, info: DelegateInfo) -> Content:
     else:
         npu = Content.assemble((spec_target or "unknown", "bold"), ("  (compile spec)", "dim"))
     words = f" ({payload.command_stream_words} words)" if payload.command_stream_words else ""
+    grids = delegate_io_quantization(info.plan, info.index, len(payload.inputs))
     lines += [
         _row("command stream", f"{fmt} · {nbytes(payload.command_stream_size)}{words}"),
         _row("NPU", npu),
@@ -89,8 +98,8 @@ def payload_content(program: Program, info: DelegateInfo) -> Content:
             else "set by runner build",
         ),
         _row("layout", payload.layout, "dim"),
-        *_io_rows("inputs", payload.inputs),
-        *_io_rows("outputs", payload.outputs),
+        *_io_rows("inputs", payload.inputs, grids[0]),
+        *_io_rows("outputs", payload.outputs, grids[1]),
     ]
     for block, key in payload.external_blocks.items():
         lines.append(_row("external", f"{block} → named data {key!r}"))
