@@ -101,7 +101,7 @@ KEYS: tuple[KeySpec, ...] = (
         "u",
         "run",
         "Run",
-        "View: run on the FVP",
+        "View: run on an FVP, the emulated board or a board",
         "Run the firmware, watch its log, PMU, allocators and outputs",
     ),
     _tab(
@@ -248,7 +248,7 @@ KEYS: tuple[KeySpec, ...] = (
         "start_run",
         "run",
         "Start",
-        "Run: start the firmware on the FVP",
+        "Run: start the firmware on the target (an FVP or the emulated board)",
         "Checks the program, target and firmware first; recorded as a session",
     ),
     KeySpec(
@@ -258,7 +258,7 @@ KEYS: tuple[KeySpec, ...] = (
         "run",
         "Stop",
         "Run: stop the run",
-        "Stops the simulator's whole process group",
+        "Stops the simulator's whole process group, or a board's monitor",
     ),
     KeySpec(
         "maximize_log",

@@ -104,6 +104,7 @@ class RunPanel(Vertical):
         self._lock = threading.Lock()
         self._closing = False
         self._frozen = False
+        self._board_in_header = False  # a board's session stays on top until a control moves
 
     # -- layout ------------------------------------------------------------------------
 
@@ -226,6 +227,7 @@ class RunPanel(Vertical):
 
     def set_elf(self, elf: Path) -> None:
         self.elf, self.elf_picked = elf, True
+        self._board_in_header = False
         self._show_controls()
         self._preview()
 
@@ -330,6 +332,7 @@ class RunPanel(Vertical):
         if self.workspace is None:
             raise RuntimeError("no workspace to record the session in")
         launch.board = launch.board or str(meta.get("board") or "board")
+        self._board_in_header = True
 
         def prepare() -> LaunchPlan:
             return LaunchPlan([], dict(meta), launch, None, "board")
@@ -642,7 +645,8 @@ class RunPanel(Vertical):
         (it is no FVP's next run), else the next run on the chosen target."""
         live = self.live
         launch = live.launch if live is not None else None
-        shown = launch is not None and (live.running or (launch.board and self.shown is live))
+        board = launch is not None and launch.board and self._board_in_header
+        shown = launch is not None and (live.running or (board and self.shown is live))
         self.header.show(launch if shown else None, self.target)
 
     # -- controls ----------------------------------------------------------------------
@@ -659,6 +663,7 @@ class RunPanel(Vertical):
     def _target_changed(self, event: Select.Changed) -> None:
         if isinstance(event.value, str) and event.value != self.target:
             self.target = event.value
+            self._board_in_header = False
             self._preview()
             self._show_banner()
             self._show_top()

@@ -594,7 +594,10 @@ async def test_palette_starts_a_run_from_another_tab(workspace: Path, standin: P
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert app.query_one(TabbedContent).active == PROGRAM_TAB
-        await palette_search(pilot, "start the firmware", "Run: start the firmware on the FVP")
+        await palette_search(
+            pilot, "start the firmware",
+            "Run: start the firmware on the target (an FVP or the emulated board)",
+        )  # fmt: skip
         await pilot.press("enter")
         await pilot.pause()
         assert app.query_one(TabbedContent).active == RUN_TAB
