@@ -178,9 +178,12 @@ class VirtualWiseEye2:
     READY = b"Send data using the xmodem protocol from your terminal\r\n"
     QUESTION = b"Do you want to end file transmission and reboot system? (y)\r\n"
 
-    def __init__(self, pty: Pty, boot_log: bytes) -> None:
+    def __init__(self, pty: Pty, boot_log: bytes, *, eager: bool = False) -> None:
         self.pty = pty
         self.boot_log = boot_log
+        # A key that came right after the menu was the choice: the menu and the ready line
+        # reach the host together (a host slow to read the menu, still pressing keys).
+        self.eager = eager
         self.received: list[bytes] = []
         self.error: BaseException | None = None
         self._stop = threading.Event()
@@ -208,6 +211,8 @@ class VirtualWiseEye2:
             while not self._stop.is_set():
                 # Keys from the "any key" pokes still arrive just after the menu; the
                 # choice is the host's key after it has read the menu.
+                if self.eager:
+                    break
                 got = self._key(0.2)
                 if b"1" in got and time.monotonic() - shown > 0.04:
                     break

@@ -48,7 +48,8 @@ class FlashProgressed(Message):
 
 @dataclass
 class Flashed(Message):
-    """Flashing ended; ``source`` (an open byte source) follows the board's boot."""
+    """Flashing ended; ``source`` (an open byte source) follows the board's boot, None
+    when the board has no port to follow."""
 
     source: Any
     meta: dict
@@ -67,6 +68,28 @@ class BoardMonitorRequested(Message):
     source: Any
     meta: dict
     label: str
+
+
+TAB_ADVICE = {
+    "port": "pick the board's port in Port",
+    "mcc_port": "pick one of the board's ports in Port (its MCC port is found beside it)",
+    "drive": "mount the board's USB drive",
+    "probe": "connect a debug probe",
+}
+
+
+def tab_advice(error: BaseException) -> str:
+    """One line for the status: the error, and what to do about it in this tab (a flash
+    method's missing need, runner.boards.flash.NeedMissing), never a CLI option."""
+    from etu.parsers.errors import first_line
+    from etu.runner.boards.flash import FlashError
+    from etu.runner.boards.source import PortError
+
+    # the flash path's own errors are one line already; anything else is named by its kind
+    expected = isinstance(error, FlashError | PortError)
+    text = first_line(str(error)) if expected else describe_error(error)
+    advice = TAB_ADVICE.get(getattr(error, "need", ""))
+    return f"{text}: {advice}" if advice and advice not in text else text
 
 
 class FirmwareScreen(OpenFileScreen):
@@ -247,49 +270,57 @@ class BoardsPanel(Vertical):
         if self.firmware is None:
             self._status("no firmware to flash: press e to pick one", error=True)
             return False
-        port = self.query_one("#boards-port", Select).value
-        port = None if port in (EMULATED_PORT, Select.BLANK) else str(port)
-        if profile.method not in ("qemu", "pyocd", "mps3-drive") and port is None:
-            self._status(f"{profile.name} flashes through a serial port: pick one", error=True)
-            return False
+        picked = self.query_one("#boards-port", Select).value
+        picked = None if picked in (EMULATED_PORT, Select.BLANK) else str(picked)
         baud_text = self.query_one("#boards-baud", Input).value.strip()
         baud = int(baud_text) if baud_text.isdigit() else None
+        from etu.runner.boards.flash import FlashError
+        from etu.runner.boards.ports import pick_ports
+
+        try:
+            link = pick_ports(profile, self.ports, port=picked)
+        except FlashError as error:
+            self._status(tab_advice(error), error=True)
+            return False
         self.flashing = True
         bar = self.query_one("#boards-progress", ProgressBar)
         bar.display = True
         bar.update(total=None, progress=0)
         self._status(f"flashing {self.firmware.name} to {profile.name}…")
         self.app.refresh_bindings()
-        self.run_worker(partial(self._flash_in_thread, profile, self.firmware, port, baud),
+        self.run_worker(partial(self._flash_in_thread, profile, self.firmware, link, baud),
                         thread=True, group="boards-flash", exit_on_error=False)  # fmt: skip
         return True
 
-    def _flash_in_thread(self, profile, firmware: Path, port: str | None, baud: int | None):
-        from etu.runner.boards.flash import FlashError, flash_board, parse_file_spec
-        from etu.runner.boards.source import SerialSource
+    def _flash_in_thread(self, profile, firmware: Path, link, baud: int | None) -> None:
+        """Flash through the one flash path (runner.boards.flash.flash_board) and hand the
+        board's boot, with its session meta, to the Run tab."""
+        from etu.runner.boards.flash import (
+            FlashFile,
+            flash_board,
+            flashed_session_meta,
+            monitor_source,
+        )
 
+        files = [FlashFile(firmware)]
         try:
             result = flash_board(
-                profile, [parse_file_spec(str(firmware))], port=port,
+                profile, files, link,
                 status=lambda text: self.post_message(FlashStatus(text)),
                 progress=lambda p: self.post_message(FlashProgressed(p)),
             )  # fmt: skip
-            source = result.source
-            if source is None:
-                if result.handle is None and result.port is None:
-                    raise FlashError(f"{profile.name}: flashed, but no port to monitor")
-                settings = dict(profile.serial_settings)
-                if baud:
-                    settings["baudrate"] = baud
-                source = SerialSource(result.port, settings, handle=result.handle,
-                                      initial=result.initial)  # fmt: skip
+            source = monitor_source(profile, result, baud=baud)
+            meta = flashed_session_meta(profile, files, result, baud=baud)
         except Exception as error:  # every failure is one line, never a traceback
-            self.post_message(FlashFailed(describe_error(error)))
+            self.post_message(FlashFailed(tab_advice(error)))
             return
-        meta = {"port": result.port or EMULATED_PORT, "board": profile.name,
-                "baud": baud or profile.baud, "label": profile.label or "board",
-                "flashed": result.files, "firmware": str(firmware)}  # fmt: skip
-        self.post_message(Flashed(source, meta, profile.label or profile.name))
+        label = profile.label or profile.name
+        if source is None:  # flashed (pyOCD) with no port picked to follow the boot
+            self.post_message(Flashed(None, meta, label))
+            return
+        if result.source is not None:
+            meta["port"] = meta["port"] or EMULATED_PORT
+        self.post_message(Flashed(source, meta, label))
 
     def on_flash_status(self, message: FlashStatus) -> None:
         self._status(message.text)
@@ -311,8 +342,11 @@ class BoardsPanel(Vertical):
         self.flashing = False
         bar = self.query_one("#boards-progress", ProgressBar)
         bar.update(total=1, progress=1)
-        self._status(f"flashed; monitoring {message.label} in the Run tab")
         self.app.refresh_bindings()
+        if message.source is None:
+            self._status(f"flashed {message.label}; pick its UART in Port to watch it run")
+            return
+        self._status(f"flashed; monitoring {message.label} in the Run tab")
         self.post_message(BoardMonitorRequested(message.source, message.meta, message.label))
 
     def _status(self, text: str, *, error: bool = False) -> None:

@@ -122,11 +122,16 @@ def flash_wiseeye2(
         status(f"waiting for the bootloader on {port} (reset the board)")
         expect(handle, _prompt(profile, "boot"), port_name=port)
         key = str(transfer.get("enter_key", "1")).encode()
-        expect(handle, _prompt(profile, "menu"), port_name=port, poke=key)
+        after = expect(handle, _prompt(profile, "menu"), port_name=port, poke=key)
         time.sleep(0.05)
-        handle.reset_input_buffer()  # the echoes of our key presses
-        handle.write(str(transfer.get("menu_choice", "1")).encode())
-        pending = _line_rest(handle, expect(handle, _prompt(profile, "ready"), port_name=port))
+        # A poke that reached the board after its menu was already taken as the choice
+        # (the menu's key is the poke's): its "ready" line may be here. Nothing read is
+        # thrown away, or that line would be, and etu would wait for it in vain.
+        after += handle.read(handle.in_waiting)
+        ready = _prompt(profile, "ready")
+        if ready.text.encode() not in after:
+            handle.write(str(transfer.get("menu_choice", "1")).encode())
+        pending = _line_rest(handle, _then(handle, ready, after, port))
         for index, (file, data) in enumerate(payloads):
             status(f"sending {file.name} ({len(data):,} bytes, XMODEM {block})")
             stats = xmodem_send(handle, data, name=file.name, block_size=block, retries=retries,

@@ -110,4 +110,7 @@ async def test_a_serial_board_without_a_port_says_so(workspace, ports) -> None:
         app.query_one("#boards-profile", Select).value = "wiseeye2"
         await settle(pilot)
         assert panel.action_flash() is False
-        assert "serial port" in panel.last_status and not panel.flashing
+        assert panel.last_status == (
+            "wiseeye2: no connected port matches the profile: pick the board's port in Port"
+        )
+        assert not panel.flashing

@@ -25,7 +25,7 @@ from etu.runner.boards.ports import PortInfo, pick_ports
 from etu.runner.boards.profiles import get_profile, load_profiles
 from etu.runner.session import board_session_meta, firmware_meta
 
-from tests.board_peers import Pty, etu_argv, etu_env
+from tests.board_peers import Pty, VirtualWiseEye2, etu_argv, etu_env, runner_log
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEMO = ROOT / "etu_tui" / "demo"
@@ -88,6 +88,28 @@ def test_the_drive_is_found_by_its_volume_label(tmp_path: Path, monkeypatch) -> 
     profile.transfer["volume_label"] = "V2M MPS3"
     link = check_needs(profile, BoardLink(mcc_port="/dev/x"))
     assert link.drive == drive
+
+
+def test_a_wiseeye2_that_takes_a_poke_as_its_menu_choice_is_still_flashed(tmp_path) -> None:
+    """etu presses the "any key" until the menu shows; a press that reaches the bootloader
+    after its menu is taken as the choice, and its "ready" line comes before etu chose.
+    That line was thrown away with the key echoes, and etu waited 5 s for it in vain (seen
+    in the Boards tab under load)."""
+    from etu.runner.boards.flash import FlashFile
+
+    image = tmp_path / "output.img"
+    image.write_bytes(bytes(range(256)) * 8)
+    pty = Pty()
+    board = VirtualWiseEye2(pty, runner_log(5), eager=True).start()
+    try:
+        result = flash_board(get_profile("wiseeye2"), [FlashFile(image)],
+                             BoardLink(port=pty.path))  # fmt: skip
+        result.handle.close()
+    finally:
+        board.stop()
+        pty.close()
+    assert board.error is None, board.error
+    assert board.received[0].rstrip(b"\x1a") == image.read_bytes()
 
 
 # ------------------------------------------------------------------ picking ports
