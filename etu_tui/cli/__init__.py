@@ -86,8 +86,10 @@ def _console_parser() -> argparse.ArgumentParser:
 def _open_console(path: Path | None) -> int:
     if path is not None and not path.exists():
         from etu.parsers.text import printable
+        from etu.tui.cli.errors import print_error
 
-        print(f"etu: {printable(str(path))}: no such file or folder", file=sys.stderr)
+        message = f"{printable(str(path))}: no such file or folder"
+        print_error(message, as_json=False, out=sys.stdout, err=sys.stderr)
         return 2
     from etu.runner.run import install_stop_signals, wait_all_runs
     from etu.tui import app as console  # Textual is imported only for the console

@@ -55,7 +55,7 @@ class Echo(RunListener):
             self.lines.put(None, timeout=timeout)
         self.thread.join(timeout)
         if self.dropped:
-            self.err.write(
-                f"etu: {self.dropped:,} lines not printed (stdout did not keep up); "
-                "the session has every byte\n"
-            )
+            from etu.tui.cli.errors import notice
+
+            notice(self.err, f"{self.dropped:,} lines not printed (stdout did not keep up); "
+                   "the session has every byte")  # fmt: skip
