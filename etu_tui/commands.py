@@ -21,6 +21,14 @@ class HasPaletteCommands(Protocol):
     def palette_commands(self) -> list[PaletteCommand]: ...
 
 
+@runtime_checkable
+class PanelCommands(Protocol):
+    """The one hook by which a panel adds palette entries beyond the key table (every key
+    is a row of etu.tui.keys): entries whose ``action`` runs on the panel."""
+
+    def palette_entries(self) -> list[PaletteCommand]: ...
+
+
 class EtuCommands(Provider):
     """Commands from the App's own table; no second list to keep in step."""
 

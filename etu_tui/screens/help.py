@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from etu.tui.keys import KEYS, PANELS, KeySpec, panel_bindings, spec_by_id
+from etu.tui.keys import OWNERS, KeySpec, bindings, specs
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
@@ -19,44 +19,21 @@ def key_text(spec: KeySpec, keymap: dict[str, str], display) -> str:
     return " ".join(display(Binding(key, spec.action)) for key in keys.split(","))
 
 
-def help_content(
-    keymap: dict[str, str], display, extra: dict[str, list[Binding]] | None = None
-) -> Content:
-    """One section per panel: key, the binding id for the keymap, what it does.
-    ``extra``: a panel's own bindings that are not rows of the action table."""
+def help_content(keymap: dict[str, str], display) -> Content:
+    """One section per tab, widget and dialog: key, the binding id for the keymap, what
+    it does (a row bound by several panels shows in each)."""
     lines: list[Content] = []
-    seen: set[tuple[str, str]] = set()
-    extra = extra or {}
-    for owner, title in PANELS.items():
-        rows = [spec for spec in KEYS if spec.owner == owner]
-        rows += [
-            KeySpec(
-                b.id or b.action,
-                b.key,
-                b.action,
-                owner,
-                b.description,
-                f"{title}: {b.tooltip or b.description}",
-            )
-            for b in extra.get(owner, [])
-        ]
+    for owner, title in OWNERS.items():
+        rows = specs(owner)
         if not rows:
             continue
         if lines:
             lines.append(Content(""))
         lines.append(Content.styled(title, "bold $accent"))
         for spec in rows:
-            if (owner, spec.id) in seen:
-                continue
-            seen.add((owner, spec.id))
             keys = key_text(spec, keymap, display)
-            what = spec.title.split(": ", 1)[-1]
             lines.append(
-                Content.assemble(
-                    (f"  {keys:<9} ", "bold"),
-                    (f"{spec.id:<20} ", "dim"),
-                    what,
-                )
+                Content.assemble((f"  {keys:<9} ", "bold"), (f"{spec.id:<20} ", "dim"), spec.what)
             )
     return Content("\n").join(lines)
 
@@ -80,20 +57,15 @@ class HelpScreen(ModalScreen[None]):
     }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q,question_mark,f1", "close", "Close", show=False, id="help_close"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings("help_screen")
 
     def compose(self) -> ComposeResult:
-        keymap = dict(getattr(self.app, "_keymap", {}) or {})
-        extra = {
-            tab: [b for b in panel_bindings(panel) if b.id and spec_by_id(b.id) is None]
-            for tab, _label, panel, _panel_id in getattr(self.app, "TABS", [])
-        }
+        # The keymap the App applied (EtuApp keeps it; Textual's own copy is private).
+        keymap: dict[str, str] = dict(getattr(self.app, "keymap_in_use", {}))
         with Vertical() as box:
             box.border_title = "Keys"
             with VerticalScroll():
-                yield Static(help_content(keymap, self.app.get_key_display, extra), id="help-keys")
+                yield Static(help_content(keymap, self.app.get_key_display), id="help-keys")
             yield Label(
                 "Escape closes · [keymap] in etu.toml rebinds an id",
                 markup=False,

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textual.message import Message
+
+if TYPE_CHECKING:
+    from etu.runner.compile_job import CompileJob, CompileResult
 
 
 class CompileMessage(Message, bubble=False):
@@ -16,11 +19,10 @@ class CompileMessage(Message, bubble=False):
 
 @dataclass
 class CompileStarted(CompileMessage, bubble=False):
-    """Compile ``job_id`` made its job (runner.compile_job.CompileJob): it can be
-    cancelled now."""
+    """Compile ``job_id`` made its job: it can be cancelled now."""
 
     job_id: int
-    job: Any
+    job: CompileJob
 
 
 @dataclass
@@ -42,13 +44,13 @@ class CompileLog(CompileMessage, bubble=False):
 @dataclass
 class CompileDone(CompileMessage, bubble=False):
     job_id: int
-    result: Any  # runner.compile_job.CompileResult
+    result: CompileResult
 
 
 @dataclass
 class SweepRow(CompileMessage, bubble=False):
     sweep_id: int
-    row: dict  # runner.compile_job.comparison_row
+    row: dict[str, object]  # runner.compile_job.comparison_row
 
 
 @dataclass

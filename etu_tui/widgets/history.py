@@ -17,9 +17,11 @@ from typing import ClassVar
 
 from etu.parsers.text import printable
 from etu.runner.history import SessionRow
+from etu.tui.keys import bindings
+from etu.tui.numbers import number, percent, seconds
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Static
@@ -48,24 +50,30 @@ FIGURES: tuple[tuple[str, str], ...] = (
 MARK = "●"
 
 
+@dataclass
 class HistoryListed(Message):
-    def __init__(self, rows: list[SessionRow], request: int, error: str | None = None) -> None:
-        super().__init__()
-        self.rows, self.request, self.error = rows, request, error
+    """The workspace's sessions, or why they could not be listed."""
+
+    rows: list[SessionRow]
+    request: int
+    error: str | None = None
 
 
+@dataclass
 class DiffReady(Message):
-    def __init__(self, result: dict | None, error: str | None, request: int) -> None:
-        super().__init__()
-        self.result, self.error, self.request = result, error, request
+    """Two marked sessions compared (runner.diff's record), or why not."""
+
+    result: dict[str, object] | None
+    error: str | None
+    request: int
 
 
+@dataclass
 class ReplayRequested(Message):
     """Show ``folder`` in the Run tab's panes; ``timed``: at the recorded pace."""
 
-    def __init__(self, folder: Path, timed: bool) -> None:
-        super().__init__()
-        self.folder, self.timed = folder, timed
+    folder: Path
+    timed: bool
 
 
 @dataclass(slots=True)
@@ -86,14 +94,6 @@ def _sort_key(row: SessionRow, column: int):
     return (missing, value if not missing else 0)
 
 
-def _n(value) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.1f}s"
-    return f"{value:,}"
-
-
 class HistoryPanel(Vertical):
     """Sessions table (sortable), a side-by-side compare of two marked sessions, a chart."""
 
@@ -107,21 +107,7 @@ class HistoryPanel(Vertical):
     }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("s", "sort", "Sort", id="sort_sessions", tooltip="Sort by the next column"),
-        Binding("space", "mark", "Mark", id="mark_session", tooltip="Mark for compare"),
-        Binding("v", "compare", "Compare", id="compare_sessions", tooltip="The two marked"),
-        Binding("g", "next_figure", "Figure", id="next_figure", tooltip="Chart figure"),
-        Binding("r", "replay", "Replay", id="replay_session", tooltip="In the Run tab"),
-        Binding(
-            "y",
-            "replay_timed",
-            "Replay timed",
-            id="replay_timed",
-            tooltip="In the Run tab, at the recorded pace",
-        ),
-        Binding("ctrl+r", "refresh", "Refresh", id="refresh_sessions", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings("history")
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -222,11 +208,11 @@ class HistoryPanel(Vertical):
             printable(f"{row.program['name']} {row.program['short']}".strip()),
             printable(f"{row.firmware['name']} {row.firmware['short']}".strip()),
             printable(row.ending["reason"] + (f" @{line}" if line else "")),
-            _n(row.npu_cycles),
-            _n(row.cpu_cycles),
-            _n(row.method_allocator_used),
-            _n(row.temp_allocator),
-            "-" if row.duration_s is None else f"{row.duration_s:.1f}s",
+            number(row.npu_cycles),
+            number(row.cpu_cycles),
+            number(row.method_allocator_used),
+            number(row.temp_allocator),
+            seconds(row.duration_s),
         ]
 
     def _fill_table(self) -> None:
@@ -399,14 +385,8 @@ def _short_id(session_id: str) -> str:
 def compare_rows(result: dict) -> list[tuple[str, str, str, str, str]]:
     """The compare table's rows: (what, A, B, change, % change), changed figures marked."""
 
-    def fmt(value, width: int = 22) -> str:
-        if value is None:
-            return "-"
-        if isinstance(value, float):
-            return f"{value:.6g}"
-        if isinstance(value, int):
-            return f"{value:,}"
-        text = printable(str(value))
+    def fmt(value: object, width: int = 22) -> str:
+        text = printable(number(value))
         return text if len(text) <= width else text[: width - 1] + "…"
 
     rows: list[tuple[str, str, str, str, str]] = []
@@ -417,14 +397,11 @@ def compare_rows(result: dict) -> list[tuple[str, str, str, str, str]]:
         for item in result[group]:
             if item["a"] is None and item["b"] is None:
                 continue
-            delta = item["delta"]
-            if delta is not None:
-                delta = f"{delta:+,}" if isinstance(delta, int) else f"{delta:+.6g}"
             rows.append((
                 ("  " if item["equal"] else "≠ ") + item["name"].removeprefix("ETHOSU_PMU_"),
                 fmt(item["a"]), fmt(item["b"]),
-                delta or "",
-                "" if item["percent"] is None else f"{item['percent']:+.2f}%",
+                number(item["delta"], signed=True, missing=""),
+                percent(item["percent"], signed=True, missing=""),
             ))  # fmt: skip
     for output in result["outputs"]:
         rows.append((
