@@ -556,7 +556,7 @@ class _Replay:
         if not unary and flags.scalar:
             scalar = _signed16(self.p("NPU_SET_IFM2_SCALAR"))
         elif not unary:
-            ifm2 = self.feature_map("IFM2", IFM_PRECISION, 0xF)
+            ifm2 = self.feature_map("IFM2", IFM_PRECISION, 0xF, flags)
         scales = {}
         if not unary:
             scales = {"opa_scale": self.scale("NPU_SET_OPA_SCALE"),
@@ -564,7 +564,14 @@ class _Replay:
         return NpuOperation(**base, kind="elementwise", mode=mode, ifm2=ifm2, ifm2_scalar=scalar,
                             broadcast=None if unary else flags, **scales, **common)  # fmt: skip
 
-    def feature_map(self, which: str, precisions: dict[int, str], mask: int) -> FeatureMap:
+    def feature_map(
+        self,
+        which: str,
+        precisions: dict[int, str],
+        mask: int,
+        broadcast: Broadcast | None = None,
+    ) -> FeatureMap:
+        """The map's registers; an IFM2 broadcast along an axis has size 1 along it."""
         precision = self.p(f"NPU_SET_{which}_PRECISION")
         dtype = precisions.get(precision & mask)
         if dtype is None:
@@ -581,8 +588,12 @@ class _Replay:
             depth = self.p("NPU_SET_OFM_DEPTH_M1") + 1
         else:
             height, width = tile_h0, tile_w0
-            # IFM2 has no depth register: it has the IFM's (or the OFM's) depth
+            # IFM2 has no depth register: it has the IFM's depth, unless broadcast
             depth = self.p("NPU_SET_IFM_DEPTH_M1") + 1
+        if broadcast is not None:
+            height = 1 if broadcast.height else height
+            width = 1 if broadcast.width else width
+            depth = 1 if broadcast.depth else depth
         zero_point = self.p(f"NPU_SET_{which}_ZERO_POINT")
         fm = FeatureMap(
             region=self.p(f"NPU_SET_{which}_REGION") & 0x7,

@@ -46,6 +46,17 @@ def fuzz_payload(data: bytes) -> None:
     json.dumps(payload_summary(decode_ethosu_payload(data)))
 
 
+def fuzz_npu_commands(data: bytes) -> None:
+    """A delegate payload whose command stream is decoded into NPU operations."""
+    from etu.parsers.ethosu import decode_ethosu_payload
+    from etu.parsers.ethosu_commands import decode_payload_operations
+
+    stream = decode_payload_operations(data, decode_ethosu_payload(data))
+    json.dumps([op.to_json() for op in stream.operations])
+    for op in stream.operations:
+        op.summary  # noqa: B018 (the one line the NPU tab shows must not fail)
+
+
 def fuzz_vela_summary(data: bytes) -> None:
     from etu.parsers.vela_csv import parse_summary_csv
 
@@ -126,6 +137,7 @@ def fuzz_session(data: bytes) -> None:
 HARNESSES: dict[str, Callable[[bytes], None]] = {
     "program": fuzz_program,
     "payload": fuzz_payload,
+    "npu_commands": fuzz_npu_commands,
     "vela_summary": fuzz_vela_summary,
     "vela_per_layer": fuzz_vela_per_layer,
     "vela_debug": fuzz_vela_debug,
@@ -168,6 +180,7 @@ def seed_files(name: str) -> list[Path]:
     return {
         "program": _programs(),
         "payload": [],
+        "npu_commands": [],
         "vela_summary": [*sorted(vela.rglob("*_summary_*.csv")),
                          *demo_vela.glob("*_summary_*.csv")],
         "vela_per_layer": [*sorted(vela.rglob("*_per-layer.csv")),
@@ -186,7 +199,7 @@ def seed_files(name: str) -> list[Path]:
 def seeds(name: str) -> list[bytes]:
     """Seed inputs (real artifacts), then every kept finding for the format."""
     found = [p.read_bytes() for p in seed_files(name) if p.is_file()]
-    if name == "payload":
+    if name in ("payload", "npu_commands"):
         found = _payloads()
     if name == "session":
         found = [_session_seed(f) for f in sorted((DATA / "sessions").glob("*/*")) if f.is_dir()]

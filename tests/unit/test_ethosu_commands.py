@@ -805,3 +805,49 @@ def test_inspect_names_the_delegate_and_word_of_a_corrupt_stream(tmp_path: Path)
                      f"{at + 4 * word:#x}: unknown command code 0x3fe")  # fmt: skip
     assert delegate["npu_operations"] == []
     assert f"command stream error: {bad}: delegate 0 command stream word 7" in text
+
+
+def test_mutated_streams_give_parse_errors_only() -> None:
+    """Word-level mutations inside the demo's command stream (the byte-level fuzzer of
+    tests/fuzzing.py mostly lands in the weights): decoded, or one ParseError."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    ((_, blob, _),) = _program_streams(DEMO / "demo_cnn.pte")
+    payload = decode_ethosu_payload(blob)
+    start, count = payload.command_stream_offset, payload.command_stream_words
+    assert start is not None and count is not None
+    words = list(struct.unpack_from(f"<{count}I", blob, start))
+    interesting = st.sampled_from([0, 0xFFFFFFFF, 0x4000, 0x7FFF_4020, 0xFFFF_0122, 0x3FF])
+    edit = st.tuples(st.integers(0, count - 1), st.one_of(st.integers(0, 2**32 - 1), interesting))
+
+    @settings(
+        max_examples=300, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
+    @given(st.lists(edit, min_size=1, max_size=6), st.integers(0, count))
+    def one(edits: list[tuple[int, int]], keep: int) -> None:
+        mutated = list(words)
+        for at, value in edits:
+            mutated[at] = value
+        try:
+            stream = decode_command_stream(mutated[:keep], regions={0: 16528, 1: 23328})
+        except ParseError as error:
+            assert "\n" not in str(error) and "word" in str(error)
+            return
+        json.dumps([op.to_json() for op in stream.operations])
+        assert all(op.summary for op in stream.operations)
+
+    one()
+
+
+def test_a_depth_broadcast_ifm2_is_one_channel() -> None:
+    """An IFM2 broadcast along C holds one channel: its shape (and the extent checked
+    against its region) must not take the IFM's 16 channels, as it did before."""
+    words = _conv()[:-1] + _cmd0("NPU_SET_IFM2_REGION", 1) + _cmd0("NPU_SET_IFM2_PRECISION", 1)
+    words += _cmd0("NPU_SET_IFM2_HEIGHT0_M1", 3) + _cmd0("NPU_SET_IFM2_WIDTH0_M1", 3)
+    words += _cmd1("NPU_SET_IFM2_STRIDE_X", 1) + _cmd1("NPU_SET_IFM2_STRIDE_Y", 4)
+    words += _cmd1("NPU_SET_IFM2_BASE0", 0x1F0) + _cmd0("NPU_SET_IFM2_BROADCAST", 4)
+    stream = decode_command_stream([*words, *_cmd0("NPU_OP_ELEMENTWISE", 1), STOP], regions=REGIONS)
+    (op,) = stream.operations
+    assert op.ifm2 is not None and op.ifm2.shape_text == "4×4×1"
+    assert op.summary == "elementwise add 4×4×16 add 4×4×1 → 4×4×16"
