@@ -17,7 +17,6 @@ from typing import ClassVar, NamedTuple
 from etu.parsers.errors import describe_error
 from etu.parsers.pte import ExecutionPlan
 from etu.runner.firmware import rebuild_command
-from etu.runner.run_model import LEVELS
 from etu.runner.workspace import (
     ProgramFacts,
     VelaResult,
@@ -30,8 +29,8 @@ from etu.runner.workspace import (
     workspace_vela,
     writable_workspace,
 )
-from etu.tui.commands import EtuCommands, PaletteCommand
-from etu.tui.keys import KEYS, PANELS, bindings, panel_bindings, spec_by_id
+from etu.tui.commands import EtuCommands, PaletteCommand, PanelCommands
+from etu.tui.keys import KEYS, PANELS, bindings
 from etu.tui.safe_text import PrintableFilter, printable
 from etu.tui.screens.help import HelpScreen
 from etu.tui.screens.open_file import OpenFileScreen
@@ -50,7 +49,6 @@ from etu.tui.widgets.program_panels import (
     ProgramPanel,
     TensorsPanel,
 )
-from etu.tui.widgets.run_log import TIME_MODES
 from textual import actions, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
@@ -133,6 +131,7 @@ class EtuApp(App[int]):
         self._request = 0  # increases per open; stale worker results are dropped
         self.load_state: str = "loading"  # loading / ready / failed: for tests and scripts
         self._user_keymap = keymap
+        self.keymap_in_use: dict[str, str] = {}  # binding id -> keys, as set_keymap got it
         # The boundary to the terminal: no rendered line carries a raw control (issue 9).
         self._filters.append(PrintableFilter())
 
@@ -160,6 +159,15 @@ class EtuApp(App[int]):
             self.notify(f"{problem} (`etu config` shows the settings)",
                         title="Settings", severity="warning", markup=False)  # fmt: skip
         self.open_target(self.target)
+
+    def set_keymap(self, keymap: dict[str, str]) -> None:
+        """Textual's keymap, kept here too: the palette and help screen show its keys."""
+        super().set_keymap(keymap)
+        self.keymap_in_use = dict(keymap)
+
+    def update_keymap(self, keymap: dict[str, str]) -> None:
+        super().update_keymap(keymap)
+        self.keymap_in_use = {**self.keymap_in_use, **keymap}
 
     def on_unmount(self) -> None:
         with suppress(Exception):
@@ -436,47 +444,24 @@ class EtuApp(App[int]):
             await self.run_action(action, owner)
 
     def palette_commands(self) -> list[PaletteCommand]:
-        """The action table plus one entry per plan, for the command palette."""
+        """The key table, each panel's own entries, and one entry per plan."""
         commands = []
-        seen: set[str] = set()
         for spec in KEYS:
-            if not spec.palette or spec.title in seen:
+            if not spec.palette:
                 continue
-            seen.add(spec.title)
-            action = (
-                spec.action if spec.owner == "app" else f"on_panel({spec.owner!r}, {spec.action!r})"
-            )
-            keys = self._keymap.get(spec.id, spec.key).split(",")[0]
+            on_app = spec.owner == "app"
+            action = spec.action if on_app else f"on_panel({spec.owner!r}, {spec.action!r})"
+            keys = self.keymap_in_use.get(spec.id, spec.key).split(",")[0]
             key = self.get_key_display(Binding(keys, spec.action))
-            where = "" if spec.owner == "app" else f"{PANELS[spec.owner]} tab, "
+            where = "" if on_app else f"{PANELS[spec.owner]} tab, "
             commands.append(PaletteCommand(spec.title, f"{spec.help} ({where}key {key})", action))
-        for tab, _label, panel, _panel_id in self.TABS:
-            for binding in panel_bindings(panel):
-                if binding.id and spec_by_id(binding.id) is None:
-                    commands.append(
-                        PaletteCommand(
-                            f"{PANELS.get(tab, tab)}: {binding.tooltip or binding.description}",
-                            f"{binding.description} ({PANELS.get(tab, tab)} tab, "
-                            f"key {self.get_key_display(binding)})",
-                            f"on_panel({tab!r}, {binding.action!r})",
-                        )
-                    )
-        for mode in TIME_MODES:
-            commands.append(
-                PaletteCommand(
-                    f"Log: timestamps {mode}",
-                    "Host arrival time of each line",
-                    f"on_panel('run', 'log_time_mode({mode!r})')",
-                )
-            )
-        for level in LEVELS:
-            commands.append(
-                PaletteCommand(
-                    f"Log: show / hide level {level} lines",
-                    "Filter the log by level",
-                    f"on_panel('run', 'log_level({level!r})')",
-                )
-            )
+        for tab, *_ in self.TABS:
+            panel = self.panel(tab)
+            if isinstance(panel, PanelCommands):
+                commands += [
+                    PaletteCommand(entry.title, entry.help, f"on_panel({tab!r}, {entry.action!r})")
+                    for entry in panel.palette_entries()
+                ]
         if self.facts is not None:
             for index, plan in enumerate(self.facts.program.plans):
                 commands.append(

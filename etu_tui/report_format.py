@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from etu.parsers.text import printable
+from etu.tui.numbers import number
 
 TITLES = {
     "session": "Session",
@@ -48,18 +49,6 @@ class Section:
         self.items.append(("code", text))
 
 
-def _n(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        return f"{value:,.6g}"
-    return str(value)
-
-
 def sections(report: dict) -> list[Section]:
     out = {key: Section(key, TITLES[key]) for key in TITLES}
     s = report["session"]
@@ -67,7 +56,7 @@ def sections(report: dict) -> list[Section]:
     out["session"].table(
         ["field", "value"],
         [["session", s["id"]], ["started", s["started_text"]], ["kind", s["kind"] + sim],
-         ["target", s["target"]], ["duration", f"{_n(s['duration_s'])} s"],
+         ["target", s["target"]], ["duration", f"{number(s['duration_s'])} s"],
          ["session format", s["format"]]],
     )  # fmt: skip
     for warning in s["warnings"]:
@@ -78,10 +67,10 @@ def sections(report: dict) -> list[Section]:
     if not p.get("available"):
         section.p(f"Program {p.get('name') or '?'}: {p.get('error') or p['source']}")
     else:
-        section.p(f"{p['name']} ({_n(p['file_size'])} B) from {p['source']}")
+        section.p(f"{p['name']} ({number(p['file_size'])} B) from {p['source']}")
         section.table(
             ["NPU (delegate calls)", "CPU (kernel calls)", "constant data", "plans"],
-            [[p["delegate_calls"], p["kernel_calls"], f"{_n(p['constant_data_size'])} B",
+            [[p["delegate_calls"], p["kernel_calls"], f"{number(p['constant_data_size'])} B",
               ", ".join(p["plans"])]],
         )  # fmt: skip
         if p["cpu_operators"]:
@@ -94,8 +83,8 @@ def sections(report: dict) -> list[Section]:
         if p["delegates"]:
             section.table(
                 ["delegate", "NPU target", "payload", "scratch"],
-                [[d["id"], d["npu_target"] or "-", f"{_n(d['payload_size'])} B",
-                  f"{_n(d['scratch_size'])} B"] for d in p["delegates"]],
+                [[d["id"], d["npu_target"] or "-", f"{number(d['payload_size'])} B",
+                  f"{number(d['scratch_size'])} B"] for d in p["delegates"]],
             )  # fmt: skip
         section.p("EXECUTORCH_SELECT_OPS_LIST for a selective kernel build:")
         section.code(p["select_ops_list"] or "(empty: no portable kernel needed)")
@@ -118,15 +107,15 @@ def sections(report: dict) -> list[Section]:
         out["vela"].p(f"An ESTIMATE by Vela (from {vela['source']}), not a measurement.")
         keys = ("accelerator", "system_config", "memory_mode", "cycles", "npu_cycles",
                 "inference_time_s", "sram_used_kib", "flash_used_kib", "dram_used_kib")  # fmt: skip
-        rows = [[key, _n(head.get(key))] for key in keys]
-        rows += [["npu_operators", _n(vela["npu_operators"])],
-                 ["cpu_operators", _n(vela["cpu_operators"])]]  # fmt: skip
+        rows = [[key, number(head.get(key))] for key in keys]
+        rows += [["npu_operators", number(vela["npu_operators"])],
+                 ["cpu_operators", number(vela["cpu_operators"])]]  # fmt: skip
         out["vela"].table(["figure", "value"], rows)
 
     e = report["ending"]
     line = f" (log line {e['proof_line']})" if e["proof_line"] else ""
     out["ending"].p(f"Ended: {e['reason']}{line}; runner verdict {e['verdict'] or '-'}; "
-                    f"simulator exit status {_n(e['returncode'])}")  # fmt: skip
+                    f"simulator exit status {number(e['returncode'])}")  # fmt: skip
     out["ending"].code(e["proof"] or "(no line proves it)")
     if e["errors"]:
         out["ending"].table(
@@ -136,10 +125,10 @@ def sections(report: dict) -> list[Section]:
         )  # fmt: skip
 
     pmu = report["pmu"]
-    rows = [["NPU active cycles (ethosu_pmu_cycle_cntr)", _n(pmu["npu_cycles"])],
-            ["CPU cycles (inference runtime)", _n(pmu["cpu_cycles"])],
-            ["NPU inferences", _n(pmu["npu_inferences"])]]  # fmt: skip
-    rows += [[name, _n(value)] for name, value in pmu["counters"].items()]
+    rows = [["NPU active cycles (ethosu_pmu_cycle_cntr)", number(pmu["npu_cycles"])],
+            ["CPU cycles (inference runtime)", number(pmu["cpu_cycles"])],
+            ["NPU inferences", number(pmu["npu_inferences"])]]  # fmt: skip
+    rows += [[name, number(value)] for name, value in pmu["counters"].items()]
     if pmu["npu_cycles"] is None and not pmu["counters"]:
         out["pmu"].p("The run printed no PMU report.")
     out["pmu"].table(["counter", "value"], rows)
@@ -149,11 +138,11 @@ def sections(report: dict) -> list[Section]:
     temp = alloc.get("temp_allocator") or {}
     out["allocators"].table(
         ["allocator", "bytes"],
-        [["method allocator used", _n(method.get("used"))],
-         ["method allocator size", _n(method.get("size"))],
-         ["planned buffers", _n(alloc.get("planned"))], ["loaded", _n(alloc.get("loaded"))],
-         ["inputs", _n(alloc.get("input"))], ["executor", _n(alloc.get("executor"))],
-         ["temp allocator", _n(temp.get("size"))]],
+        [["method allocator used", number(method.get("used"))],
+         ["method allocator size", number(method.get("size"))],
+         ["planned buffers", number(alloc.get("planned"))], ["loaded", number(alloc.get("loaded"))],
+         ["inputs", number(alloc.get("input"))], ["executor", number(alloc.get("executor"))],
+         ["temp allocator", number(temp.get("size"))]],
     )  # fmt: skip
 
     if not report["outputs"]:
@@ -161,18 +150,18 @@ def sections(report: dict) -> list[Section]:
     for o in report["outputs"]:
         more = f" (first {o['shown']})" if o["shown"] < (o["numel"] or 0) else ""
         out["outputs"].p(f"Output {o['index']}: {o['numel']} x {o['dtype'] or '?'}{more}")
-        out["outputs"].code(" ".join(_n(v) for v in o["values"]) or "(no values printed)")
+        out["outputs"].code(" ".join(number(v) for v in o["values"]) or "(no values printed)")
 
     t = report["tools"]
     out["tools"].table(
         ["tool or file", "version or hash"],
-        [["etu", _n(t["etu"])], ["executorch", _n(t["executorch"])],
-         ["ethos-u-vela (installed)", _n(t["ethos-u-vela"])],
-         ["Vela (that made the estimate)", _n(t["vela_in_report"])],
+        [["etu", number(t["etu"])], ["executorch", number(t["executorch"])],
+         ["ethos-u-vela (installed)", number(t["ethos-u-vela"])],
+         ["Vela (that made the estimate)", number(t["vela_in_report"])],
          ["Python", t["python"]],
          ["simulator", f"{t['simulator'] or '-'}" + (" (stand-in)" if t["simulated"] else "")],
-         ["program sha256", _n(t["program_sha256"])],
-         ["firmware", _n(t["firmware"])], ["firmware sha256", _n(t["firmware_sha256"])]],
+         ["program sha256", number(t["program_sha256"])],
+         ["firmware", number(t["firmware"])], ["firmware sha256", number(t["firmware_sha256"])]],
     )  # fmt: skip
     if t["command"]:
         out["tools"].p("Command:")
@@ -215,7 +204,7 @@ def render_markdown(report: dict) -> str:
                 lines.append("| " + " | ".join(md_escape(h) for h in head) + " |")
                 lines.append("|" + "---|" * len(head))
                 for row in rows:
-                    lines.append("| " + " | ".join(md_escape(_n(c)) for c in row) + " |")
+                    lines.append("| " + " | ".join(md_escape(number(c)) for c in row) + " |")
                 lines.append("")
     return "\n".join(lines)
 
@@ -264,7 +253,7 @@ def render_html(report: dict) -> str:
                 for row in rows:
                     cells = []
                     for cell in row:
-                        text = _n(cell)
+                        text = number(cell)
                         numeric = bool(re.fullmatch(r"[-+]?[\d,.]+( B)?", text))
                         cells.append(
                             f'<td class="n">{_h(text)}</td>' if numeric else f"<td>{_h(text)}</td>"

@@ -11,6 +11,7 @@ from etu.parsers.text import printable as p
 from etu.parsers.text import printable_lines
 from etu.tui.cli.common import add_target_option, add_vela_config_options
 from etu.tui.cli.errors import CommandError, notice
+from etu.tui.numbers import number
 
 HELP = "compile a PyTorch model for an Ethos-U target with ExecuTorch + Vela"
 
@@ -129,10 +130,8 @@ def compile_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> in
 
 
 def format_sweep(rows: list[dict]) -> str:
-    def cell(value, digits: int = 1) -> str:
-        if value is None:
-            return "-"
-        return f"{value:,.{digits}f}" if isinstance(value, float) else f"{value:,}"
+    def cell(value: float | None, digits: int = 1) -> str:
+        return number(value, digits=digits)
 
     head = f"{'target':<15} {'system config':<29} {'memory mode':<21} {'cycles':>10} "
     head += (

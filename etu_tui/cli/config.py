@@ -85,14 +85,10 @@ def _trust(folder: Path, *, out: TextIO, err: TextIO) -> int:
 
 
 def known_binding_ids() -> set[str]:
-    """Every binding id of the console: the action table and each tab panel's own keys."""
-    from etu.tui.app import EtuApp
-    from etu.tui.keys import KEYS, panel_bindings
+    """Every binding id of the console: the rows of its one key table."""
+    from etu.tui.keys import binding_ids
 
-    ids = {spec.id for spec in KEYS}
-    for _tab, _label, panel, _panel_id in EtuApp.TABS:
-        ids |= {binding.id for binding in panel_bindings(panel) if binding.id}
-    return ids
+    return binding_ids()
 
 
 def unknown_bindings(keymap: dict[str, str]) -> list[str]:

@@ -9,6 +9,7 @@ from typing import TextIO
 
 from etu.tui.cli.errors import CommandError
 from etu.tui.cli.sessions import add_workspace_options, sessions_folder
+from etu.tui.numbers import number, percent
 
 HELP = "compare two sessions, two .pte programs or two Vela outputs (exit 1 when they differ)"
 PROGRAM_SUFFIXES = (".pte", ".bpte")
@@ -70,29 +71,19 @@ def _mark_simulated(result: dict, a: Path, b: Path) -> None:
     ) if sides else None  # fmt: skip
 
 
-def _num(value) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:,.6g}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
-
-
 def _rows(items: list[dict], all_rows: bool = False) -> list[str]:
     lines = []
     for item in items:
         if item["equal"] and not all_rows:
             continue
-        pct = f" ({item['percent']:+.2f}%)" if item.get("percent") is not None else ""
-        delta = f"  {item['delta']:+,}" if isinstance(item.get("delta"), int) else ""
-        if isinstance(item.get("delta"), float):
-            delta = f"  {item['delta']:+.6g}"
+        pct = percent(item.get("percent"), signed=True, missing="")
+        pct = f" ({pct})" if pct else ""
+        delta = number(item.get("delta"), signed=True, missing="")
+        delta = f"  {delta}" if delta else ""
         mark = "=" if item["equal"] else "≠"
         label = item.get("label", item["name"])
         lines.append(
-            f"  {mark} {label:<34} {_num(item['a']):>16} → {_num(item['b']):<16}{delta}{pct}"
+            f"  {mark} {label:<34} {number(item['a']):>16} → {number(item['b']):<16}{delta}{pct}"
         )
     return lines
 
@@ -126,7 +117,7 @@ def format_diff(result: dict) -> str:
             mark = "=" if o["equal"] else "≠"
             lines.append(
                 f"  {mark} output {o['index']}: {o['compared']} values, max |Δ| "
-                f"{_num(o['max_abs_diff'])}, mean |Δ| {_num(o['mean_abs_diff'])}, "
+                f"{number(o['max_abs_diff'])}, mean |Δ| {number(o['mean_abs_diff'])}, "
                 f"cosine {o['cosine_similarity']:.6f}"
             )
         d = result["first_divergence"]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TextIO
 
 from etu.tui.cli.errors import notice
+from etu.tui.numbers import number, seconds
 
 HELP = "list the workspace's recorded sessions (simulator, emulated board, board)"
 
@@ -76,10 +77,6 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     return 0
 
 
-def _num(value: int | None) -> str:
-    return "-" if value is None else f"{value:,}"
-
-
 def format_rows(rows) -> str:
     from etu.parsers.text import printable
 
@@ -97,9 +94,9 @@ def format_rows(rows) -> str:
             row.started_text, kind, row.target,
             f"{row.program['name']} {row.program['short']}".strip(),
             f"{row.firmware['name']} {row.firmware['short']}".strip(),
-            ending, _num(row.npu_cycles), _num(row.cpu_cycles),
-            _num(row.method_allocator_used), _num(row.temp_allocator),
-            "-" if row.duration_s is None else f"{row.duration_s:.1f}s",
+            ending, number(row.npu_cycles), number(row.cpu_cycles),
+            number(row.method_allocator_used), number(row.temp_allocator),
+            seconds(row.duration_s),
             printable(proof),
         ))  # fmt: skip
     widths = [max(len(r[i]) for r in table) for i in range(len(header) - 1)]

@@ -10,9 +10,10 @@ import os
 from pathlib import Path
 from typing import ClassVar
 
+from etu.tui.keys import bindings
 from etu.tui.safe_text import printable
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
@@ -71,10 +72,7 @@ class OpenFileScreen(ModalScreen[Path | None]):
     }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel", "Cancel", id="dialog_cancel"),
-        Binding("tab", "complete", "Complete", show=False, priority=True, id="complete_path"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings("open_file")
 
     DIALOG_TITLE = "Open a .pte file or workspace folder"
     PLACEHOLDER = "path/to/model.pte"

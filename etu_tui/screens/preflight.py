@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from etu.tui.keys import bindings
 from etu.tui.safe_text import printable
 from etu.tui.widgets.formatting import plural
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
@@ -38,10 +39,7 @@ class PreflightScreen(ModalScreen[bool]):
     }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel", "Cancel", id="preflight_cancel"),
-        Binding("r", "run_anyway", "Run anyway", id="preflight_run_anyway"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings("preflight")
 
     def __init__(self, problems: list[str]) -> None:
         super().__init__()

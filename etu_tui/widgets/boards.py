@@ -12,17 +12,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from etu.parsers.errors import describe_error
+from etu.tui.keys import bindings
 from etu.tui.safe_text import printable
 from etu.tui.screens.open_file import OpenFileScreen
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import Button, Input, Label, ProgressBar, Select, Static
+
+if TYPE_CHECKING:  # runner.boards.transfer needs pyserial: imported when a flash starts
+    from etu.runner.boards.ports import PortInfo
+    from etu.runner.boards.transfer import Progress
+    from etu.runner.run import ByteSource
 
 PORT_POLL_SECONDS = 1.5  # how often the port list is re-read (hot-plug)
 EMULATED = "qemu-an547"  # the emulated board's profile: QEMU, no port to pick
@@ -31,9 +37,9 @@ EMULATED_PORT = "(QEMU's own pty)"
 
 @dataclass
 class PortsListed(Message):
-    """The serial ports now attached (runner.boards.ports.PortInfo), when they changed."""
+    """The serial ports now attached, when they changed."""
 
-    ports: list
+    ports: list[PortInfo]
 
 
 @dataclass
@@ -43,7 +49,7 @@ class FlashStatus(Message):
 
 @dataclass
 class FlashProgressed(Message):
-    progress: Any  # runner.boards.transfer.Progress
+    progress: Progress
 
 
 @dataclass
@@ -51,8 +57,8 @@ class Flashed(Message):
     """Flashing ended; ``source`` (an open byte source) follows the board's boot, None
     when the board has no port to follow."""
 
-    source: Any
-    meta: dict
+    source: ByteSource | None
+    meta: dict[str, object]
     label: str
 
 
@@ -65,8 +71,8 @@ class FlashFailed(Message):
 class BoardMonitorRequested(Message):
     """For the App: show the Run tab and feed its panes from ``source``."""
 
-    source: Any
-    meta: dict
+    source: ByteSource
+    meta: dict[str, object]
     label: str
 
 
@@ -117,17 +123,7 @@ class BoardsPanel(Vertical):
     }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("r", "flash", "Flash + monitor", id="flash_board", tooltip="Flash, then watch"),
-        Binding(
-            "e",
-            "pick_firmware",
-            "Firmware",
-            id="pick_board_firmware",
-            tooltip="Pick the firmware file to flash",
-        ),
-        Binding("ctrl+r", "refresh_ports", "Refresh", id="refresh_ports", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings("boards")
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)

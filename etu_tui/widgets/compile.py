@@ -34,6 +34,7 @@ from etu.runner.compile_request import (
 from etu.runner.compile_worker import STAGES
 from etu.runner.workspace import compile_root, workspace_of
 from etu.tui.keys import bindings
+from etu.tui.numbers import number
 from etu.tui.safe_text import printable
 from etu.tui.widgets.compile_messages import (
     CompileDone,
@@ -92,12 +93,8 @@ class CompileState:
         return self.result is None
 
 
-def _fmt(value, scale: float = 1.0, digits: int = 0) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float) or scale != 1.0:
-        return f"{value * scale:,.{digits}f}"
-    return f"{value:,}"
+def _fmt(value: float | None, scale: float = 1.0, digits: int = 0) -> str:
+    return number(value, digits=digits, scale=scale, missing="–")
 
 
 def sweep_cells(row: dict) -> tuple[str, ...]:

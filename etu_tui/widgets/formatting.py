@@ -1,4 +1,5 @@
-"""Small text formatters shared by the views, so one number reads the same everywhere."""
+"""Small text formatters of the views: shapes, lists, values, instructions, paths. Numbers
+are etu.tui.numbers' (``nbytes`` and ``plural`` are re-exported here for the widgets)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,8 @@ from etu.parsers.pte import (
     KernelCall,
     MoveCall,
 )
-
-
-def nbytes(n: int) -> str:
-    """Exact bytes with thousands separators: sizes here are compared against linker maps."""
-    return f"{n:,} B"
+from etu.tui.numbers import nbytes as nbytes
+from etu.tui.numbers import plural as plural
 
 
 def shape(sizes: Sequence[int]) -> str:
@@ -29,10 +27,6 @@ def shape(sizes: Sequence[int]) -> str:
 def int_list(items: Sequence[int], limit: int = 16) -> str:
     shown = ", ".join(str(i) for i in items[:limit])
     return shown + (f", … (+{len(items) - limit})" if len(items) > limit else "")
-
-
-def plural(n: int, word: str, many: str | None = None) -> str:
-    return f"{n:,} {word if n == 1 else many or word + 's'}"
 
 
 def payload(value: object) -> str:

@@ -29,12 +29,13 @@ from etu.runner.run_model import (
     LogStore,
     entry_level,
 )
+from etu.tui.keys import bindings
 from etu.tui.safe_text import printable
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.content import Content
 from textual.geometry import Size
 from textual.message import Message
@@ -119,16 +120,7 @@ class LogView(ScrollView, can_focus=True):
     }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "cursor(-1)", "Up", show=False, id="cursor_up"),
-        Binding("down", "cursor(1)", "Down", show=False, id="cursor_down"),
-        Binding("pageup", "page(-1)", "Page up", show=False, id="page_up"),
-        Binding("pagedown,space", "page(1)", "Page down", show=False, id="page_down"),
-        Binding("home", "first", "First", show=False, id="first"),
-        Binding("end", "last", "Last, follow", show=False, id="last"),
-        Binding("left", "scroll_left", "Left", show=False, id="scroll_left"),
-        Binding("right", "scroll_right", "Right", show=False, id="scroll_right"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings("log")
 
     # How the time column shows each line's host arrival time (one of TIME_MODES).
     time_mode: reactive[str] = reactive("relative", init=False)

@@ -4,9 +4,25 @@ to the widget that started them (the panel, the past-runs list, a pane). None bu
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from textual.message import Message
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from etu.fvp.launch import FvpLaunch
+    from etu.parsers.runner_events import Event
+    from etu.runner.process import ProcessStats
+    from etu.runner.run import RunController, RunOutcome
+    from etu.runner.run_model import Chunk, LaunchInfo, PastRun, RunRecord
+
+
+class BatchAck(Protocol):
+    """What posted a :class:`RunBatch` (the Run tab's RunBridge): told when the panel has
+    taken it, so the next batch may go."""
+
+    def delivered(self) -> None: ...
 
 
 class RunMessage(Message, bubble=False):
@@ -18,8 +34,8 @@ class RunStarted(RunMessage, bubble=False):
     """The process of run ``run_id`` is about to start; ``controller`` can stop it."""
 
     run_id: int
-    controller: Any  # runner.run.RunController
-    launch: Any  # etu.runner.run_model.LaunchInfo
+    controller: RunController
+    launch: LaunchInfo
 
 
 @dataclass
@@ -28,14 +44,14 @@ class RunBatch(RunMessage, bubble=False):
     events). ``bridge.delivered()`` lets the listener post the next batch."""
 
     run_id: int
-    chunks: list
-    bridge: Any  # etu_tui.widgets.run.RunBridge
+    chunks: list[Chunk]
+    bridge: BatchAck
 
 
 @dataclass
 class RunStats(RunMessage, bubble=False):
     run_id: int
-    stats: Any  # runner.process.ProcessStats
+    stats: ProcessStats
 
 
 @dataclass
@@ -43,8 +59,8 @@ class RunEnded(RunMessage, bubble=False):
     """The run ended (``outcome``: runner.run.RunOutcome); ``chunks`` are its last events."""
 
     run_id: int
-    outcome: Any
-    chunks: list
+    outcome: RunOutcome
+    chunks: list[Chunk]
 
 
 @dataclass
@@ -57,17 +73,18 @@ class RunFailed(RunMessage, bubble=False):
 
 @dataclass
 class LaunchPreviewed(RunMessage, bubble=False):
-    """What the next run would start (``launch``: fvp.launch.FvpLaunch), or why it cannot."""
+    """What the next run would start (an FVP's launch, or the emulated board's command),
+    or why it cannot."""
 
     request: int
-    launch: Any
+    launch: FvpLaunch | LaunchInfo | None
     error: str | None
 
 
 @dataclass
 class PastRunsListed(RunMessage, bubble=False):
     request: int
-    runs: list  # etu.runner.run_model.PastRun, newest first
+    runs: list[PastRun]  # newest first
     live: str | None = None  # this console's run's folder name ("" while it starts)
     stable: bool = False  # screenshots: session names masked
 
@@ -75,7 +92,7 @@ class PastRunsListed(RunMessage, bubble=False):
 @dataclass
 class PastRunRead(RunMessage, bubble=False):
     request: int
-    record: Any  # etu.runner.run_model.RunRecord
+    record: RunRecord
 
 
 @dataclass
@@ -83,19 +100,19 @@ class PastRunEvents(RunMessage, bubble=False):
     """A shown past run's reports, parsed from its log after its lines were shown."""
 
     request: int
-    record: Any  # the RunRecord they belong to
-    others: list  # its events other than lines
+    record: RunRecord  # the record they belong to
+    others: list[Event]  # its events other than lines
     errors: int  # its E and F lines
     failure: str | None = None  # why there are none (the child parsing them failed)
 
 
 @dataclass
 class OutputsCompared(RunMessage, bubble=False):
-    """The outputs of the run ``run`` (a RunRecord) against the host runtime: the `etu
+    """The outputs of the run ``run`` against the host runtime: the `etu
     compare --json` record, or why there is none (one line)."""
 
-    run: Any
-    record: dict | None
+    run: RunRecord
+    record: dict[str, object] | None
     note: str | None
 
 
@@ -104,8 +121,8 @@ class OperatorsRead(RunMessage, bubble=False):
     """The per-operator table of the ETDump of the run ``run`` (``{"rows",
     "time_note"}``), or why it could not be read (one line)."""
 
-    run: Any
-    table: dict | None
+    run: RunRecord
+    table: dict[str, object] | None
     note: str | None
 
 
@@ -113,6 +130,6 @@ class OperatorsRead(RunMessage, bubble=False):
 class FaultDecoded(RunMessage, bubble=False):
     """The banner's lines for the hard fault of ``run``, symbolised against ``elf``."""
 
-    run: Any
-    elf: Any  # pathlib.Path | None
+    run: RunRecord
+    elf: Path | None
     lines: list[str]

@@ -11,12 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar, Literal
 
+from etu.tui.keys import bindings
 from etu.tui.safe_text import printable
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
@@ -80,16 +81,7 @@ class VirtualTable(ScrollView, can_focus=True):
     }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "cursor(-1)", "Up", show=False, id="cursor_up"),
-        Binding("down", "cursor(1)", "Down", show=False, id="cursor_down"),
-        Binding("pageup", "page(-1)", "Page up", show=False, id="page_up"),
-        Binding("pagedown,space", "page(1)", "Page down", show=False, id="page_down"),
-        Binding("home", "jump(0)", "First", show=False, id="first"),
-        Binding("end", "jump(-1)", "Last", show=False, id="last"),
-        Binding("left", "scroll_left", "Left", show=False, id="scroll_left"),
-        Binding("right", "scroll_right", "Right", show=False, id="scroll_right"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings("table")
 
     cursor_row: reactive[int] = reactive(0, layout=False, init=False)
 

@@ -1,17 +1,20 @@
-"""Keys: the tab keys from every tab whatever has focus, the footer, the help screen, the
-palette's entries, the keymap, and a file that fails to decode keeping Run and Compile.
+"""Keys: the one key table, the tab keys from every tab whatever has focus, the footer, the
+help screen, the palette's entries, the keymap, and a file that fails to decode keeping Run
+and Compile.
 
 Real files only: the demo program, and a text file saved as ``.pte``.
 """
 
 from __future__ import annotations
 
-import itertools
+import importlib
+import inspect
+import pkgutil
 from pathlib import Path
 
 import pytest
 from etu.tui.app import EtuApp
-from etu.tui.keys import KEYS, PANELS, specs
+from etu.tui.keys import KEYS, OWNERS, PANELS, WIDGETS, bindings, specs
 from etu.tui.screens.help import HelpScreen
 from etu.tui.widgets import LogView
 from etu.tui.widgets.virtual_table import VirtualTable
@@ -29,63 +32,97 @@ SIZE = (120, 36)
 TAB_KEYS = {spec.key: spec.id for spec in specs("app") if spec.group is not None}
 
 
-def euler_circuit(nodes: list[str]) -> list[str]:
-    """A walk that takes every ordered pair (a, b) of ``nodes``, a == b included, exactly
-    once: an Eulerian circuit of the complete directed graph with loops (Hierholzer), so
-    each key press both ends one pair and starts the next."""
-    unused = {a: list(nodes) for a in nodes}
-    stack, circuit = [nodes[0]], []
-    while stack:
-        node = stack[-1]
-        if unused[node]:
-            stack.append(unused[node].pop())
-        else:
-            circuit.append(stack.pop())
-    return circuit[::-1]
-
-
-def test_euler_circuit_takes_every_ordered_pair_once() -> None:
-    nodes = list(TAB_KEYS)
-    circuit = euler_circuit(nodes)
-    pairs = list(itertools.pairwise(circuit))
-    assert len(pairs) == len(nodes) ** 2
-    assert set(pairs) == {(a, b) for a in nodes for b in nodes}
-
-
 def _footer(app: EtuApp) -> str:
     return screen_text(app).splitlines()[-1]
 
 
-def test_every_binding_has_an_id_and_every_panel_a_title() -> None:
+def test_every_binding_has_an_id_and_every_owner_a_title() -> None:
     assert all(spec.id for spec in KEYS)
-    assert {spec.owner for spec in KEYS} <= set(PANELS)
+    assert all(spec.owners for spec in KEYS)
+    assert {owner for spec in KEYS for owner in spec.owners} <= set(OWNERS)
     # One key does one thing per owner.
-    for owner in PANELS:
+    for owner in OWNERS:
         keys = [k for spec in specs(owner) for k in spec.key.split(",")]
         assert len(keys) == len(set(keys)), owner
-    # No panel key shadows a tab key.
+    # No tab's key shadows a tab key.
     for spec in KEYS:
-        if spec.owner != "app":
+        if set(spec.owners) & (set(PANELS) - {"app"}):
             assert not set(spec.key.split(",")) & set(TAB_KEYS), spec.id
 
 
-async def test_tab_keys_work_from_every_tab_with_a_table_or_log_focused() -> None:
-    """``k`` used to move the cursor up in tables and logs: now every tab key switches
-    tabs from every tab, focus wherever the tab put it."""
+def test_a_key_is_one_row_and_only_tabs_reach_the_palette() -> None:
+    """A key bound by several panels is one row naming them all (next_plan, pick_elf used
+    to be three and two rows); an id shared by two rows runs different actions (a table's
+    End and the log's End, which also follows). Widgets and dialogs stay out of the palette:
+    it runs a key on a tab."""
+    by_id: dict[str, list] = {}
+    for spec in KEYS:
+        by_id.setdefault(spec.id, []).append(spec)
+    for rows in by_id.values():
+        assert len({spec.action for spec in rows}) == len(rows), rows
+        assert not set.intersection(*(set(spec.owners) for spec in rows)) or len(rows) == 1
+    for spec in KEYS:
+        if spec.palette:
+            assert set(spec.owners) <= set(PANELS), spec.id
+    assert {"table", "log", "open_file", "preflight", "help_screen"} <= set(WIDGETS)
+
+
+def _etu_classes() -> list[type]:
+    """Every class defined in the etu.tui package (the console, its widgets and dialogs)."""
+    import etu.tui
+
+    classes = []
+    for module_info in pkgutil.walk_packages(etu.tui.__path__, "etu.tui."):
+        if ".demo" in module_info.name or module_info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(module_info.name)
+        classes += [
+            value
+            for value in vars(module).values()
+            if inspect.isclass(value) and value.__module__ == module.__name__
+        ]
+    return classes
+
+
+def test_every_binding_of_the_console_is_a_row_of_the_key_table() -> None:
+    """No class declares a key of its own (History and Boards did, which took a second
+    palette loop and a second help reader): each BINDINGS is ``bindings(owner)``."""
+    tables = {owner: bindings(owner) for owner in OWNERS}
+    declaring = [cls for cls in _etu_classes() if "BINDINGS" in vars(cls)]
+    assert len(declaring) >= 16
+    for cls in declaring:
+        own = [(b.key, b.action, b.id, b.show, b.priority) for b in cls.BINDINGS]
+        assert all(isinstance(b, Binding) and b.id for b in cls.BINDINGS), cls.__name__
+        assert any(
+            own == [(b.key, b.action, b.id, b.show, b.priority) for b in table]
+            for table in tables.values()
+        ), f"{cls.__qualname__} declares keys outside etu.tui.keys"
+
+
+async def test_tab_keys_work_from_every_tab_whatever_has_focus() -> None:
+    """``k`` used to move the cursor up in tables and logs. From every tab, with focus
+    where the tab put it, every tab key resolves to the App's tab switch (the binding chain
+    Textual would walk, read without pressing each pair); then each tab key is pressed once,
+    and again from a focused log and a focused table. At 80 columns the footer of every tab
+    still shows Quit, Help and the tab keys (they come first)."""
     app = EtuApp(DEMO)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         tabs = app.query_one(TabbedContent)
-        circuit = euler_circuit(list(TAB_KEYS))
-        await pilot.press(circuit[0])
-        await pilot.pause()
-        assert tabs.active == TAB_KEYS[circuit[0]]
-        for start_key, key in itertools.pairwise(circuit):
-            start, tab = TAB_KEYS[start_key], TAB_KEYS[key]
-            assert tabs.active == start
+        order = list(TAB_KEYS)
+        for key in [*order[1:], order[0]]:
             await pilot.press(key)
             await pilot.pause()
-            assert tabs.active == tab, f"{key} from {start}"
+            here = TAB_KEYS[key]
+            assert tabs.active == here, key
+            assert not isinstance(app.focused, Input), here  # it would take the letters
+            footer = _footer(app)
+            assert "q Quit" in footer and "? Help" in footer and "itdnmfukjB Tabs" in footer
+            active = app.screen.active_bindings
+            for other, tab in TAB_KEYS.items():
+                found = active.get(other)
+                assert found is not None and found.enabled, (here, other)
+                assert found.binding.action == f"show_tab('{tab}')", (here, other, app.focused)
         await pilot.press("u")
         await pilot.pause()
         assert isinstance(app.focused, LogView)
@@ -111,17 +148,6 @@ async def test_typing_in_an_input_does_not_switch_tabs() -> None:
         await pilot.pause()
         assert app.query_one(TabbedContent).active == "run"
         assert app.focused.value == "kind"
-
-
-async def test_footer_shows_the_tab_keys_quit_and_help_at_80_columns() -> None:
-    app = EtuApp(DEMO)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        for key in TAB_KEYS:
-            await pilot.press(key)
-            await pilot.pause()
-            footer = _footer(app)
-            assert "q Quit" in footer and "? Help" in footer and "itdnmfukjB Tabs" in footer
 
 
 async def test_help_screen_lists_every_key_by_panel() -> None:
@@ -156,6 +182,11 @@ async def test_keymap_rebinds_a_key_by_id_and_the_help_shows_it() -> None:
         assert isinstance(app.screen, HelpScreen)
         text = app.screen.query_one("#help-keys").render().plain  # type: ignore[union-attr]
         assert "F7" in text or "f7" in text
+        # The App keeps the keymap it applied (no reading Textual's private copy), and the
+        # palette names the rebound key.
+        assert app.keymap_in_use == {"compile": "f7", "help": "f2"}
+        helps = {command.title: command.help for command in app.palette_commands()}
+        assert helps["View: compile a model"].endswith("(key f7)")
 
 
 @pytest.mark.parametrize(
@@ -174,6 +205,26 @@ async def test_palette_finds_help_session_and_history(query: str, title: str) ->
         assert title in titles
         await palette_search(pilot, query, title)  # fails if it never lists the title
         await pilot.press("escape")
+
+
+async def test_panels_add_palette_entries_through_one_hook() -> None:
+    """The Run panel's timestamp modes and level filters come from its palette_entries();
+    the palette runs them on the Run tab. Each key table row is listed once."""
+    app = EtuApp(DEMO)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        commands = {command.title: command for command in app.palette_commands()}
+        titles = [command.title for command in app.palette_commands()]
+        assert len(titles) == len(set(titles))
+        assert titles.count("Plan: next plan") == 1
+        for title in ("History: replay the session", "Boards: re-read the serial ports"):
+            assert title in commands
+        entry = commands["Log: timestamps delta"]
+        assert entry.action == "on_panel('run', \"log_time_mode('delta')\")"
+        await app.run_action(entry.action)
+        await pilot.pause()
+        assert app.query_one(TabbedContent).active == "run"
+        assert app.run_panel.log.time_mode == "delta"
 
 
 async def test_palette_help_opens_the_help_screen() -> None:
@@ -255,22 +306,6 @@ async def test_tab_completes_the_path_in_the_open_and_pick_elf_dialogs(
         await pilot.press("tab")
         await pilot.pause()
         assert field.value == str(elf)
-
-
-def test_every_binding_of_the_console_has_an_id() -> None:
-    """The keymap rebinds by id: every binding of the panels, dialogs, tables and logs has
-    one (the History panel's come from its own module)."""
-    from etu.tui.screens.help import HelpScreen
-    from etu.tui.screens.open_file import OpenFileScreen
-    from etu.tui.screens.preflight import PreflightScreen
-    from etu.tui.widgets.virtual_table import VirtualTable
-    from textual.binding import Binding
-
-    owners = [EtuApp, *(panel for _t, _l, panel, _i in EtuApp.TABS)]
-    owners += [HelpScreen, OpenFileScreen, PreflightScreen, VirtualTable, LogView]
-    for owner in owners:
-        for binding in owner.BINDINGS:
-            assert isinstance(binding, Binding) and binding.id, (owner.__name__, binding)
 
 
 async def test_etu_toml_keymap_rebinds_a_history_key(tmp_path: Path) -> None:
