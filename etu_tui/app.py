@@ -15,17 +15,16 @@ from pathlib import Path
 from typing import ClassVar, NamedTuple
 
 from etu.parsers.errors import describe_error
+from etu.parsers.program_facts import ProgramFacts, decode_facts, output_shapes, program_target
 from etu.parsers.pte import ExecutionPlan
 from etu.runner.firmware import rebuild_command
 from etu.runner.workspace import (
-    ProgramFacts,
     VelaResult,
-    decode_facts,
+    Workspace,
     error_line,
-    find_firmware,
-    output_shapes,
-    program_target,
+    find_workspace,
     resolve_target,
+    workspace_of,
     workspace_vela,
     writable_workspace,
 )
@@ -36,8 +35,14 @@ from etu.tui.screens.help import HelpScreen
 from etu.tui.screens.open_file import OpenFileScreen
 from etu.tui.widgets import CompilePanel, ErrorPanel, RunPanel
 from etu.tui.widgets.boards import BoardMonitorRequested, BoardsPanel
-from etu.tui.widgets.compile import OpenCompiled, workspace_of
-from etu.tui.widgets.firmware_panels import FirmwareShown, FitPanel, MemoryPanel, PickElfAsked
+from etu.tui.widgets.compile import OpenCompiled
+from etu.tui.widgets.firmware_panels import (
+    FirmwarePicked,
+    FirmwareShown,
+    FitPanel,
+    MemoryPanel,
+    PickElfAsked,
+)
 from etu.tui.widgets.fit import tab_label
 from etu.tui.widgets.footer import EtuFooter
 from etu.tui.widgets.formatting import short_path
@@ -73,21 +78,25 @@ NO_PROGRAM_TABS = (RUN_TAB, COMPILE_TAB, HISTORY_TAB, BOARDS_TAB)
 class ProgramLoaded(Message):
     """A program decoded; ``request`` tells a stale load from the current one.
 
-    ``vela`` is what the worker found beside it; None when it did not look (kept as shown).
+    ``workspace`` is the workspace it was opened in (found by the worker); ``vela`` what
+    the worker found beside it; None when it did not look (kept as shown).
     """
 
     facts: ProgramFacts
     request: int
+    workspace: Workspace
     vela: VelaResult | None = None
 
 
 @dataclass
 class ProgramFailed(Message):
-    """A program could not be opened; ``message`` is one line for the user."""
+    """A program could not be opened; ``message`` is one line for the user. ``workspace``:
+    the workspace around it, when one was found (Run and Compile still work there)."""
 
     path: Path
     message: str
     request: int
+    workspace: Workspace | None = None
 
 
 class EtuApp(App[int]):
@@ -126,7 +135,9 @@ class EtuApp(App[int]):
         # The demo ships in the package; an installed one is read-only: open a copy.
         self.target = writable_workspace(DEMO_WORKSPACE) if target is None else Path(target)
         self.facts: ProgramFacts | None = None
-        self.workspace: Path | None = None  # firmware, sessions and compile jobs live here
+        # The open workspace (firmware, sessions, compile jobs, settings): built by the
+        # loader, handed to every panel. ``workspace`` is its root folder.
+        self.current_workspace: Workspace | None = None
         self.plan_index = 0
         self._request = 0  # increases per open; stale worker results are dropped
         self.load_state: str = "loading"  # loading / ready / failed: for tests and scripts
@@ -175,6 +186,11 @@ class EtuApp(App[int]):
         if self.facts is not None:
             _close(self.facts)
 
+    @property
+    def workspace(self) -> Path | None:
+        """The open workspace's root folder (None before the first load)."""
+        return self.current_workspace.root if self.current_workspace is not None else None
+
     # -- panels ------------------------------------------------------------------------
 
     def panel(self, tab: str) -> Widget:
@@ -216,16 +232,20 @@ class EtuApp(App[int]):
         self.load_state = "loading"
         self.query_one("#status", Static).update(Content(f"Opening {printable(target.name)}…"))
         self.query_one("#status").display = True
-        self._load(target, self._request)
+        self._load(target, self.workspace, self._request)
 
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
-    def _load(self, target: Path, request: int) -> None:
+    def _load(self, target: Path, within: Path | None, request: int) -> None:
+        """Find the workspace (``within``, the one open, keeps a program opened inside it),
+        then decode its program."""
         path = target
+        workspace = None
         try:
-            path = resolve_target(target)
+            workspace = find_workspace(target, within)
+            path = workspace.program or resolve_target(target)  # no program: resolve says why
             facts = decode_facts(path)
         except Exception as error:  # any bad file must become a message, never a crash
-            self.post_message(ProgramFailed(path, error_line(error, path), request))
+            self.post_message(ProgramFailed(path, error_line(error, path), request, workspace))
             return
         try:
             vela = workspace_vela(path)  # its own errors stay in the NPU tab
@@ -235,7 +255,7 @@ class EtuApp(App[int]):
         if get_current_worker().is_cancelled:
             _close(facts)
             return
-        self.post_message(ProgramLoaded(facts, request, vela))
+        self.post_message(ProgramLoaded(facts, request, workspace, vela))
 
     @on(ProgramLoaded)
     async def _program_loaded(self, message: ProgramLoaded) -> None:
@@ -246,9 +266,11 @@ class EtuApp(App[int]):
         previous, self.facts = self.facts, facts
         if previous is not None:
             _close(previous)
-        # A compiled result (<ws>/.etu/compile/<job>/x.pte) belongs to its workspace: Fit,
-        # Memory and Run keep using the workspace's firmware, not the job folder.
-        self.workspace = workspace_of(facts.path)
+        # A program in a compile job (<ws>/.etu/compile/<job>/, <ws>/build/<job>/) or a
+        # firmware in PROGRAM.<board>/ belongs to its workspace: sessions, jobs and firmware
+        # stay there (find_workspace).
+        previous_root, workspace = self.workspace, message.workspace
+        self.current_workspace = workspace
         self.plan_index = 0
         self.sub_title = printable(facts.name)
         self.query_one("#status").display = False
@@ -259,18 +281,20 @@ class EtuApp(App[int]):
         if message.vela is not None:
             npu.set_own(message.vela, printable(facts.name), short_path(facts.path.parent))
         own = npu.own_report
-        self.memory_panel.set_program(facts, self.workspace, own)
+        if workspace.root != previous_root:
+            self._default_target(workspace)
+        self.memory_panel.set_program(facts, workspace, own)
         self.run_panel.set_program(
-            self.workspace,
+            workspace,
             target=program_target(facts),
             vela_cycles=own.report.cycles if own is not None and own.report else None,
             shapes=output_shapes(facts),
             program=facts.program,
             select_ops=facts.select_ops,
         )
-        self.compile_panel.set_program(facts.path, program_target(facts))
-        self.query_one(HistoryPanel).set_workspace(self.workspace)
-        self.query_one(BoardsPanel).set_workspace(self.workspace, find_firmware(self.workspace))
+        self.compile_panel.set_program(facts.path, program_target(facts), workspace.root)
+        self.query_one(HistoryPanel).set_workspace(workspace.root)
+        self.query_one(BoardsPanel).set_workspace(workspace)
         self._enable_program_tabs(True)
         self.action_show_tab(self.query_one(TabbedContent).active or PROGRAM_TAB)
         self.refresh_bindings()
@@ -285,19 +309,29 @@ class EtuApp(App[int]):
         self.query_one(ErrorPanel).show_error(message.message, still)
         self.notify(message.message, title="Could not open", severity="error", markup=False)
         if self.facts is None:
-            # Nothing to show on the program's tabs: Run and Compile still work on the
-            # folder the file is in.
-            folder = message.path.parent if message.path.suffix else message.path
-            if self.workspace is None and folder.is_dir():
-                self.workspace = folder
-                self.run_panel.set_program(folder, target=None, vela_cycles=None)
-                self.compile_panel.set_program(folder / message.path.name, None)
-                self.query_one(HistoryPanel).set_workspace(folder)
-                self.query_one(BoardsPanel).set_workspace(folder, find_firmware(folder))
+            # Nothing to show on the program's tabs: Run and Compile still work in the
+            # workspace around the file.
+            workspace = message.workspace
+            if self.current_workspace is None and workspace and workspace.root.is_dir():
+                self.current_workspace = workspace
+                self._default_target(workspace)
+                self.run_panel.set_program(workspace, target=None, vela_cycles=None)
+                self.compile_panel.set_program(
+                    workspace.root / message.path.name, None, workspace.root
+                )
+                self.query_one(HistoryPanel).set_workspace(workspace.root)
+                self.query_one(BoardsPanel).set_workspace(workspace)
             self._enable_program_tabs(False)
             if self.query_one(TabbedContent).active not in NO_PROGRAM_TABS:
                 self.action_show_tab(RUN_TAB)
         self.load_state = "failed"
+
+    def _default_target(self, workspace: Workspace) -> None:
+        """The workspace's ``target`` setting is the Run and Compile tabs' default (a
+        program that names its own NPU still wins)."""
+        if workspace.target:
+            self.run_panel.set_default_target(workspace.target)
+            self.compile_panel.set_default_target(workspace.target)
 
     def _enable_program_tabs(self, enabled: bool) -> None:
         tabs = self.query_one(TabbedContent)
@@ -335,6 +369,10 @@ class EtuApp(App[int]):
     @on(PickElfAsked)
     def _pick_elf_asked(self) -> None:
         self.memory_panel.action_pick_elf()
+
+    @on(FirmwarePicked)
+    def _firmware_picked(self, message: FirmwarePicked) -> None:
+        self.query_one(BoardsPanel).take_firmware(message.elf)
 
     @on(BoardMonitorRequested)
     def _board_monitor_requested(self, message: BoardMonitorRequested) -> None:
@@ -488,13 +526,12 @@ class ConsoleSettings(NamedTuple):
 
 def console_settings(target: Path | None) -> ConsoleSettings:
     """What the console takes from runner/config.py's settings for the workspace of
-    ``target`` (its folder, or the folder of the .pte): etu.toml over the user's file. A
-    malformed file gives no settings and a one-line problem to show."""
+    ``target`` (:func:`workspace_of`: the folder holding etu.toml above a program in a
+    compile job): etu.toml over the user's file. A malformed file gives no settings and a
+    one-line problem to show."""
     from etu.runner.config import ConfigError, load_settings
 
-    workspace = None
-    if target is not None:
-        workspace = target if target.is_dir() else target.parent
+    workspace = workspace_of(target) if target is not None else None
     try:
         settings = load_settings(workspace)
     except ConfigError as error:

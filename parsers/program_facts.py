@@ -1,14 +1,19 @@
 """What a bring-up engineer wants to know about a program, derived from the decoded parts.
 
 NPU/CPU split, the operators left on the CPU with the dtypes they see, the value for a
-selective kernel build, planned memory per memory id, and the ``etu inspect --json``
-record. Pure: a Program in, plain data out.
+selective kernel build, planned memory per memory id, the Ethos-U target it was compiled
+for, its output shapes, and the ``etu inspect --json`` record. Pure: a Program in, plain
+data out. :class:`ProgramFacts` gathers them once per program, for the console's views and
+``etu inspect`` alike (:func:`program_facts`); :func:`open_any` opens a ``.pte`` or the
+program baked into a firmware ELF.
 """
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 from etu.parsers.errors import ParseError
 from etu.parsers.ethosu import EthosUPayload, decode_ethosu_payload, is_ethosu_delegate
@@ -158,11 +163,14 @@ def payload_summary(payload: EthosUPayload) -> dict:
     }
 
 
-def inspect_record(program: Program) -> dict:
-    """The ``etu inspect --json`` object for one file (field names are a contract)."""
+def inspect_record(program: Program, facts: ProgramFacts | None = None) -> dict:
+    """The ``etu inspect --json`` object for one file (field names are a contract);
+    ``facts``: the program's facts when the caller has them (else built here)."""
     header = program.extended_header
-    ops = cpu_operators(program)
-    infos = delegates(program)  # decodes every Ethos-U payload: once per program
+    if facts is None or facts.program is not program:
+        facts = program_facts(program, Path(program.source))
+    ops = facts.cpu_ops
+    infos = facts.delegates  # every Ethos-U payload decoded once per program
     return {
         "file": program.source,
         "file_size": program.file_size,
@@ -193,3 +201,91 @@ def inspect_record(program: Program) -> dict:
         "select_ops_list": select_ops_value(ops),
         "warnings": list(program.warnings),
     }
+
+
+# --------------------------------------------------------------------------- facts
+
+
+@dataclass(slots=True)
+class ProgramFacts:
+    """A decoded program plus the derived facts every view shows."""
+
+    path: Path
+    program: Program
+    delegates: list[DelegateInfo]
+    cpu_ops: list[CpuOperator]
+    select_ops: str
+    delegate_calls: int
+    kernel_calls: int
+    other_instructions: int
+
+    @property
+    def name(self) -> str:
+        """The file name: views show it instead of the path, so screenshots match anywhere."""
+        return self.path.name
+
+
+def program_facts(program: Program, path: Path) -> ProgramFacts:
+    """The facts of an open ``program`` read from ``path`` (payloads decoded once)."""
+    kernel = delegate = other = 0
+    for plan in program.plans:
+        for instr in plan.instructions:
+            if isinstance(instr, KernelCall):
+                kernel += 1
+            elif isinstance(instr, DelegateCall):
+                delegate += 1
+            else:
+                other += 1
+    ops = cpu_operators(program)
+    return ProgramFacts(
+        path=Path(path),
+        program=program,
+        delegates=delegates(program),
+        cpu_ops=ops,
+        select_ops=select_ops_value(ops),
+        delegate_calls=delegate,
+        kernel_calls=kernel,
+        other_instructions=other,
+    )
+
+
+def open_any(path: str | os.PathLike[str]) -> Program:
+    """A ``.pte``/``.bpte``, or the program baked into a firmware ELF. Raises ParseError."""
+    from etu.parsers.firmware_program import is_elf, open_embedded_program
+    from etu.parsers.pte import open_program
+
+    return open_embedded_program(path) if is_elf(path) else open_program(path)
+
+
+def decode_facts(path: Path) -> ProgramFacts:
+    """Open ``path`` (:func:`open_any`) and derive its facts; the caller closes
+    ``facts.program``. Raises ParseError."""
+    program = open_any(path)
+    try:
+        return program_facts(program, path)
+    except BaseException:
+        program.close()
+        raise
+
+
+def program_target(facts: ProgramFacts) -> str | None:
+    """The Ethos-U target the program was compiled for (its delegate's ``target`` compile
+    spec, e.g. ``ethos-u55-128``), when it says."""
+    for info in facts.delegates:
+        for spec in info.delegate.compile_specs:
+            if spec.key == "target" and spec.text:
+                return spec.text.strip()
+    return None
+
+
+def output_shapes(facts: ProgramFacts) -> list[tuple[int, ...]]:
+    """The shapes of the first plan's outputs (the runner prints values, not shapes)."""
+    plans = facts.program.plans
+    if not plans:
+        return []
+    plan = plans[0]
+    shapes = []
+    for index in plan.outputs:
+        value = plan.values[index] if 0 <= index < len(plan.values) else None
+        shapes.append(tuple(getattr(value, "sizes", ()) or ()))
+    return shapes

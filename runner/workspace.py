@@ -6,10 +6,12 @@ Blocking functions, no widgets and no Textual: the console's workers call them o
 thread; ``etu elf``, ``etu fit`` and ``etu run`` call them directly. Every failure becomes a
 one-line text naming files by label (relative to the workspace), never by absolute path.
 
-A workspace is a folder holding ``*.pte`` programs, ``vela/`` (Vela's output),
-``firmware/*.elf`` (+ ``.map``/``.ld``), ``.etu/sessions/`` (recorded runs) and
-``.etu/compile/`` (compile jobs). The demo workspace ships inside the package, which may be
-read-only once installed: :func:`writable_workspace` gives a copy in the user's data folder.
+A workspace is a folder (``etu init`` marks one with ``etu.toml``) holding ``*.pte``
+programs, ``vela/`` (Vela's output), each program's firmware in ``PROGRAM.<board>/`` and its
+own in ``firmware/*.elf`` (+ ``.map``/``.ld``, see :func:`find_firmware`), ``.etu/sessions/``
+(recorded runs) and ``.etu/compile/`` (compile jobs). The demo workspace ships inside the
+package, which may be read-only once installed: :func:`writable_workspace` gives a copy in
+the user's data folder.
 """
 
 from __future__ import annotations
@@ -26,33 +28,16 @@ from etu.runner.session import sessions_root
 
 if TYPE_CHECKING:  # the decoders load on first use: `etu elf` needs only the memory map
     from etu.parsers.fit import Verdict
-    from etu.parsers.program_facts import CpuOperator, DelegateInfo
     from etu.parsers.pte import Program
     from etu.parsers.vela import VelaReport
 
 VELA_FOLDER = "vela"  # where `etu compile` leaves Vela's output, beside the .pte
-FIRMWARE_FOLDER = "firmware"  # where the runner's ELF (and its .map, .ld) sit in a workspace
+FIRMWARE_FOLDER = "firmware"  # a workspace's own runner ELF (and its .map, .ld)
+RUNNER_ELF = "arm_executor_runner.elf"  # what `etu firmware build` writes in PROGRAM.<board>/
+# The boards `etu firmware build --board` builds for (runner/runtime_build.py's BOARDS).
+FIRMWARE_BOARDS = ("qemu-an547", "corstone-300", "corstone-320")
 DEFAULT_PRESET = "corstone-300"  # the runner's layout when nothing else names the regions
 TOP_SYMBOLS = 50
-
-
-@dataclass(slots=True)
-class ProgramFacts:
-    """A decoded program plus the derived facts every view shows."""
-
-    path: Path
-    program: Program
-    delegates: list[DelegateInfo]
-    cpu_ops: list[CpuOperator]
-    select_ops: str
-    delegate_calls: int
-    kernel_calls: int
-    other_instructions: int
-
-    @property
-    def name(self) -> str:
-        """The file name: views show it instead of the path, so screenshots match anywhere."""
-        return self.path.name
 
 
 # Where a workspace keeps programs below its root: compile jobs written with ``--out DIR``
@@ -67,7 +52,7 @@ def resolve_target(target: Path) -> Path:
         programs = sorted(p for p in target.glob("*.pte") if p.is_file())
         if programs:
             return programs[0]
-        nested = {p for pattern in PROGRAM_SUBFOLDERS for p in target.glob(pattern) if p.is_file()}
+        nested = nested_programs(target)
         if not nested:
             name = target.name or str(target.absolute())
             raise WrongKindError("folder holds no .pte file, nor do its compile jobs", source=name)
@@ -75,37 +60,15 @@ def resolve_target(target: Path) -> Path:
     return target
 
 
-def decode_facts(path: Path) -> ProgramFacts:
-    """Decode ``path`` and everything derived from it: a ``.pte``, or a firmware ELF's
-    baked-in program. Raises ParseError; blocking."""
-    from etu.parsers.firmware_program import is_elf, open_embedded_program
-    from etu.parsers.program_facts import cpu_operators, delegates, select_ops_list
-    from etu.parsers.pte import DelegateCall, KernelCall, open_program
-
-    program = open_embedded_program(path) if is_elf(path) else open_program(path)
-    try:
-        kernel = delegate = other = 0
-        for plan in program.plans:
-            for instr in plan.instructions:
-                if isinstance(instr, KernelCall):
-                    kernel += 1
-                elif isinstance(instr, DelegateCall):
-                    delegate += 1
-                else:
-                    other += 1
-        return ProgramFacts(
-            path=path,
-            program=program,
-            delegates=delegates(program),
-            cpu_ops=cpu_operators(program),
-            select_ops=select_ops_list(program),
-            delegate_calls=delegate,
-            kernel_calls=kernel,
-            other_instructions=other,
-        )
-    except BaseException:
-        program.close()
-        raise
+def nested_programs(root: Path) -> list[Path]:
+    """The programs in ``root``'s compile jobs (``--out DIR`` and ``.etu/compile``), by path."""
+    found: set[Path] = set()
+    for pattern in PROGRAM_SUBFOLDERS:
+        try:
+            found.update(p for p in root.glob(pattern) if p.is_file())
+        except OSError:
+            continue
+    return sorted(found)
 
 
 def error_line(error: BaseException, path: Path) -> str:
@@ -232,9 +195,68 @@ class FirmwareResult:
     request: int = 0  # tells a stale result from the current one
 
 
-def find_firmware(folder: Path) -> Path | None:
-    """A workspace's firmware: the first ``firmware/*.elf`` by name, else ``*.elf`` beside."""
-    for where in (folder / FIRMWARE_FOLDER, folder):
+# Where a program's firmware lives (one rule for `etu firmware build`, `etu run --board`,
+# `etu fit` and the Run, Boards, Memory and Fit tabs):
+#   1. a firmware ELF opened as the program is its own firmware;
+#   2. PROGRAM.<board>/arm_executor_runner.elf beside the program: what `etu firmware build
+#      --board B PROGRAM.pte` writes (without --out) and `etu run --board B PROGRAM.pte`
+#      builds into or reuses; for a given board only that board's folder, for none the
+#      first of qemu-an547, corstone-300, corstone-320 that exists;
+#   3. the workspace's own firmware: the first firmware/*.elf by name, else the first *.elf
+#      in the workspace folder.
+
+
+def firmware_dir(program: Path, board: str) -> Path:
+    """The folder the runner firmware of ``program`` for ``board`` goes in and is found in:
+    ``PROGRAM.<board>/`` beside the program."""
+    program = Path(program)
+    return program.with_name(f"{program.stem}.{board}")
+
+
+def board_for_target(target: str | None) -> str | None:
+    """The firmware board a run target runs on: a board is itself (the Run tab's emulated
+    board is ``qemu-an547``), an Ethos-U target its Corstone FVP's (``ethos-u55-128`` →
+    ``corstone-300``, ``ethos-u85-256`` → ``corstone-320``); None when unknown."""
+    if not target:
+        return None
+    if target in FIRMWARE_BOARDS:
+        return target
+    from etu.fvp.targets import fvp_target
+
+    try:
+        return fvp_target(target).platform
+    except ValueError:
+        return None
+
+
+def program_firmware(program: Path, board: str | None = None) -> Path | None:
+    """The ELF ``etu firmware build`` made for ``program`` (rule 2): for ``board``, else for
+    the first board that has one."""
+    for each in (board,) if board else FIRMWARE_BOARDS:
+        elf = firmware_dir(program, each) / RUNNER_ELF
+        if elf.is_file():
+            return elf
+    return None
+
+
+def program_target_of(program: Path) -> str | None:
+    """The Ethos-U target a program file was compiled for; None when it names none or
+    cannot be read (opening it says why)."""
+    from etu.parsers.program_facts import decode_facts, program_target
+
+    try:
+        facts = decode_facts(program)
+    except (ParseError, OSError):
+        return None
+    try:
+        return program_target(facts)
+    finally:
+        facts.program.close()
+
+
+def workspace_firmware(root: Path) -> Path | None:
+    """A workspace's own firmware (rule 3): the first ``firmware/*.elf``, else ``*.elf``."""
+    for where in (root / FIRMWARE_FOLDER, root):
         try:
             found = sorted(p for p in where.glob("*.elf") if p.is_file())
         except OSError:
@@ -242,6 +264,26 @@ def find_firmware(folder: Path) -> Path | None:
         if found:
             return found[0]
     return None
+
+
+def find_firmware(root: Path, program: Path | None = None, board: str | None = None) -> Path | None:
+    """The firmware a program of the workspace ``root`` runs in, on ``board`` when given:
+    the rule above, in order; None when there is none."""
+    if program is not None and program.suffix.lower() == ".elf" and program.is_file():
+        return program
+    if program is not None:
+        built = program_firmware(program, board)
+        if built is not None:
+            return built
+    return workspace_firmware(root)
+
+
+def firmware_places(root: Path, program: Path | None, board: str | None) -> str:
+    """Where :func:`find_firmware` looked, relative to ``root``, for a one-line message."""
+    places = [f"{FIRMWARE_FOLDER}/*.elf", "*.elf"]
+    if program is not None and program.suffix.lower() != ".elf":
+        places.insert(0, file_label(firmware_dir(program, board or "<board>"), root) + "/")
+    return ", ".join(places)
 
 
 def sidecar(elf: Path, suffix: str) -> Path | None:
@@ -374,32 +416,6 @@ def _firmware_error(error: BaseException, names: dict[str, str], label: str) -> 
     return _relative(describe_error(error, label), names)
 
 
-# --------------------------------------------------------------------------- programs
-
-
-def program_target(facts: ProgramFacts) -> str | None:
-    """The Ethos-U target the program was compiled for (its delegate's ``target`` compile
-    spec, e.g. ``ethos-u55-128``), when it says."""
-    for info in facts.delegates:
-        for spec in info.delegate.compile_specs:
-            if spec.key == "target" and spec.text:
-                return spec.text.strip()
-    return None
-
-
-def output_shapes(facts: ProgramFacts) -> list[tuple[int, ...]]:
-    """The shapes of the first plan's outputs (the runner prints values, not shapes)."""
-    plans = facts.program.plans
-    if not plans:
-        return []
-    plan = plans[0]
-    shapes = []
-    for index in plan.outputs:
-        value = plan.values[index] if 0 <= index < len(plan.values) else None
-        shapes.append(tuple(getattr(value, "sizes", ()) or ()))
-    return shapes
-
-
 # --------------------------------------------------------------------------- the workspace
 
 ETU_FOLDER = ".etu"  # etu's own state inside a workspace
@@ -413,17 +429,29 @@ def compile_root(workspace: Path) -> Path:
     return Path(workspace) / ETU_FOLDER / COMPILE_FOLDER
 
 
+def _program_folder(program: Path) -> Path:
+    """The folder a program (or a folder) stands in; a firmware ELF in ``PROGRAM.<board>/``
+    (:func:`firmware_dir`) stands in the program's folder."""
+    folder = program if program.is_dir() else program.parent
+    stem, dot, board = folder.name.rpartition(".")
+    if not program.is_dir() and dot and stem and board in FIRMWARE_BOARDS:
+        return folder.parent
+    return folder
+
+
 def workspace_of(program: Path) -> Path:
     """The workspace a program belongs to (an absolute path): a compiled result's job folder
-    (``<ws>/.etu/compile/<job>/x.pte``) belongs to ``<ws>``; a program in a sub-folder of a
-    workspace made by ``etu init`` (``<ws>/build/<job>/x.pte``) to the nearest folder above
-    holding ``etu.toml`` (never the home folder or ``/``); anything else to its folder."""
+    (``<ws>/.etu/compile/<job>/x.pte``) belongs to ``<ws>``; a firmware in
+    ``PROGRAM.<board>/`` to the program's workspace; a program in a folder holding
+    ``etu.toml``, or in a sub-folder of one (``<ws>/build/<job>/x.pte``), to the nearest such
+    folder (never the home folder or ``/``); else a folder holding ``.etu`` is its own;
+    anything else belongs to its folder."""
     program = Path(program).absolute()
-    folder = program if program.is_dir() else program.parent
+    folder = _program_folder(program)
     root = folder.parent
     if root.name == COMPILE_FOLDER and root.parent.name == ETU_FOLDER:
         return root.parent.parent
-    if (folder / WORKSPACE_FILE).exists() or (folder / ETU_FOLDER).is_dir():
+    if (folder / WORKSPACE_FILE).exists():
         return folder
     home = Path.home()
     for above in folder.parents:
@@ -434,18 +462,55 @@ def workspace_of(program: Path) -> Path:
     return folder
 
 
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        Path(path).absolute().relative_to(Path(root).absolute())
+    except ValueError:
+        return False
+    return True
+
+
 @dataclass(slots=True)
 class Workspace:
-    """What a workspace holds, found (not loaded): each None when absent."""
+    """One workspace, found (not loaded): its root, the program open in it, what lies
+    beside (Vela output, firmware with its ``.map``/``.ld``), its programs, the folders for
+    sessions and compile jobs, and the ``target`` setting. The console's loader builds one
+    and hands it to every panel; the CLI builds the same with :func:`find_workspace`."""
 
     root: Path
     program: Path | None
     vela: Path | None
-    firmware: Path | None
+    firmware: Path | None  # the rule's firmware for no particular board
     firmware_map: Path | None
     firmware_script: Path | None
     sessions: Path
     compile_jobs: Path
+    programs: list[Path] = field(default_factory=list)  # ``*.pte`` in root, then in jobs
+    target: str | None = None  # the ``target`` setting (etu.toml over the user's file)
+    settings_problem: str | None = None  # one line: a settings file that could not be read
+
+    @property
+    def name(self) -> str:
+        """What views call the workspace: its folder's name."""
+        return self.root.name or str(self.root)
+
+    def firmware_for(self, board: str | None) -> Path | None:
+        """The firmware the program runs in on ``board`` (the rule, :func:`find_firmware`)."""
+        if board is None:
+            return self.firmware
+        return find_firmware(self.root, self.program, board)
+
+    def firmware_for_target(self, target: str | None) -> Path | None:
+        """The firmware the program runs in for a run target (its board's, else any)."""
+        return self.firmware_for(board_for_target(target))
+
+    def firmware_places(self, board: str | None) -> str:
+        """Where :meth:`firmware_for` looks, for a 'no firmware' message."""
+        return firmware_places(self.root, self.program, board)
+
+    def label(self, path: Path) -> str:
+        """``path`` relative to the workspace when inside it, else its file name."""
+        return file_label(path, self.root)
 
     def to_json(self) -> dict:
         def text(path: Path | None) -> str | None:
@@ -460,13 +525,23 @@ class Workspace:
             "firmware_script": text(self.firmware_script),
             "sessions": str(self.sessions),
             "compile_jobs": str(self.compile_jobs),
+            "programs": [str(p) for p in self.programs],
+            "target": self.target,
         }
 
 
-def find_workspace(target: Path) -> Workspace:
-    """The workspace of ``target`` (a ``.pte``, or a workspace folder) and what it holds."""
-    target = Path(target)
+def find_workspace(target: Path, within: Path | None = None) -> Workspace:
+    """The workspace of ``target`` (a ``.pte``, a firmware ELF or a workspace folder) and
+    what it holds. ``within``: the workspace already open; a target inside it keeps it (a
+    program opened from a compile job stays in the workspace that made it) unless it lies
+    in a workspace of its own below (a folder with ``etu.toml``)."""
+    target = Path(target).absolute()
     root = workspace_of(target)
+    if within is not None and _inside(target, within):
+        within = Path(within).absolute()
+        nested = root != within and _inside(root, within) and (root / WORKSPACE_FILE).is_file()
+        if not nested:  # a workspace of its own inside (its etu.toml) is its own
+            root = within
     program: Path | None
     if target.is_dir():
         try:
@@ -478,7 +553,8 @@ def find_workspace(target: Path) -> Workspace:
     vela = find_vela_output(program.parent if program is not None else root)
     if vela is None and program is not None and program.parent != root:
         vela = find_vela_output(root)
-    firmware = find_firmware(root)
+    firmware = find_firmware(root, program)
+    setting, problem = _target_setting(root)
     return Workspace(
         root=root,
         program=program,
@@ -488,7 +564,32 @@ def find_workspace(target: Path) -> Workspace:
         firmware_script=sidecar(firmware, ".ld") if firmware is not None else None,
         sessions=sessions_root(root),
         compile_jobs=compile_root(root),
+        programs=workspace_programs(root),
+        target=setting,
+        settings_problem=problem,
     )
+
+
+def workspace_programs(root: Path) -> list[Path]:
+    """The workspace's programs: ``*.pte`` in its folder by name, then its compile jobs'."""
+    try:
+        own = sorted(p for p in root.glob("*.pte") if p.is_file())
+    except OSError:
+        own = []
+    return own + nested_programs(root)
+
+
+def _target_setting(root: Path) -> tuple[str | None, str | None]:
+    """The ``target`` setting for ``root`` and a one-line problem when it could not be read."""
+    from etu.runner.config import ConfigError, load_settings
+
+    try:
+        settings = load_settings(root)
+    except ConfigError as error:
+        return None, str(error)
+    except OSError as error:
+        return None, f"{error.filename or root}: {error.strerror or error}"
+    return settings.target, "; ".join(settings.warnings) or None
 
 
 def compile_jobs(workspace: Path) -> list[Path]:

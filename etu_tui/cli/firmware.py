@@ -17,7 +17,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     build = sub.add_parser("build", help="build the runner firmware for a board")
     add_build_options(build)
     build.add_argument("pte", type=Path, help="the program (.pte) to bake into the runner")
-    build.add_argument("--out", type=Path, help="output folder (default: PROGRAM.<board>/)")
+    build.add_argument(
+        "--out", type=Path,
+        help="output folder (default: PROGRAM.<board>/ beside the program, where etu run"
+        " --board, etu fit and the console look for it)",
+    )  # fmt: skip
     build.add_argument("--json", action="store_true", help="one JSON object: ELF, commands, pools")
 
 
@@ -56,8 +60,9 @@ def add_build_options(parser: argparse.ArgumentParser, *, board_required: bool =
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     from etu.runner.runtime_build import RuntimeBuildError
     from etu.runner.runtime_source import SourceError
+    from etu.runner.workspace import firmware_dir
 
-    folder = args.out or args.pte.with_name(f"{args.pte.stem}.{args.board}")
+    folder = args.out or firmware_dir(args.pte, args.board)
     from etu.tui.cli.errors import CommandError
 
     try:

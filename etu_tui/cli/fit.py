@@ -17,8 +17,15 @@ HELP = "does a program fit a firmware? verdicts with the shortfall and the build
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pte", type=Path, required=True, help="the program")
-    parser.add_argument("--elf", type=Path, required=True, help="the runner firmware")
-    parser.add_argument("--vela", type=Path, help="Vela's output folder for the program")
+    parser.add_argument(
+        "--elf", type=Path,
+        help="the runner firmware (default: the program's, found as the console finds it:"
+        " PROGRAM.<board>/ beside it, else the workspace's firmware/*.elf, else *.elf)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--vela", type=Path,
+        help="Vela's output folder for the program (default: vela/ beside it, if any)",
+    )  # fmt: skip
     add_target_option(parser, "the NPU the run will use")
     add_region_options(parser)
     parser.add_argument("--json", action="store_true", help="one JSON object")
@@ -34,6 +41,18 @@ def fit_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     from etu.parsers.pte import open_program
     from etu.parsers.vela import load_vela_report
 
+    if args.elf is None or args.vela is None:  # what the console's Fit tab finds
+        from etu.runner.workspace import find_workspace, program_target_of
+
+        workspace = find_workspace(args.pte)
+        args.vela = args.vela or workspace.vela
+        target = args.target or program_target_of(args.pte)
+        args.elf = args.elf or workspace.firmware_for_target(target)
+        if args.elf is None:
+            places = workspace.firmware_places(None)
+            err.write(f"etu: {p(str(args.pte))}: no firmware found (looked for {places} in "
+                      f"{p(str(workspace.root))}); give --elf\n")  # fmt: skip
+            return 2
     try:
         memory_map = memory_map_from_args(args)
         vela = load_vela_report(args.vela) if args.vela else None

@@ -6,10 +6,10 @@
    (demo_cnn_cpu.pte, quantized, every operator on the CPU), in the runner for the emulated
    board (qemu-an547), so `etu run --board qemu-an547 demo_cnn_cpu.pte` runs it for real.
 
-Both go to .etu/firmware/<program>.<board>/ in the demo workspace, where `etu run --board`
-looks. Needs the ExecuTorch source (ETU_EXECUTORCH_SRC, .ci/run-style ../shared/vendor, an
-etu.toml setting, or a download); without it this prints why and exits 0, so `make demo`
-still regenerates the rest.
+Both go to <program>.<board>/ beside the program (runner/workspace.py's firmware_dir), where
+`etu run --board` and the console look. Needs the ExecuTorch source (ETU_EXECUTORCH_SRC,
+.ci/run-style ../shared/vendor, an etu.toml setting, or a download); without it this prints
+why and exits 0, so `make demo` still regenerates the rest.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 from etu.runner.compile_job import CompileJob  # noqa: E402
 from etu.runner.runtime_build import RuntimeBuildError, build_runner  # noqa: E402
 from etu.runner.runtime_source import SourceError  # noqa: E402
+from etu.runner.workspace import firmware_dir  # noqa: E402
 from etu.tui.demo.build_demo import REQUEST, Progress  # noqa: E402
 
 
@@ -56,10 +57,9 @@ def cpu_twin() -> Path:
 def main() -> int:
     _vendor_defaults()
     twin = cpu_twin()
-    firmware = HERE / ".etu" / "firmware"
     for pte, board in ((HERE / "demo_cnn.pte", "corstone-300"), (twin, "qemu-an547")):
         try:
-            result = build_runner(pte, board, firmware / f"{pte.stem}.{board}",
+            result = build_runner(pte, board, firmware_dir(pte, board),
                                   progress=lambda text: None)  # fmt: skip
         except SourceError as error:
             print(f"real runner not built: {error}")

@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from etu.parsers.errors import describe_error
+from etu.runner.workspace import FIRMWARE_BOARDS, Workspace
 from etu.tui.keys import bindings
 from etu.tui.safe_text import printable
 from etu.tui.screens.open_file import OpenFileScreen
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
@@ -130,7 +132,9 @@ class BoardsPanel(Vertical):
         self.ports: list = []
         self.profiles: dict = {}
         self.firmware: Path | None = None
+        self.firmware_picked = False  # picked here or on the Run tab: kept over the rule's
         self.workspace: Path | None = None
+        self.opened: Workspace | None = None  # the App's workspace: firmware by its rule
         self.flashing = False
         self.last_status = ""
         self.profile_error: str | None = None
@@ -172,12 +176,38 @@ class BoardsPanel(Vertical):
 
     # -- the workspace ---------------------------------------------------------------------
 
-    def set_workspace(self, workspace: Path | None, firmware: Path | None) -> None:
-        """The workspace's firmware is flashed unless the user picks another file."""
-        self.workspace = workspace
-        if firmware is not None and self.firmware is None:
-            self.firmware = firmware
+    def set_workspace(self, workspace: Workspace) -> None:
+        """The program's firmware for the chosen board (the workspace's rule,
+        :func:`etu.runner.workspace.find_firmware`) is flashed unless a file was picked."""
+        if workspace.root != self.workspace:
+            self.firmware_picked = False
+        self.workspace, self.opened = workspace.root, workspace
+        self._find_firmware()
+
+    def take_firmware(self, elf: Path) -> None:
+        """The ELF picked on the Run tab: what runs there is what is flashed here."""
+        self.firmware, self.firmware_picked = Path(elf), True
         self._show_firmware()
+
+    def firmware_board(self) -> str | None:
+        """The firmware board of the chosen profile: its name when etu builds firmware for
+        it (qemu-an547), else its memory preset (mps3-an552 runs a corstone-300 build)."""
+        name = self.query_one("#boards-profile", Select).value
+        if not isinstance(name, str):
+            return None
+        if name in FIRMWARE_BOARDS:
+            return name
+        profile = self.profiles.get(name)
+        return getattr(profile, "memory_preset", None)
+
+    def _find_firmware(self) -> None:
+        if self.opened is not None and not self.firmware_picked:
+            self.firmware = self.opened.firmware_for(self.firmware_board())
+        self._show_firmware()
+
+    @on(Select.Changed, "#boards-profile")
+    def _profile_changed(self) -> None:
+        self._find_firmware()
 
     def _show_firmware(self) -> None:
         shown = printable(self.firmware.name) if self.firmware else "none (e picks a file)"
@@ -190,8 +220,7 @@ class BoardsPanel(Vertical):
 
         def chosen(path: Path | None) -> None:
             if path is not None:
-                self.firmware = Path(path)
-                self._show_firmware()
+                self.take_firmware(Path(path))
 
         self.app.push_screen(FirmwareScreen(str(start) + "/"), chosen)
 

@@ -236,9 +236,10 @@ class CompilePanel(Vertical):
         value = self.query_one(selector, Select).value
         return value if isinstance(value, str) else ""
 
-    def set_program(self, program: Path, target: str | None) -> None:
-        """A program was opened: output goes under its workspace; its target is the form's."""
-        self.workspace = workspace_of(program)
+    def set_program(self, program: Path, target: str | None, workspace: Path | None = None) -> None:
+        """A program was opened: output goes under ``workspace`` (the App's, else the one
+        :func:`workspace_of` finds for the program); its target is the form's."""
+        self.workspace = workspace if workspace is not None else workspace_of(program)
         if target in TARGETS:
             self.query_one("#compile-target", Select).value = target
         self._show_controls()

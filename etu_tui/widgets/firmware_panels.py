@@ -12,13 +12,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from etu.parsers.errors import describe_error
-from etu.runner.workspace import (
-    FirmwareResult,
-    ProgramFacts,
-    VelaResult,
-    find_firmware,
-    load_firmware,
-)
+from etu.parsers.program_facts import ProgramFacts, program_target
+from etu.runner.workspace import FirmwareResult, VelaResult, Workspace, load_firmware
 from etu.tui.keys import bindings
 from etu.tui.widgets.fit import FitChecks, FitHeadline
 from etu.tui.widgets.formatting import short_path
@@ -59,6 +54,14 @@ class FirmwareShown(Message):
 
 
 @dataclass
+class FirmwarePicked(Message):
+    """The user picked the program's firmware ELF (Run tab ``e``): the Boards tab takes it
+    too, so what runs and what is flashed is the same file."""
+
+    elf: Path
+
+
+@dataclass
 class PickElfAsked(Message):
     """``e`` on the Fit tab: the firmware's owner (the Memory panel) asks for the ELF."""
 
@@ -76,7 +79,7 @@ class MemoryPanel(Vertical):
         self.pending = False  # a firmware worker is reading
         self._request = 0  # increases per read; stale results are dropped
         self.facts: ProgramFacts | None = None
-        self.workspace: Path | None = None
+        self.workspace: Workspace | None = None
         self.vela: VelaResult | None = None
 
     def compose(self) -> ComposeResult:
@@ -95,8 +98,11 @@ class MemoryPanel(Vertical):
 
     # -- reading -----------------------------------------------------------------------
 
-    def set_program(self, facts: ProgramFacts, workspace: Path, vela: VelaResult | None) -> None:
-        """A program opened: read the picked ELF (else the workspace's) and check it."""
+    def set_program(
+        self, facts: ProgramFacts, workspace: Workspace, vela: VelaResult | None
+    ) -> None:
+        """A program opened: read the picked ELF (else the program's firmware by the
+        workspace's rule, :func:`etu.runner.workspace.find_firmware`) and check it."""
         self.facts, self.workspace, self.vela = facts, workspace, vela
         self.read(self.pick)
 
@@ -113,17 +119,17 @@ class MemoryPanel(Vertical):
     def _read(
         self,
         facts: ProgramFacts,
-        workspace: Path,
+        workspace: Workspace,
         elf: Path | None,
         vela: VelaResult | None,
         request: int,
     ) -> None:
         try:
             result = load_firmware(
-                elf if elf is not None else find_firmware(workspace),
+                elf if elf is not None else workspace.firmware_for_target(program_target(facts)),
                 facts.program,
                 vela.report if vela is not None else None,
-                workspace=workspace,
+                workspace=workspace.root,
                 program_name=facts.name,
                 vela_name=vela.label if vela is not None else None,
                 picked=elf is not None,

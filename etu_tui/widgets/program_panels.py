@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from etu.parsers.program_facts import ProgramFacts
 from etu.parsers.pte import ExecutionPlan, Tensor
-from etu.runner.workspace import ProgramFacts
 from etu.tui.keys import bindings
 from etu.tui.widgets.cpu_ops import CpuOpsView
 from etu.tui.widgets.delegates import DelegatesView, one_line

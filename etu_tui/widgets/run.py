@@ -26,11 +26,12 @@ from etu.parsers.errors import describe_error
 from etu.runner.run import RunController
 from etu.runner.run_model import RING_LINES, LaunchInfo, RunRecord
 from etu.runner.session import sessions_root
-from etu.runner.workspace import file_label, find_firmware
+from etu.runner.workspace import Workspace, board_for_target, file_label
 from etu.tui.commands import PaletteCommand
 from etu.tui.keys import bindings
 from etu.tui.safe_text import printable
 from etu.tui.screens.preflight import PreflightScreen
+from etu.tui.widgets.firmware_panels import FirmwarePicked
 from etu.tui.widgets.formatting import short_path
 from etu.tui.widgets.log_box import LogBox
 from etu.tui.widgets.past_runs import PastRunsList
@@ -82,6 +83,7 @@ class RunPanel(Vertical):
         super().__init__(id=id)
         self.capacity = capacity  # log lines kept on screen per run
         self.workspace: Path | None = None
+        self.opened: Workspace | None = None  # the App's workspace: firmware by its rule
         self.elf: Path | None = None
         self.elf_picked = False
         self.firmware = None  # the Memory tab's FirmwareResult: pre-flight verdicts
@@ -189,7 +191,7 @@ class RunPanel(Vertical):
 
     def set_program(
         self,
-        workspace: Path,
+        workspace: Workspace,
         *,
         target: str | None,
         vela_cycles: float | None,
@@ -197,18 +199,18 @@ class RunPanel(Vertical):
         program=None,
         select_ops: str = "",
     ) -> None:
-        """A program opened: its folder is the workspace (firmware, sessions); a
-        runner.workspace.Workspace names its root."""
-        workspace = getattr(workspace, "root", workspace)
-        if workspace != self.workspace:
-            self.workspace = workspace
+        """A program opened in ``workspace`` (sessions go there; its firmware for the
+        target is found by the workspace's rule unless one was picked)."""
+        if workspace.root != self.workspace:
+            self.workspace = workspace.root
             self.elf_picked = False
-            self.elf = find_firmware(workspace)
+        self.opened = workspace
         self.program = program  # parsers.pte.Program, for the pre-flight fit checks
         self.select_ops = select_ops
         self.program_target = target
         if target in targets():
             self.target = target
+        self._find_elf()
         self.vela_cycles = vela_cycles
         self.shapes = list(shapes)
         select = self.query_one("#run-target", Select)
@@ -230,6 +232,12 @@ class RunPanel(Vertical):
         self._board_in_header = False
         self._show_controls()
         self._preview()
+        self.post_message(FirmwarePicked(elf))  # the Boards tab flashes it too
+
+    def _find_elf(self) -> None:
+        """The firmware for the target's board by the workspace's rule, unless picked."""
+        if self.opened is not None and not self.elf_picked:
+            self.elf = self.opened.firmware_for_target(self.target)
 
     def _timelimit(self) -> int | None:
         text = self.query_one("#run-timelimit", Input).value.strip()
@@ -252,9 +260,13 @@ class RunPanel(Vertical):
         self.header.preview_next(self.target, self.elf, limit, self._no_elf())
 
     def _no_elf(self) -> str:
-        where = self.workspace.name if self.workspace else "the workspace"
+        if self.opened is None:
+            return "no workspace open; press e to pick a firmware ELF"
+        board = board_for_target(self.target)
+        places = self.opened.firmware_places(board)
         return (
-            f"no firmware ELF in {where} (looked for firmware/*.elf and *.elf); press e to pick one"
+            f"no firmware ELF for {board or self.target} in {self.opened.name} (looked for "
+            f"{places}); press e to pick one"
         )
 
     # -- starting and stopping ---------------------------------------------------------
@@ -655,6 +667,7 @@ class RunPanel(Vertical):
         """The ``target`` setting: what runs when the program names no NPU of its own."""
         if target in targets() and self.program_target is None:
             self.target = target
+            self._find_elf()
             select = self.query_one("#run-target", Select)
             if select.value != target:
                 select.value = target
@@ -664,6 +677,8 @@ class RunPanel(Vertical):
         if isinstance(event.value, str) and event.value != self.target:
             self.target = event.value
             self._board_in_header = False
+            self._find_elf()
+            self._show_controls()
             self._preview()
             self._show_banner()
             self._show_top()

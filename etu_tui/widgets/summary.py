@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from etu.runner.workspace import ProgramFacts
+from etu.parsers.program_facts import ProgramFacts
 from etu.tui.safe_text import printable
 from etu.tui.widgets.formatting import nbytes, plural
 from textual.content import Content

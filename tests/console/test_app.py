@@ -12,9 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from etu.parsers.program_facts import select_ops_list
+from etu.parsers.program_facts import decode_facts, select_ops_list
 from etu.parsers.pte import ExecutionPlan, Tensor, Value, open_program
-from etu.runner.workspace import decode_facts
 from etu.tui.app import EtuApp, ProgramFailed, ProgramLoaded
 from etu.tui.screens.open_file import OpenFileScreen
 from etu.tui.widgets import (

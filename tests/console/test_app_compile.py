@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from etu.parsers.program_facts import program_target
 from etu.runner.compile_worker import STAGES
-from etu.runner.workspace import program_target
 from etu.tui.app import COMPILE_TAB, PROGRAM_TAB, EtuApp
 from etu.tui.widgets import CompilePanel
 from textual.pilot import Pilot

@@ -19,13 +19,13 @@ import psutil
 import pytest
 from etu.fvp.command import format_command
 from etu.fvp.standin import install_standin
+from etu.parsers.program_facts import program_target
 from etu.parsers.runner_events import LogLine, MemoryReport, PmuReport
 from etu.parsers.runner_log import RunnerLogParser, parse_log_bytes
 from etu.parsers.vela import load_vela_report
 from etu.runner.run import RunOutcome
 from etu.runner.run_model import LaunchInfo, split_events
 from etu.runner.session import SessionWriter, list_sessions, read_session, sessions_root
-from etu.runner.workspace import program_target
 from etu.tui.app import PROGRAM_TAB, RUN_TAB, EtuApp
 from etu.tui.widgets import (
     AllocatorPane,
@@ -307,7 +307,7 @@ async def test_another_elf_and_target_change_the_command(workspace: Path, standi
         await settle(pilot)
         assert panel.elf == other
         assert panel.preview is not None and panel.preview.command[-3] == str(other)
-        panel.set_program(workspace, target="ethos-u85-256", vela_cycles=None)
+        panel.set_program(app.current_workspace, target="ethos-u85-256", vela_cycles=None)
         await settle(pilot)
         assert panel.preview.simulator.endswith("FVP_Corstone_SSE-320")
         assert "mps4_board.subsystem.ethosu.num_macs=256" in panel.preview.command

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from etu.fvp.targets import targets
+from etu.parsers.program_facts import decode_facts
 from etu.runner.compile_request import MEMORY_MODES, SYSTEM_CONFIGS
-from etu.runner.workspace import decode_facts
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEMO = ROOT / "etu_tui" / "demo"

@@ -185,7 +185,8 @@ def test_workspace_programs_and_loading_skip_hostile_programs(tmp_path: Path, ki
     # Loading a workspace whose only program is the hostile one: one line, at once.
     (tmp_path / "good.pte").unlink()
     found = probe(
-        "from etu.runner.workspace import decode_facts, resolve_target\n"
+        "from etu.parsers.program_facts import decode_facts\n"
+        "from etu.runner.workspace import resolve_target\n"
         "decode_facts(resolve_target(Path(sys.argv[2])))\n",
         tmp_path,
     )  # fmt: skip
