@@ -33,15 +33,8 @@ KEY_NAMES = {
     "Escape": "escape", "Tab": "tab", "Enter": "enter", "Home": "home", "End": "end",
     "Page Up": "pageup", "Page Down": "pagedown", "F1": "f1", "space": "space",
 }  # fmt: skip
-# Keys the pages name that are Textual's or a widget's own, not actions of the KEYS table.
-NOT_ACTIONS = {
-    "ctrl+p": "Textual's command palette",
-    "tab": "path completion in the path dialogs",
-    "home": "tables and logs: first row",
-    "end": "tables and logs: last row",
-    "pageup": "tables and logs: page up",
-    "pagedown": "tables and logs: page down",
-}
+# Keys the pages name that are Textual's own, not actions of the KEYS table.
+NOT_ACTIONS = {"ctrl+p": "Textual's command palette"}
 
 
 def prose_lines(page: Path) -> list[tuple[int, str]]:
