@@ -9,7 +9,6 @@ workers and what they show. Batches of a run's events come through a
 
 from __future__ import annotations
 
-import gc
 import os
 import threading
 import time
@@ -22,7 +21,6 @@ from typing import ClassVar
 from etu.fvp.command import DEFAULT_TIMELIMIT
 from etu.fvp.launch import LaunchError
 from etu.fvp.targets import targets
-from etu.parsers.errors import describe_error
 from etu.runner.run import RunController
 from etu.runner.run_model import RING_LINES, LaunchInfo, RunRecord
 from etu.runner.session import sessions_root
@@ -37,11 +35,13 @@ from etu.tui.widgets.log_box import LogBox
 from etu.tui.widgets.past_runs import PastRunsList
 from etu.tui.widgets.run_header import DEFAULT_TARGET, RunHeader
 from etu.tui.widgets.run_launch import (
+    HeapFreeze,
     LaunchPlan,
     RunBridge,
     RunElfScreen,
     launch_plan,
     preflight,
+    start_failure,
 )
 from etu.tui.widgets.run_log import LogView
 from etu.tui.widgets.run_messages import (
@@ -61,7 +61,7 @@ from etu.tui.widgets.run_panes import (
     per_inference,
     session_name,
 )
-from etu.tui.widgets.triage import missing_operator_lines
+from etu.tui.widgets.triage import missing_fix, missing_operator_lines
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import BindingType
@@ -105,7 +105,7 @@ class RunPanel(Vertical):
         self._bridges: dict[int, RunBridge] = {}
         self._lock = threading.Lock()
         self._closing = False
-        self._frozen = False
+        self._heap = HeapFreeze()  # the collector's full passes skip the UI during a run
         self._board_in_header = False  # a board's session stays on top until a control moves
 
     # -- layout ------------------------------------------------------------------------
@@ -142,7 +142,7 @@ class RunPanel(Vertical):
             controller.kill()
         for bridge in bridges:
             bridge.close()
-        self._thaw_heap()
+        self._heap.thaw()
 
     # -- state -------------------------------------------------------------------------
 
@@ -239,22 +239,13 @@ class RunPanel(Vertical):
         if self.opened is not None and not self.elf_picked:
             self.elf = self.opened.firmware_for_target(self.target)
 
-    def _timelimit(self) -> int | None:
-        text = self.query_one("#run-timelimit", Input).value.strip()
-        if not text:
-            return None
-        value = int(text)
-        if value <= 0:
-            raise ValueError("the time limit is a positive number of seconds")
-        return value
-
     # -- preview -----------------------------------------------------------------------
 
     def _preview(self) -> None:
         if self.workspace is None:
             return
         try:
-            limit = self._timelimit()
+            limit = self.header.timelimit()
         except ValueError:
             limit = DEFAULT_TIMELIMIT
         self.header.preview_next(self.target, self.elf, limit, self._no_elf())
@@ -277,7 +268,7 @@ class RunPanel(Vertical):
         if self.running or self.workspace is None:
             return False
         try:
-            limit = self._timelimit()
+            limit = self.header.timelimit()
         except ValueError as error:
             self.notify(str(error), title="Run not started", severity="error", markup=False)
             return False
@@ -329,7 +320,7 @@ class RunPanel(Vertical):
         return True
 
     def _new_live(self, launch: LaunchInfo | None = None) -> None:
-        self._freeze_heap()
+        self._heap.freeze()
         self.run_id += 1
         self.live = RunRecord("current run", live=True, capacity=self.capacity)
         self.live.launch = launch
@@ -364,12 +355,8 @@ class RunPanel(Vertical):
         self._show_controls()
         self._show_banner()
         self.app.refresh_bindings()
-        self.run_worker(
-            partial(self._start_in_thread, self.run_id, prepare, root, env, source),
-            thread=True,
-            group="run-start",
-            exit_on_error=False,
-        )
+        start = partial(self._start_in_thread, self.run_id, prepare, root, env, source)
+        self.run_worker(start, thread=True, group="run-start", exit_on_error=False)
         return self.run_id
 
     def _start_in_thread(
@@ -386,14 +373,8 @@ class RunPanel(Vertical):
             except BaseException:
                 bridge.close()
                 raise
-        except LaunchError as error:
-            self.post_message(RunFailed(run_id, str(error)))
-            return
-        except OSError as error:
-            self.post_message(RunFailed(run_id, f"{root}: {error.strerror or error}"))
-            return
-        except Exception as error:
-            self.post_message(RunFailed(run_id, describe_error(error)))
+        except Exception as error:  # no simulator, no ELF, no session folder: one line
+            self.post_message(RunFailed(run_id, start_failure(error, root)))
             return
         with self._lock:
             if self._closing:
@@ -480,22 +461,8 @@ class RunPanel(Vertical):
         self._starting = self._stopping = False
         self._after_run()
 
-    def _freeze_heap(self) -> None:
-        """For the length of a run, move what the console already holds (widgets, caches,
-        the decoded program) out of the garbage collector's full passes: a flood of lines
-        allocates enough to trigger them every few seconds, and walking the whole UI took
-        50-90 ms each time, on whichever thread ran it. Undone when the run ends."""
-        if not self._frozen:
-            gc.freeze()
-            self._frozen = True
-
-    def _thaw_heap(self) -> None:
-        if self._frozen:
-            gc.unfreeze()  # back into the oldest generation: collected as usual again
-            self._frozen = False
-
     def _after_run(self) -> None:
-        self._thaw_heap()
+        self._heap.thaw()
         if self.live is not None:
             self._after_session(self.live)
         if self.shown is self.live:
@@ -631,21 +598,11 @@ class RunPanel(Vertical):
             banner.set_state("-running", Content.styled("● stopping…", "bold"))
             return
         name = session_name(record.folder.name, self._stable) if record and record.folder else ""
-        missing = self._missing_lines(record) if record is not None and record.outcome else []
+        missing = []
+        if record is not None and record.outcome is not None:
+            fix = missing_fix(self.firmware, self.select_ops)
+            missing = missing_operator_lines(record.missing, fix)
         banner.show(record, hint, name, self._stable, missing, self.elf)
-
-    def _missing_lines(self, record: RunRecord) -> list[str]:
-        """A missing operator with the Fit tab's fix (the exact EXECUTORCH_SELECT_OPS_LIST)."""
-        if not record.missing:
-            return []
-        fix = None
-        verdicts = self.firmware.verdicts if self.firmware is not None else None
-        for verdict in verdicts or []:
-            if verdict.check == "cpu_kernels" and verdict.fix:
-                fix = verdict.fix
-        if fix is None and self.select_ops:
-            fix = f"rebuild with -DEXECUTORCH_SELECT_OPS_LIST={self.select_ops}"
-        return missing_operator_lines(record.missing, fix)
 
     def _show_controls(self) -> None:
         label = None if self.elf is None else file_label(self.elf, self.workspace)

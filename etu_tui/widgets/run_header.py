@@ -98,6 +98,16 @@ class RunHeader(Vertical):
         self.query_one("#run-start", Button).disabled = running or not can_start
         self.query_one("#run-stop", Button).disabled = not running
 
+    def timelimit(self) -> int | None:
+        """The time limit field's seconds (None: none); ValueError names what is wrong."""
+        text = self.query_one("#run-timelimit", Input).value.strip()
+        if not text:
+            return None
+        value = int(text)
+        if value <= 0:
+            raise ValueError("the time limit is a positive number of seconds")
+        return value
+
     # -- the next run ------------------------------------------------------------------
 
     def preview_next(self, target: str, elf: Path | None, limit: int | None, no_elf: str) -> None:

@@ -12,6 +12,7 @@ panel has taken the first, so a flood coalesces into bigger batches instead of a
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from etu.fvp.command import FvpOptions
 from etu.fvp.launch import LaunchError, prepare_fvp_launch
+from etu.parsers.errors import describe_error
 from etu.parsers.fit import FAIL, OK, check_fit
 from etu.parsers.runner_events import Event
 from etu.runner.process import ProcessStats
@@ -80,6 +82,15 @@ def launch_plan(target: str, elf: Path, limit: int | None) -> LaunchPlan:
     return LaunchPlan(list(launch.argv), launch.meta(), info, launch.target.npu, "fvp")
 
 
+def start_failure(error: Exception, root: Path) -> str:
+    """One line for a run that could not start (``root``: its sessions folder)."""
+    if isinstance(error, LaunchError):
+        return str(error)
+    if isinstance(error, OSError):
+        return f"{root}: {error.strerror or error}"
+    return describe_error(error)
+
+
 def same_file(a: Path, b: Path) -> bool:
     try:
         return a.resolve() == b.resolve()
@@ -126,6 +137,26 @@ def preflight(
             f"{target}: the driver rejects a command stream for another NPU config"
         )
     return list(dict.fromkeys(problems))
+
+
+class HeapFreeze:
+    """For the length of a run, what the console already holds (widgets, caches, the
+    decoded program) is moved out of the garbage collector's full passes: a flood of lines
+    allocates enough to trigger them every few seconds, and walking the whole UI took
+    50-90 ms each time, on whichever thread ran it. Thawed when the run ends."""
+
+    def __init__(self) -> None:
+        self.frozen = False
+
+    def freeze(self) -> None:
+        if not self.frozen:
+            gc.freeze()
+            self.frozen = True
+
+    def thaw(self) -> None:
+        if self.frozen:
+            gc.unfreeze()  # back into the oldest generation: collected as usual again
+            self.frozen = False
 
 
 class RunElfScreen(OpenFileScreen):

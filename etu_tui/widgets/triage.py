@@ -47,6 +47,18 @@ def fault_lines(fault: HardFault, elf: str | os.PathLike[str] | None) -> list[st
     return lines + report.notes
 
 
+def missing_fix(firmware, select_ops: str) -> str | None:
+    """The build setting that adds the missing kernels: the Fit tab's fix for the firmware
+    shown (``firmware``: a FirmwareResult), else the program's own operator list."""
+    fix = None
+    for verdict in (firmware.verdicts if firmware is not None else None) or []:
+        if verdict.check == "cpu_kernels" and verdict.fix:
+            fix = verdict.fix
+    if fix is None and select_ops:
+        fix = f"rebuild with -DEXECUTORCH_SELECT_OPS_LIST={select_ops}"
+    return fix
+
+
 def missing_operator_lines(missing: Sequence[str], fix: str | None) -> list[str]:
     """The missing operators and the exact build setting that adds them (Fit's fix)."""
     if not missing:
