@@ -318,7 +318,8 @@ async def test_next_plan_cycles_the_views() -> None:
     app = EtuApp(DEMO)
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
         await settle(pilot)
-        app.post_message(ProgramLoaded(facts, app._request))  # a two-plan program
+        loaded = ProgramLoaded(facts, app._request, app.current_workspace)  # two plans
+        app.post_message(loaded)
         await pilot.pause()
         assert app.query_one(InstructionsTable).row_count == 3
         await pilot.press("p")
