@@ -144,8 +144,9 @@ def board_session_meta(
     """The ``meta.json`` fields of a session on a board (``etu monitor``, ``etu flash
     --monitor``, the Boards tab): the one place they are assembled, so each front end
     records the same keys. ``firmware`` is the ELF that was flashed (its program found in
-    it), ``programs`` the ``.pte`` files flashed beside it; ``target`` is the board's
-    stand-in target (its profile's), used when the program does not name its own."""
+    it), ``programs`` the ``.pte`` files flashed beside it; ``target`` is the board's own
+    (its profile's: the stand-in's target, the emulated board's name), else the one the
+    program's Ethos-U delegate was compiled for."""
     meta: dict = {"board": board, "label": label or "board", "port": port, "baud": baud,
                   "firmware": None if firmware is None else str(firmware),
                   "program": None, "program_sha256": None, "program_target": None,
@@ -163,7 +164,7 @@ def board_session_meta(
         if not found.get("program_sha256"):
             found.update(program_file_meta(pte))
     meta.update(found)
-    meta["target"] = found.get("program_target") or target
+    meta["target"] = target or found.get("program_target")
     return meta
 
 

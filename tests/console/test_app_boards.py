@@ -80,6 +80,9 @@ async def test_the_emulated_board_flashed_from_the_boards_tab_runs(workspace, po
         (session,) = list_sessions(sessions_root(workspace))
         meta = json.loads((session / "meta.json").read_text())
         assert meta["board"] == "qemu-an547" and meta["firmware"].endswith(".elf")
+        # the program baked into the firmware, as etu inspect finds it; the board's target
+        assert meta["program"] == "demo_cnn.pte" and meta["target"] == "qemu-an547"
+        assert meta["program_target"] == "ethos-u55-128" and meta["firmware_sha256"]
         assert app.query_one("#boards-progress", ProgressBar).percentage == 1.0
         assert not panel.flashing
 
