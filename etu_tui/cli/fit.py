@@ -50,9 +50,8 @@ def fit_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         args.elf = args.elf or workspace.firmware_for_target(target)
         if args.elf is None:
             places = workspace.firmware_places(None)
-            err.write(f"etu: {p(str(args.pte))}: no firmware found (looked for {places} in "
-                      f"{p(str(workspace.root))}); give --elf\n")  # fmt: skip
-            return 2
+            raise CommandError(f"{p(str(args.pte))}: no firmware found (looked for {places} "
+                               f"in {p(str(workspace.root))}); give --elf")  # fmt: skip
     try:
         memory_map = memory_map_from_args(args)
         vela = load_vela_report(args.vela) if args.vela else None
