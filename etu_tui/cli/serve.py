@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
-from etu.tui.cli.errors import CommandError
+from etu.tui.cli.errors import CommandError, notice
 from etu.tui.serve_guard import TOKEN_ENV, Guard, TokenError, checked_token, url_host
 
 HELP = "the console in a web browser (textual-serve); 127.0.0.1 only unless --host"
@@ -103,11 +103,9 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         raise CommandError(f"{error}") from None
     url = (args.public_url or f"http://{url_host(args.host)}:{args.port}").rstrip("/")
     if not is_loopback(args.host):
-        err.write(
-            f"etu: WARNING: serving on {args.host}: anyone who can reach it and holds the "
-            "token gets this console (it runs simulators, reads and writes files); the token "
-            "travels unencrypted over plain http\n"
-        )
+        notice(err, f"WARNING: serving on {args.host}: anyone who can reach it and holds the "
+               "token gets this console (it runs simulators, reads and writes files); the "
+               "token travels unencrypted over plain http")  # fmt: skip
     guard = Guard(
         token=token, host=args.host, port=args.port, public_url=args.public_url,
         allowed_origins=frozenset(args.allow_origin), log=err,

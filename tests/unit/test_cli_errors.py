@@ -77,3 +77,18 @@ def test_a_multi_line_message_stays_one_line(monkeypatch, capsys) -> None:
     _fake_command(monkeypatch, body)
     assert cli.main(["inspect"]) == 2
     assert capsys.readouterr().err == "etu: first second\n"
+
+
+def test_no_command_writes_an_etu_line_by_hand() -> None:
+    """Errors are raised (CommandError) and notices go through notice(): a hand-written
+    ``err.write("etu: ...")`` would be text under --json, where an error must be JSON."""
+    import re
+    from pathlib import Path
+
+    folder = Path(cli.__file__).parent
+    by_hand = re.compile(r"""(\w+)\.write\(\s*f?["']etu: """)  # \s: a string on the next line too
+    found = [f"{path.name}: {match.group(0)!r}"
+             for path in sorted(folder.glob("*.py")) if path.name != "errors.py"
+             for match in by_hand.finditer(path.read_text())
+             if match.group(1) != "out"]  # fmt: skip
+    assert found == []
