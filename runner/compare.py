@@ -383,7 +383,23 @@ def grid_comparison(target: list[float], reference: list[float], grid: dict) -> 
         "max_lsb": None if math.isinf(largest) else int(largest),
         "integer_dtype": grid.get("integer_dtype"),
         "target_integers": ours,
+        "off_grid": off_grid(target, grid),
     }
+
+
+def off_grid(values: list[float], grid: dict) -> int:
+    """How many values no integer in range dequantizes to (within the runner's six
+    printed decimals): a target that printed them did not dequantize int8 results."""
+    scale, zero = float(grid["scale"]), int(grid["zero_point"])
+    low, high = grid.get("quant_min"), grid.get("quant_max")
+    slack = PRINT_RESOLUTION / scale + 1e-6 if scale > 0 else math.inf
+    count = 0
+    for v in values:
+        q = v / scale + zero if math.isfinite(v) and scale > 0 else math.nan
+        outside = (low is not None and q < low - slack) or (high is not None and q > high + slack)
+        if not math.isfinite(q) or abs(q - round(q)) > slack or outside:
+            count += 1
+    return count
 
 
 def quantization_comparison(
@@ -401,6 +417,7 @@ def quantization_comparison(
     if _has_grid(grid):
         exact = grid_comparison(reference, floats, grid)
         exact.pop("target_integers")
+        exact.pop("off_grid")  # the float model's values are never on the grid
         result.update(exact)
     elif dtype in INTEGER_DTYPES:
         from etu.runner.reference import integer_comparison

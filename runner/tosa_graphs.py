@@ -355,6 +355,15 @@ def vela_blocks(tosa: bytes, flags: list[str]) -> tuple[bytes, bytes] | None:
             return data["cmd_data"].tobytes(), data["weight_data"].tobytes()
 
 
+def _flush_c_stdio() -> None:
+    """fflush(NULL): the C library's buffered stdout (the TOSA serializer's warnings, C++
+    iostreams synced with it) is written now, while fd 1 still points at stderr."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).fflush(None)
+
+
 @contextlib.contextmanager
 def quiet_stdout(*, silent: bool = False):
     """Send whatever a tool prints to stdout (Python or C) to stderr instead, the caller's
@@ -377,6 +386,7 @@ def quiet_stdout(*, silent: bool = False):
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
+        _flush_c_stdio()  # C/C++ output still buffered goes where it was meant to, not to JSON
         os.dup2(saved[0], 1)
         os.dup2(saved[1], 2)
         for fd in (*saved, *([sink] if sink is not None else [])):

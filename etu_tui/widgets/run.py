@@ -117,10 +117,10 @@ class RunPanel(Vertical):
             yield PmuPane(id="run-pmu")
             yield AllocatorPane(id="run-allocator")
             with Vertical(id="run-side"):
-                yield OutputsPane(id="run-outputs")
                 yield OperatorsPane(id="run-operators")
                 yield ProcessPane(id="run-process")
                 yield PastRunsList(id="run-past", capacity=self.capacity)
+        yield OutputsPane(id="run-outputs")  # full width: a verdict line is ~75 columns
         yield LogBox(id="run-log-box")
 
     def on_mount(self) -> None:

@@ -260,10 +260,7 @@ def values_text(values: Sequence[object], limit: int = 6) -> str:
     return " ".join(shown) + (" …" if len(values) > limit else "")
 
 
-SIMULATED_OUTPUTS = (
-    "SIMULATED: the etu stand-in FVP made these values up; they prove nothing "
-    "(not compared with the host reference)"
-)
+SIMULATED_OUTPUTS = "SIMULATED: the etu stand-in FVP made these values up; they prove nothing"
 
 
 class OutputsPane(Static):
@@ -301,12 +298,11 @@ class OutputsPane(Static):
             return
         if record.comparison is not None or record.comparison_note is not None:
             return
-        if record.launch is not None and record.launch.simulated:
-            record.comparison_note = SIMULATED_OUTPUTS
-        else:
-            record.comparison_note = "comparing with the host reference…"
-            self.run_worker(partial(self._compare_in_thread, record), thread=True,
-                            group="run-compare", exit_on_error=False)  # fmt: skip
+        # A simulated run is compared too: its deployment side proves nothing (the pane and
+        # the verdict say so), its quantisation side (float model → reference) still holds.
+        record.comparison_note = "comparing with the host reference…"
+        self.run_worker(partial(self._compare_in_thread, record), thread=True,
+                        group="run-compare", exit_on_error=False)  # fmt: skip
         if self.record is record:
             self.show_record(record, self.shapes)
 
@@ -341,6 +337,7 @@ class OutputsPane(Static):
         error against the host reference, and ``note`` for why there is none (yet);
         ``simulated``: the etu stand-in FVP printed them, and the pane says so."""
         self.border_title = f"Outputs ({len(outputs)})" + (" · SIMULATED" if simulated else "")
+        self.set_class(not outputs, "-empty")
         if not outputs:
             self.lines = []
             self.update(Content.styled("None printed yet.", "dim"))
@@ -348,7 +345,8 @@ class OutputsPane(Static):
         compared = {row["index"]: row for row in (comparison or {}).get("outputs", [])}
         if comparison is not None:
             verdict = "✓ match the host" if comparison.get("passed") else "✗ differ from the host"
-            self.border_title = f"Outputs ({len(outputs)}) · {verdict}"
+            self.border_title = (f"Outputs ({len(outputs)})" + (" · SIMULATED" if simulated else "")
+                                 + f" · {verdict}")  # fmt: skip
         lines: list[Content] = []
         for index in sorted(outputs):
             output = outputs[index]
@@ -366,20 +364,54 @@ class OutputsPane(Static):
                     (f"[{index}] {dtype}", "bold"), (f" · {output.numel:,} el.{dims}", "dim")
                 )
             )
+            row = compared.get(index)
+            if row is not None and row.get("verdict"):
+                lines.append(verdict_line(row))
             lines.append(Content("  " + values_text(output.values)))
-            if index in compared:
-                lines.append(comparison_line(compared[index]))
+            if row is not None and row.get("target_integers") and row.get("io_quantization"):
+                lines.append(integers_line(row))
+            if row is not None:
+                lines.append(comparison_line(row))
         if comparison is not None:
             tolerances = f"rtol {comparison['rtol']:g}, atol {comparison['atol']:g}"
             missing = comparison.get("missing_outputs") or []
             gone = f" · outputs {missing} not printed" if missing else ""
             lines.append(Content.styled(f"  vs host reference, inputs all ones, {tolerances}{gone}",
                                         "dim"))  # fmt: skip
-        elif note:
-            lines.append(Content.styled(f"  {printable(note)}",
-                                        "$text-warning bold" if simulated else "dim"))  # fmt: skip
+        if simulated:  # last, whatever else is known: the target side is made up
+            if comparison is not None:
+                text = SIMULATED_OUTPUTS.replace("; they prove", ": the deployment side proves")
+            else:
+                text = SIMULATED_OUTPUTS + (f" ({printable(note)})" if note else "")
+            lines.append(Content.styled(f"  {text}", "$text-warning bold"))
+        elif note and comparison is None:
+            lines.append(Content.styled(f"  {printable(note)}", "dim"))
         self.lines = [line.plain for line in lines]
         self.update(Content("\n").join(lines))
+
+
+def verdict_line(row: dict) -> Content:
+    """The output's verdict first: "✓ deployment exact · quantisation SNR 31.2 dB" (the
+    pane's title already says when the target is simulated)."""
+    text = printable(str(row["verdict"]).replace(" (target simulated)", ""))
+    mark = ("  ✓ ", "$text-success bold") if row.get("passed") else ("  ✗ ", "$text-error bold")
+    return Content.assemble(mark, (text, "bold"))
+
+
+def integers_line(row: dict) -> Content:
+    """The integers the target's values were dequantized from, and how: the values above
+    are (q - zero point) × scale."""
+    from etu.runner.io_quantization import real_formula
+
+    grid = row["io_quantization"]
+    integers = values_text([q if q is not None else "?" for q in row["target_integers"]], 8)
+    dtype = printable(str(grid.get("integer_dtype") or "int"))
+    off = (row.get("deployment") or {}).get("off_grid") or 0
+    if off:  # values no dequantization gives: the nearest integers, and how many are off
+        return Content.assemble(f"  {dtype} {integers}",
+                                (f" · {off} not on the {real_formula(grid)} grid",
+                                 "$text-warning"))  # fmt: skip
+    return Content.assemble(f"  {dtype} {integers}", (f" = {real_formula(grid)}", "dim"))
 
 
 def comparison_line(row: dict) -> Content:

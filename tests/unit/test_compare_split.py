@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy
 import pytest
 from etu.parsers.pte import open_program
-from etu.runner.compare import grid_comparison, to_integers, verdict
+from etu.runner.compare import grid_comparison, off_grid, to_integers, verdict
 from etu.runner.io_quantization import (
+    delegate_io_quantization,
     io_line,
     io_quantization,
     real_formula,
@@ -91,6 +92,18 @@ def test_a_dequantized_output_compares_in_its_integers() -> None:
     assert (same["differing"], same["max_lsb"], same["target_integers"]) == (0, 0, [5, -7, 0])
     off = grid_comparison([0.0, 1.0], [0.0, 0.25], grid)
     assert (off["differing"], off["max_lsb"]) == (1, 3)
+    # Values no integer in range dequantizes to (a made-up target) are counted as such.
+    assert same["off_grid"] == 0
+    assert off_grid([0.1, 0.25 + 4e-7, (127 + 2) * 0.25, (128 + 2) * 0.25], grid) == 2
+
+
+def test_the_delegates_view_gets_each_npu_tensors_grid() -> None:
+    with open_program(DEMO / "demo_cnn.pte") as program:
+        (into,), (out,) = delegate_io_quantization(program.plans[0], 0, 1)
+        assert delegate_io_quantization(program.plans[0], 5, 1) == ([], [])
+    entry, exit_ = demo_quantization()
+    assert into == ("int8", entry.scale, entry.zero_point, "quantize_per_tensor on the CPU")
+    assert out == ("int8", exit_.scale, exit_.zero_point, "dequantize_per_tensor on the CPU")
 
 
 def test_the_verdict_line_says_deployment_first() -> None:
@@ -129,3 +142,20 @@ def test_when_the_float_model_is_gone_the_deployment_side_stays(tmp_path: Path) 
     assert output["verdict"].endswith("· quantisation gone (float model)")
     saved = json.loads((session / "compare.json").read_text())
     assert saved["quantization_note"] == record["quantization_note"]
+
+
+@pytest.mark.aot
+def test_the_compare_child_prints_one_json_line(tmp_path: Path) -> None:
+    """The console reads the child's last stdout line: C++ output buffered while a tool ran
+    (the TOSA serializer's version warning) must not land after it."""
+    import subprocess
+
+    from etu.runner.isolated import isolated_python
+
+    from tests.history_workspace import make_workspace, record_run
+
+    session = record_run(make_workspace(tmp_path / "ws"))
+    done = subprocess.run(isolated_python("etu.runner.compare", str(session)),
+                          capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+    (line,) = done.stdout.splitlines()
+    assert json.loads(line)["outputs"][0]["verdict"].startswith("deployment ")
