@@ -278,6 +278,7 @@ class EtuApp(App[int]):
         self.query_one(ProgramPanel).show_program(facts)
         await self._show_plan()
         npu = self.npu_panel
+        npu.set_program(facts.program, facts.delegates)
         if message.vela is not None:
             npu.set_own(message.vela, printable(facts.name), short_path(facts.path.parent))
         own = npu.own_report

@@ -152,6 +152,9 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("drop_report", "x", "drop_report", ("npu",), "Drop",
             "NPU: drop the shown report from the comparison",
             "A report added with a (the program's own stays)"),
+    KeySpec("toggle_operations", "v", "toggle_operations", ("npu",), "Ops",
+            "NPU: show the command streams' operations / Vela's per-layer table",
+            "Each delegate's NPU operations, decoded from its command stream"),
     # -- firmware ----------------------------------------------------------------------
     KeySpec("pick_elf", "e", "pick_elf", FIRMWARE_TABS, "Pick ELF",
             "Firmware: pick another ELF…",

@@ -441,7 +441,7 @@ def delegate_operations(program: Program, info: DelegateInfo) -> DelegateOperati
     span = program.delegate_span(info.delegate)
     try:
         stream = decode_payload_operations(
-            program.read(span), info.payload, what=f"delegate {info.index}",
+            bytes(program.read(span)), info.payload, what=f"delegate {info.index}",
             base_offset=span.offset,
         )  # fmt: skip
     except ParseError as error:

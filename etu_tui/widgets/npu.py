@@ -1,4 +1,5 @@
-"""The NPU tab: Vela's estimate of the program, layer by layer, and reports side by side.
+"""The NPU tab: Vela's estimate of the program, layer by layer, and reports side by side;
+and the operations each delegate's command stream runs on the NPU (decoded, not estimated).
 
 Every number here is Vela's performance-model *estimate* for one Vela version, never a
 measurement: the badge says so next to the numbers.
@@ -9,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+from etu.parsers.ethosu_commands import DelegateOperations, NpuOperation
 from etu.parsers.vela import LayerRow, VelaReport
 from etu.runner.workspace import VelaResult
 from etu.tui.screens.open_file import OpenFileScreen
@@ -321,6 +323,98 @@ class LayerTable(VirtualTable):
 
     def row_class(self, index: int) -> str | None:
         return TARGET_CLASSES.get(self.layer(index).target or "")
+
+
+# ------------------------------------------------------------------------- NPU operations
+
+
+def kernel_text(op: NpuOperation) -> str:
+    """``3×3/2`` (height×width/stride), ``d2`` when dilated; empty for DMA and elementwise."""
+    k = op.kernel
+    if k is None or op.kind == "elementwise":
+        return ""
+    stride = f"{k.stride_x}" if k.stride_x == k.stride_y else f"{k.stride_y},{k.stride_x}"
+    dilation = f" d{k.dilation_x}" if max(k.dilation_x, k.dilation_y) > 1 else ""
+    return f"{k.height}×{k.width}/{stride}{dilation}"
+
+
+def operation_cells(op: NpuOperation) -> tuple[str, str, str, str, str, str]:
+    """(operation, kernel, input, output, weights, activation) for one row."""
+    name = op.kind.replace("_", " ") + (f" {op.mode}" if op.mode else "")
+    if op.dma is not None:
+        src, dst = op.dma.source, op.dma.destination
+        where = "internal" if op.dma.destination_internal else f"r{dst.region}"
+        return (name, "", f"r{src.region}+{src.offset:#x}", f"{where}+{dst.offset:#x}",
+                f"{src.length:,}", "")  # fmt: skip
+    if op.ofm is None:
+        return (name + ("" if op.wait is None else f" {op.wait}"), "", "", "", "", "")
+    inputs = op.ifm.shape_text if op.ifm else MISSING
+    if op.ifm2 is not None:
+        inputs += f", {op.ifm2.shape_text}"
+    elif op.ifm2_scalar is not None:
+        inputs += f", {op.ifm2_scalar}"
+    activation = ""
+    if op.activation is not None and op.activation.function != "none":
+        lut = op.activation.lut_index
+        activation = f"LUT {lut}" if lut is not None else op.activation.function
+    weights = f"{op.weight_bytes:,}" if op.weights else ""
+    return (name, kernel_text(op), inputs, op.ofm.shape_text, weights, activation)
+
+
+def operations_title(decoded: list[DelegateOperations]) -> str:
+    """``48 operations: 4 conv, 36 pool, …`` over every delegate, or why there are none."""
+    ops = [op for d in decoded if d.stream for op in d.stream.operations]
+    if not ops:
+        reasons = [d.error or (d.stream.note if d.stream else None) for d in decoded]
+        reason = next((r for r in reasons if r), None)
+        return "NPU operations · none" + (f": {reason}" if reason else "")
+    counts: dict[str, int] = {}
+    for op in ops:
+        key = op.kind.replace("_", " ")
+        counts[key] = counts.get(key, 0) + 1
+    kinds = ", ".join(f"{n} {kind}" for kind, n in counts.items())
+    return f"NPU operations · {len(ops)}: {kinds}"
+
+
+class OperationTable(VirtualTable):
+    """Each Ethos-U delegate's command stream, one NPU operation per row, in stream order;
+    a delegate column when the program has several."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._rows: list[tuple[int, NpuOperation]] = []
+        self._several = False
+        self.problems: list[str] = []  # one line per delegate without operations
+
+    def show_operations(self, decoded: list[DelegateOperations]) -> None:
+        self._rows = [(d.index, op) for d in decoded if d.stream for op in d.stream.operations]
+        self._several = len(decoded) > 1
+        self.problems = [
+            f"delegate {d.index}: {d.error or (d.stream.note if d.stream else '')}"
+            for d in decoded
+            if d.error or (d.stream is not None and d.stream.note)
+        ]
+        columns = [Column("#", max(len(str(len(self._rows))), 3), "right")]
+        if self._several:
+            columns.append(Column("dlg", 3, "right"))
+        columns += [
+            Column("operation", 15, shrink=True),
+            Column("kernel", 8),
+            Column("input", 14, shrink=True),
+            Column("output", 11, shrink=True),
+            Column("weights B", 9, "right"),
+            Column("act", 7),
+        ]
+        self.reset(len(self._rows), columns)
+
+    def operation(self, index: int) -> NpuOperation:
+        """The operation shown at row ``index``, for tests and scripts."""
+        return self._rows[index][1]
+
+    def row_cells(self, index: int) -> Sequence[str]:
+        delegate, op = self._rows[index]
+        head = (str(op.index), str(delegate)) if self._several else (str(op.index),)
+        return (*head, *operation_cells(op))
 
 
 # ------------------------------------------------------------------------- compare

@@ -1,6 +1,8 @@
 """The NPU tab as one panel: it owns the Vela reports it compares and the keys that act on
 them (add, sort, next, drop). The App hands it the workspace's own report; reports added
-with ``a`` are read by the panel's worker, which posts :class:`VelaAdded`.
+with ``a`` are read by the panel's worker, which posts :class:`VelaAdded`. The App also
+hands it the program: a worker decodes each delegate's command stream and posts
+:class:`OperationsDecoded`; ``v`` shows those NPU operations in place of the per-layer table.
 """
 
 from __future__ import annotations
@@ -11,6 +13,9 @@ from pathlib import Path
 from typing import ClassVar
 
 from etu.parsers.errors import describe_error
+from etu.parsers.ethosu_commands import DelegateOperations, program_operations
+from etu.parsers.program_facts import DelegateInfo
+from etu.parsers.pte import Program
 from etu.runner.workspace import VelaResult, load_vela, vela_label
 from etu.tui.keys import bindings
 from etu.tui.safe_text import printable
@@ -18,15 +23,18 @@ from etu.tui.widgets.npu import (
     AddReportScreen,
     CompareTable,
     LayerTable,
+    OperationTable,
     VelaError,
     VelaMessages,
     VelaSummary,
+    operations_title,
 )
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
+from textual.widgets import ContentSwitcher
 
 
 @dataclass
@@ -36,6 +44,14 @@ class VelaAdded(Message):
 
     result: VelaResult
     order: int = 0
+
+
+@dataclass
+class OperationsDecoded(Message):
+    """The program's delegates' NPU operations (``request`` tells a stale decode apart)."""
+
+    decoded: list[DelegateOperations]
+    request: int
 
 
 def report_label(result: VelaResult) -> str:
@@ -68,15 +84,19 @@ class NpuPanel(Vertical):
         self._adds = 0
         self.add_error: str | None = None
         self.shown_index = 0  # index into compared_reports
-        self.pending = 0  # add-report workers still reading
+        self.pending = 0  # add-report and command-stream workers still reading
         self.program_name = ""
         self.start_folder = ""
+        self.operations: list[DelegateOperations] = []
+        self.showing_operations = False
+        self._program_request = 0
 
     def compose(self) -> ComposeResult:
         yield VelaError(id="vela-error")
         yield VelaSummary(id="vela-summary")
-        with Vertical(id="layers-box"):
+        with Vertical(id="layers-box"), ContentSwitcher(initial="layers", id="layers-switcher"):
             yield LayerTable(id="layers")
+            yield OperationTable(id="npu-operations")
         with Horizontal(id="npu-details"):
             yield CompareTable(id="compare")
             yield VelaMessages(id="vela-messages")
@@ -119,7 +139,8 @@ class NpuPanel(Vertical):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         shown = self.shown_report
         if action == "sort_layers":
-            return (shown is not None and bool(shown.report and shown.report.per_layer)) or None
+            has_layers = shown is not None and bool(shown.report and shown.report.per_layer)
+            return (has_layers and not self.showing_operations) or None
         if action == "next_report":
             return len(self.compared_reports) > 1 or None
         if action == "drop_report":
@@ -133,6 +154,15 @@ class NpuPanel(Vertical):
     def _add_chosen(self, path: Path | None) -> None:
         if path is not None:
             self.add_report(path)
+
+    def action_toggle_operations(self) -> None:
+        """The NPU operations of the command streams, or Vela's per-layer table."""
+        self.showing_operations = not self.showing_operations
+        current = "npu-operations" if self.showing_operations else "layers"
+        self.query_one(ContentSwitcher).current = current
+        self._title_layers()
+        self.focus_main()
+        self.app.refresh_bindings()
 
     def action_sort_layers(self) -> None:
         layers = self.query_one(LayerTable)
@@ -162,7 +192,42 @@ class NpuPanel(Vertical):
         return True
 
     def focus_main(self) -> None:
-        self.query_one(LayerTable).focus()
+        if self.showing_operations:
+            self.query_one(OperationTable).focus()
+        else:
+            self.query_one(LayerTable).focus()
+
+    # -- the program's operations --------------------------------------------------------
+
+    def set_program(self, program: Program, infos: list[DelegateInfo]) -> None:
+        """A program opened (``infos``: its delegates, payloads decoded): decode their
+        command streams in a thread."""
+        self._program_request += 1
+        self.pending += 1  # until OperationsDecoded (the worker posts it whatever happens)
+        self.operations = []
+        self._show_operations()
+        self._decode(program, infos, self._program_request)
+
+    @work(thread=True, group="npu-operations", exit_on_error=False)
+    def _decode(self, program: Program, infos: list[DelegateInfo], request: int) -> None:
+        try:
+            decoded = program_operations(program, infos)
+        except Exception as error:  # a closed or unreadable program: one line, no crash
+            decoded = [DelegateOperations("", -1, None, describe_error(error))]
+        self.post_message(OperationsDecoded(decoded, request))
+
+    @on(OperationsDecoded)
+    def _operations_decoded(self, message: OperationsDecoded) -> None:
+        message.stop()
+        self.pending = max(self.pending - 1, 0)
+        if message.request != self._program_request:
+            return
+        self.operations = message.decoded
+        self._show_operations()
+
+    def _show_operations(self) -> None:
+        self.query_one(OperationTable).show_operations(self.operations)
+        self._title_layers()
 
     # -- adding ------------------------------------------------------------------------
 
@@ -221,8 +286,18 @@ class NpuPanel(Vertical):
     def _title_layers(self) -> None:
         layers = self.query_one(LayerTable)
         shown = self.shown_report
-        order = "by op cycles ↓" if layers.by_cycles else "in Vela's order"
         box = self.query_one("#layers-box")
+        if self.showing_operations:
+            table = self.query_one(OperationTable)
+            box.border_title = printable(operations_title(self.operations))
+            box.border_subtitle = printable("; ".join(table.problems)) or "v per-layer"
+            return
+        self._title_per_layer(layers, shown, box)
+        hint = "v NPU ops"
+        box.border_subtitle = f"{box.border_subtitle} · {hint}" if box.border_subtitle else hint
+
+    def _title_per_layer(self, layers: LayerTable, shown: VelaResult | None, box) -> None:
+        order = "by op cycles ↓" if layers.by_cycles else "in Vela's order"
         if shown is None or shown.report is None:
             box.border_title = "Per-layer"
             box.border_subtitle = ""
