@@ -61,10 +61,11 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     from etu.runner.runtime_build import RuntimeBuildError
     from etu.runner.runtime_source import SourceError
     from etu.runner.workspace import firmware_dir
-
-    folder = args.out or firmware_dir(args.pte, args.board)
     from etu.tui.cli.errors import CommandError
 
+    if not args.pte.exists() and not args.pte.is_symlink():  # 2, as in etu run --board
+        raise CommandError(f"{args.pte}: no such program file")
+    folder = args.out or firmware_dir(args.pte, args.board)
     try:
         result = build_from_args(args, folder, err=None if args.json else err)
     except SourceError as error:

@@ -253,3 +253,23 @@ def test_a_bad_pools_argument_is_status_2_in_both_commands(tmp_path: Path) -> No
         assert done.returncode == 2, done.stderr
         (line,) = done.stdout.splitlines()
         assert json.loads(line) == {"error": "--pools 'lots': expected auto or METHOD,TEMP"}
+
+
+@pytest.mark.parametrize("case", ["refused", "missing"])
+def test_a_program_refused_or_missing_is_status_2_in_both_commands(tmp_path, case) -> None:
+    """A program the emulated board cannot run (a delegate that is not Ethos-U's) and a
+    program that is not there: each is refused before any build, with the same status in
+    `etu firmware build` and `etu run --board` (2, could not start)."""
+    pte = tmp_path / "other.pte"
+    if case == "refused":
+        data = (DEMO / "demo_cnn.pte").read_bytes()
+        assert data.count(b"EthosUBackend") == 1
+        pte.write_bytes(data.replace(b"EthosUBackend", b"OtherNpuBackend"[:13]))
+    build = _etu(tmp_path, "firmware", "build", str(pte), "--board", "qemu-an547", "--json")
+    run = _etu(tmp_path, "run", "--board", "qemu-an547", str(pte), "--json")
+    for done in (build, run):
+        assert done.returncode == 2, done.stdout + done.stderr
+        (line,) = done.stdout.splitlines()
+        message = json.loads(line)["error"]
+        assert message.startswith(str(pte))
+        assert ("OtherNpuBacke" in message) if case == "refused" else ("no such" in message)
