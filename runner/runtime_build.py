@@ -194,8 +194,8 @@ def program_facts(pte: Path) -> ProgramFacts:
             targets = sorted({i.payload.target for i in infos if i.payload and i.payload.target})
             ids = [i.delegate.id for i in infos]
             flags = vela_flags(infos[0].delegate.spec("compile_flags")) if infos else {}
-    except ParseError as error:
-        raise RuntimeBuildError(str(error)) from None
+    except ParseError as error:  # an unreadable program is a refused input (2), not a build
+        raise BuildInputError(str(error)) from None
     need = planned + inputs + metadata
     detail = (
         f"planned {planned:,} B + unplanned inputs {inputs:,} B + metadata (estimated) "

@@ -255,16 +255,18 @@ def test_a_bad_pools_argument_is_status_2_in_both_commands(tmp_path: Path) -> No
         assert json.loads(line) == {"error": "--pools 'lots': expected auto or METHOD,TEMP"}
 
 
-@pytest.mark.parametrize("case", ["refused", "missing"])
+@pytest.mark.parametrize("case", ["refused", "missing", "cut"])
 def test_a_program_refused_or_missing_is_status_2_in_both_commands(tmp_path, case) -> None:
-    """A program the emulated board cannot run (a delegate that is not Ethos-U's) and a
-    program that is not there: each is refused before any build, with the same status in
-    `etu firmware build` and `etu run --board` (2, could not start)."""
+    """A program the emulated board cannot run (a delegate that is not Ethos-U's), a program
+    that is not there and one cut short: each is refused before any build, with the same
+    status in `etu firmware build` and `etu run --board` (2, could not start)."""
     pte = tmp_path / "other.pte"
+    data = (DEMO / "demo_cnn.pte").read_bytes()
     if case == "refused":
-        data = (DEMO / "demo_cnn.pte").read_bytes()
         assert data.count(b"EthosUBackend") == 1
         pte.write_bytes(data.replace(b"EthosUBackend", b"OtherNpuBackend"[:13]))
+    elif case == "cut":
+        pte.write_bytes(data[:200])
     build = _etu(tmp_path, "firmware", "build", str(pte), "--board", "qemu-an547", "--json")
     run = _etu(tmp_path, "run", "--board", "qemu-an547", str(pte), "--json")
     for done in (build, run):
@@ -272,4 +274,5 @@ def test_a_program_refused_or_missing_is_status_2_in_both_commands(tmp_path, cas
         (line,) = done.stdout.splitlines()
         message = json.loads(line)["error"]
         assert message.startswith(str(pte))
-        assert ("OtherNpuBacke" in message) if case == "refused" else ("no such" in message)
+        expected = {"refused": "OtherNpuBacke", "missing": "no such", "cut": ""}[case]
+        assert expected in message
