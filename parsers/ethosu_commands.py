@@ -24,6 +24,7 @@ from etu.parsers.errors import FormatError, ParseError, TruncatedError
 from etu.parsers.ethosu import EthosUPayload
 from etu.parsers.program_facts import DelegateInfo
 from etu.parsers.pte import Program
+from etu.parsers.vela_debug_db import DebugDb
 
 # -- the tables (checked against ethosu.vela.ethos_u55_regs by tests/unit/test_ethosu_commands)
 
@@ -454,6 +455,47 @@ def program_operations(program: Program, infos: list[DelegateInfo]) -> list[Dele
     return [delegate_operations(program, info) for info in infos if info.payload is not None]
 
 
+@dataclass(frozen=True, slots=True)
+class VelaOperator:
+    """The network operator Vela compiled an NPU operation from (its debug database)."""
+
+    operator: str  # what Vela made of it (optimised), e.g. Conv2D, Transpose
+    source: str | None  # the input graph's operator, when Vela kept the link
+
+
+def join_debug_db(stream: NpuCommandStream, db: DebugDb) -> dict[int, VelaOperator] | None:
+    """``{operation index: its operator}`` from Vela's debug database (``queue.offset`` is
+    the byte offset of each NPU_OP command; ``queue.optimised_id → optimised.source_id →
+    source``). None when the database is another stream's: Vela rewrites one file per call,
+    so with several delegates it holds the last one's, and an offset that is not one of
+    this stream's operations gives it away."""
+    queue = db.tables.get("queue") or []
+    by_offset = {op.word * 4: op for op in stream.operations}
+    if not queue or not stream.operations:
+        return None
+    optimised = {row.get("id"): row for row in db.tables.get("optimised") or []}
+    sources = {row.get("id"): row for row in db.tables.get("source") or []}
+    anchors: dict[int, VelaOperator] = {}
+    for row in queue:
+        op = by_offset.get(row.get("offset"))
+        if op is None or op.ofm is None:
+            return None
+        made = optimised.get(row.get("optimised_id")) or {}
+        source = sources.get(made.get("source_id")) or {}
+        name = made.get("operator")
+        if isinstance(name, str):
+            anchors[op.index] = VelaOperator(name, source.get("operator"))
+    # a queue entry names the last NPU operation of a scheduled operator (or of one of its
+    # stripes): the block operations after the previous entry are its parts
+    joined: dict[int, VelaOperator] = {}
+    current = None
+    for op in reversed(stream.operations):
+        current = anchors.get(op.index, current)
+        if current is not None and op.ofm is not None:
+            joined[op.index] = current
+    return joined
+
+
 def _error(
     kind: type[ParseError], message: str, what: str, word: int, base_offset: int | None
 ) -> ParseError:
@@ -737,6 +779,7 @@ __all__ = [
     "decode_commands",
     "decode_payload_operations",
     "delegate_operations",
+    "join_debug_db",
     "program_operations",
     "read_words",
 ]

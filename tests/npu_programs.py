@@ -19,7 +19,10 @@ MIX_MODEL = ROOT / "tests" / "data" / "models" / "npu_mix.py"
 # name → (model: an EXAMPLES name or MIX_MODEL, input shapes or None for EXAMPLES', spec)
 NPU_PROGRAMS: dict[str, tuple[str, LoweringSpec]] = {
     **{name: (model, spec) for name, (model, spec) in PROGRAMS.items() if spec.delegate},
-    "mix_u55": ("npu_mix", LoweringSpec(target="ethos-u55-128")),
+    "mix_u55": (
+        "npu_mix",
+        LoweringSpec(target="ethos-u55-128", extra_vela_flags=("--enable-debug-db",)),
+    ),
     "mix_u65": ("npu_mix", LoweringSpec(target="ethos-u65-256")),
 }
 MIX_SHAPES = [(1, 3, 16, 16)]

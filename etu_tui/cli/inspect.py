@@ -78,11 +78,37 @@ def add_npu_operations(record: dict, program) -> None:
     from etu.parsers.program_facts import delegates
 
     decoded = {(d.plan, d.index): d for d in program_operations(program, delegates(program))}
+    operators = _debug_db_operators(program, list(decoded.values()))
     for plan in record["plans"]:
         for delegate in plan["delegates"]:
             found = decoded.get((plan["name"], delegate["index"]))
-            if found is not None:
-                delegate.update(found.to_json())
+            if found is None:
+                continue
+            delegate.update(found.to_json())
+            joined = operators.get((found.plan, found.index), {})
+            for op in delegate["npu_operations"]:
+                if op["index"] in joined:
+                    op["vela_operator"] = joined[op["index"]].operator
+                    op["vela_source_operator"] = joined[op["index"]].source
+
+
+def _debug_db_operators(program, decoded: list) -> dict:
+    """Each operation's network operator, from Vela's debug database in the ``vela/``
+    folder beside the program (``--enable-debug-db``), for the delegate it belongs to."""
+    from etu.parsers.ethosu_commands import join_debug_db
+    from etu.parsers.vela_debug_db import parse_debug_db
+
+    path = Path(program.source).parent / "vela" / "out_debug.xml"
+    try:
+        db = parse_debug_db(path.read_bytes(), str(path)) if path.is_file() else None
+    except (OSError, ParseError):
+        return {}  # the database only adds names: the operations stand without it
+    found = {}
+    for item in decoded if db is not None else []:
+        joined = join_debug_db(item.stream, db) if item.stream else None
+        if joined:
+            found[(item.plan, item.index)] = joined
+    return found
 
 
 def npu_operation_lines(delegate: dict) -> list[str]:

@@ -851,3 +851,65 @@ def test_a_depth_broadcast_ifm2_is_one_channel() -> None:
     (op,) = stream.operations
     assert op.ifm2 is not None and op.ifm2.shape_text == "4×4×1"
     assert op.summary == "elementwise add 4×4×16 add 4×4×1 → 4×4×16"
+
+
+# -- joined to Vela's debug database ---------------------------------------------------
+
+VELA_KINDS = {  # what each operator Vela schedules may run as on the NPU
+    "Conv2D": {"conv", "vector_product"}, "FullyConnected": {"conv", "vector_product"},
+    "DepthwiseConv2D": {"depthwise"}, "MaxPool": {"pool"}, "AvgPool": {"pool"},
+    "Transpose": {"pool"}, "Rescale": {"pool", "elementwise"}, "Add": {"elementwise"},
+    "Mul": {"elementwise"}, "Sigmoid": {"depthwise", "pool", "elementwise"},
+    "ReduceSum": {"pool"}, "Mean": {"pool", "depthwise"},
+}  # fmt: skip
+
+
+def test_operations_join_velas_debug_database() -> None:
+    """The mix program is compiled with --enable-debug-db: every block operation gets the
+    operator Vela scheduled, and that operator can run as the operation's kind."""
+    from etu.parsers.ethosu_commands import join_debug_db
+    from etu.parsers.vela_debug_db import parse_debug_db
+
+    from tests.npu_programs import build
+
+    folder = build("mix_u55")
+    db = parse_debug_db((folder / "vela" / "out_debug.xml").read_bytes())
+    ((_, _, stream),) = _program_streams(folder / "program.pte")
+    joined = join_debug_db(stream, db)
+    assert joined is not None
+    blocks = [op for op in stream.operations if op.ofm is not None]
+    assert sorted(joined) == [op.index for op in blocks]
+    for op in blocks:
+        assert op.kind in VELA_KINDS[joined[op.index].operator], (op.index, op.kind, joined)
+    assert {"Conv2D", "DepthwiseConv2D", "MaxPool", "Add", "Mul"} <= {
+        j.operator for j in joined.values()
+    }
+
+
+def test_another_streams_debug_database_is_not_joined() -> None:
+    """With two delegates the database is the last Vela call's: the other delegate's
+    operations are left without names rather than given wrong ones."""
+    from etu.parsers.ethosu_commands import join_debug_db
+    from etu.parsers.vela_debug_db import parse_debug_db
+
+    from tests.two_delegates import build
+
+    folder = build()
+    db = parse_debug_db((folder / "vela" / "out_debug.xml").read_bytes())
+    streams = _program_streams(folder / "TwoDelegates.pte")
+    results = [join_debug_db(stream, db) for _, _, stream in streams]
+    assert sum(r is not None for r in results) == 1
+
+
+def test_inspect_json_names_the_operators_vela_scheduled() -> None:
+    """``vela_operator`` from vela/out_debug.xml beside the program, for the delegate the
+    database belongs to (the other delegate's operations carry none)."""
+    from tests.two_delegates import build
+
+    _, record, _ = _inspect(build() / "TwoDelegates.pte")
+    named = [
+        [op.get("vela_operator") for op in d["npu_operations"] if op.get("ofm")]
+        for d in record["plans"][0]["delegates"]
+    ]
+    assert sorted(all(n) and n[0] is not None for n in named) == [False, True]
+    assert any("Conv2D" in n for n in named)
