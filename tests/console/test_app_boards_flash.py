@@ -78,8 +78,10 @@ async def _followed_to_success(app: EtuApp, pilot, workspace: Path, panel: Board
     run = app.run_panel
     await wait_until(
         pilot,
-        lambda: (run.live is not None and run.live.outcome is not None)
-        or panel.last_status.startswith("flash failed"),
+        lambda: (
+            (run.live is not None and run.live.outcome is not None)
+            or panel.last_status.startswith("flash failed")
+        ),
         timeout=90,
         what="the board run to end",
     )
