@@ -15,8 +15,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from etu.parsers.log_prefix import line_level, line_text
 from etu.parsers.runner_events import LogLine
-from etu.parsers.runner_log import line_level, line_text
 from etu.runner.session import INDEX
 from etu.runner.session import RAW as RAW_LOG
 from etu.runner.session_file import NAMED_LEVELS, LineFile, LineTimes

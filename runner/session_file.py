@@ -38,7 +38,7 @@ _BLOCK = 1 << 24  # bytes read at once by a scan or a search (a multiple of CHUN
 _LEVEL_BLOCK = _BLOCK  # bytes read at once by a filter by level (any size)
 SEARCH_IN_CHILD = 64 << 20  # bytes past which a search runs in a child process
 _CACHED_CHUNKS = 64
-# A line's level is the parser's (parsers.runner_log.line_level). A filter by level reads
+# A line's level is the parser's (etu.parsers.log_prefix.line_level). A filter by level reads
 # it from the bytes for the two forms that decide it at the line's start, ExecuTorch's
 # prefix ("I [executorch:f.cpp:12 fn()] m": its level, or none if the prefix is malformed)
 # and a driver's ("E: m"); a line that could get a level some other way (a foreign prefix
@@ -93,7 +93,7 @@ class _LevelScan:
     def __init__(self, levels: Iterable[str]) -> None:
         # The parser's rules, for the lines the bytes leave open (imported here: the search
         # child, which never filters by level, imports nothing beyond this module).
-        from etu.parsers.runner_log import line_level
+        from etu.parsers.log_prefix import line_level
 
         self._level_of = line_level
         self.levels = frozenset(levels) & frozenset(NAMED_LEVELS)
