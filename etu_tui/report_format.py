@@ -151,6 +151,7 @@ def sections(report: dict) -> list[Section]:
         more = f" (first {o['shown']})" if o["shown"] < (o["numel"] or 0) else ""
         out["outputs"].p(f"Output {o['index']}: {o['numel']} x {o['dtype'] or '?'}{more}")
         out["outputs"].code(" ".join(number(v) for v in o["values"]) or "(no values printed)")
+    _losses_section(out["outputs"], report.get("losses"))
 
     t = report["tools"]
     out["tools"].table(
@@ -175,6 +176,32 @@ def sections(report: dict) -> list[Section]:
 # never emphasise, and identifiers stay readable); block markers only at the start.
 _MD_SPECIAL = re.compile(r"([\\`*\[\]|~])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 _MD_BLOCK_START = re.compile(r"^(\s*)(?:([#>+=-])|(\d+)([.)]))")
+
+
+def _losses_section(section: Section, losses: dict | None) -> None:
+    """Both losses per output, from the session's saved host comparison (etu compare)."""
+    if not losses:
+        section.p("Not compared with the host reference (etu compare SESSION saves one).")
+        return
+    section.p(f"Against the host reference: {losses['reference']}. Float model: "
+              f"{losses.get('quantization_note') or 'not known'}."
+              + (" The target side is simulated." if losses.get("simulated") else ""))  # fmt: skip
+
+    def figures(side: dict | None) -> str:
+        if not side:
+            return "-"
+        exact = ""
+        if side.get("differing") is not None:
+            exact = f"{side['differing']} of {side['count']} differ, max {side['max_lsb']} LSB · "
+        snr = "inf" if side.get("snr_db") is None else f"{side['snr_db']:.1f}"
+        return f"{exact}SNR {snr} dB"
+
+    section.table(
+        ["output", "verdict", "deployment (reference → target)",
+         "quantisation (float model → reference)"],
+        [[o["index"], o.get("verdict") or "-", figures(o.get("deployment")),
+          figures(o.get("quantization"))] for o in losses["outputs"]],
+    )  # fmt: skip
 
 
 def md_escape(text: Any) -> str:

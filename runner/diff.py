@@ -254,9 +254,44 @@ def _diff_sessions(a: Path, b: Path, tol: Tolerance) -> dict[str, Any]:
         "outputs": outputs,
         "first_divergence": diverge,
         "log_text_differs": text_differs,
+        "losses": session_losses(a, b),
         "tolerance": {"rtol": tol.rtol, "atol": tol.atol},
         "equal": equal,
     }
+
+
+def loss_summary(row: dict) -> dict[str, Any]:
+    """One output of a saved comparison, both losses: the verdict, deployment (reference →
+    target) and quantisation (float model → reference) figures."""
+    keys = ("passed", "count", "differing", "max_lsb", "integer_dtype", "max_abs_error",
+            "snr_db", "cosine_similarity")  # fmt: skip
+
+    def side(record: Any) -> dict | None:
+        return {k: record.get(k) for k in keys} if isinstance(record, dict) else None
+
+    return {"verdict": row.get("verdict"), "deployment": side(row.get("deployment") or row),
+            "quantization": side(row.get("quantization"))}  # fmt: skip
+
+
+def session_losses(a: Path, b: Path) -> list[dict[str, Any]]:
+    """Per output, each session's saved host comparison (``compare.json``, written by ``etu
+    compare`` and the console) as its two losses; None for a session never compared."""
+    from etu.runner.compare import load_comparison
+
+    sides = {}
+    for name, folder in (("a", a), ("b", b)):
+        record = load_comparison(folder)
+        rows = (record or {}).get("outputs") or []
+        sides[name] = {row.get("index"): loss_summary(row) for row in rows
+                       if isinstance(row, dict)}  # fmt: skip
+        sides[name + "_compared"] = record is not None
+    indices = sorted({i for i in (*sides["a"], *sides["b"]) if isinstance(i, int)})
+    return [
+        {"index": i,
+         "a": sides["a"].get(i) if sides["a_compared"] else None,
+         "b": sides["b"].get(i) if sides["b_compared"] else None}
+        for i in indices
+    ]  # fmt: skip
 
 
 def _side(row: dict) -> dict:

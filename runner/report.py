@@ -201,6 +201,7 @@ def build_report(folder: Path, workspace: Path | None = None) -> dict[str, Any]:
                 (summary.get("output_values") or {}).items(), key=lambda kv: int(kv[0])
             )
         ],
+        "losses": _losses(folder),
         "tools": {
             "etu": _dist_version("etu"),
             "executorch": _dist_version("executorch"),
@@ -215,6 +216,24 @@ def build_report(folder: Path, workspace: Path | None = None) -> dict[str, Any]:
             "command": meta.get("command") or [],
         },
     }
+
+
+def _losses(folder: Path) -> dict[str, Any] | None:
+    """The session's saved host comparison (``etu compare``, the console) as its two losses
+    per output: quantisation (float model → reference), deployment (reference → target)."""
+    from etu.runner.compare import load_comparison
+    from etu.runner.diff import loss_summary
+
+    record = load_comparison(folder)
+    if record is None:
+        return None
+    return {
+        "reference": record.get("reference"),
+        "quantization_note": record.get("quantization_note"),
+        "simulated": bool(record.get("simulated")),
+        "outputs": [{"index": row.get("index"), **loss_summary(row)}
+                    for row in record["outputs"] if isinstance(row, dict)],
+    }  # fmt: skip
 
 
 __all__ = ["SECTIONS", "build_report"]

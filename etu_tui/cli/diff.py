@@ -120,6 +120,15 @@ def format_diff(result: dict) -> str:
                 f"{number(o['max_abs_diff'])}, mean |Δ| {number(o['mean_abs_diff'])}, "
                 f"cosine {o['cosine_similarity']:.6f}"
             )
+        losses = result.get("losses") or []
+        if losses:
+            lines.append("losses (etu compare's saved verdicts):")
+        for loss in losses:
+            for name in ("a", "b"):
+                side = loss[name]
+                said = printable(side["verdict"]) if side and side.get("verdict") else (
+                    "not compared (etu compare SESSION)")  # fmt: skip
+                lines.append(f"  {name.upper()} output {loss['index']}: {said}")
         d = result["first_divergence"]
         if d is None:
             lines.append("log: the same (timestamps and addresses masked)")

@@ -142,6 +142,16 @@ def test_when_the_float_model_is_gone_the_deployment_side_stays(tmp_path: Path) 
     assert output["verdict"].endswith("· quantisation gone (float model)")
     saved = json.loads((session / "compare.json").read_text())
     assert saved["quantization_note"] == record["quantization_note"]
+    # etu report carries both losses from the saved comparison (here: deployment only).
+    from etu.runner.report import build_report
+    from etu.tui.report_format import render_markdown
+
+    report = build_report(session)
+    (loss,) = report["losses"]["outputs"]
+    assert loss["verdict"] == output["verdict"] and loss["quantization"] is None
+    text = render_markdown(report)
+    assert "| output | verdict | deployment (reference → target) |" in text
+    assert "Float model: gone: the compile saved the float model" in text
 
 
 @pytest.mark.aot

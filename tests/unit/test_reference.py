@@ -266,8 +266,13 @@ def test_compare_on_a_standin_session_of_the_demo(tmp_path: Path) -> None:
     assert "  output 0: float32 ↔ int8, scale " in text.stdout  # the output's integer grid
     diff = etu("diff", session.name, session.name, "--json", cwd=workspace)
     assert json.loads(diff.stdout)["simulated"] == ["A", "B"]
+    # etu diff carries both losses, from the comparison etu compare saved in the session
+    (losses,) = json.loads(diff.stdout)["losses"]
+    assert losses["a"]["verdict"] == losses["b"]["verdict"] == output["verdict"]
+    assert losses["a"]["quantization"]["snr_db"] == quantization["snr_db"]
     diff_text = etu("diff", session.name, session.name, cwd=workspace)
     assert diff_text.stdout.startswith("SIMULATED: A and B ran on the etu stand-in FVP")
+    assert f"  A output 0: {output['verdict']}" in diff_text.stdout
 
 
 def test_integer_outputs_compare_exactly(tmp_path: Path, monkeypatch) -> None:
