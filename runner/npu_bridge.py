@@ -222,6 +222,7 @@ class TosaReferenceExecutor:
     """The NPU's part computed by the TOSA reference model on each delegate's graph."""
 
     name = "TOSA reference model"
+    fallback: str | None = None  # why etu's Ethos-U model does not run this program
 
     def __init__(self, pte: Path, *, elf: Path | None = None, tosa: Path | None = None) -> None:
         """The delegates of the program baked into ``elf`` (else of ``pte``); their graphs
@@ -292,9 +293,12 @@ class TosaReferenceExecutor:
             memory.write(scratch.address + io.offset, data, f"{where} output {k}")
             written += len(data)
         read = sum(len(a.tobytes()) for a in arrays)
-        return InvokeAnswer(0, f"delegate {delegate.index}: {len(arrays)} input(s) {read} B -> "
-                               f"{len(results)} output(s) {written} B, computed by the "
-                               f"{self.name} (command stream not executed)")  # fmt: skip
+        text = (f"delegate {delegate.index}: {len(arrays)} input(s) {read} B -> "
+                f"{len(results)} output(s) {written} B, computed by the {self.name} "
+                "(command stream not executed)")  # fmt: skip
+        if self.fallback:
+            text = f"{text}; etu's Ethos-U model: {self.fallback}"[:MAX_TEXT]
+        return InvokeAnswer(0, text)
 
     @staticmethod
     def _region(memory, scratch: Base, io, what: str, tensor, size: int | None = None) -> bytes:
@@ -324,4 +328,68 @@ def bridge_for(elf: Path, record: dict | None) -> NpuBridge | None:
     if not program or not Path(program).is_file():
         raise BridgeError(f"{elf}: the runner runs its NPU part in etu, but the program it "
                           f"was built from ({program or 'not recorded'}) is gone")  # fmt: skip
-    return NpuBridge(TosaReferenceExecutor(Path(program), elf=Path(elf)))
+    return NpuBridge(executor_for(Path(program), elf=Path(elf)))
+
+
+def executor_for(pte: Path, *, elf: Path | None = None) -> NpuExecutor:
+    """etu's Ethos-U model (runner/npu_model.py) when it executes every operation of every
+    delegate of the program (checked up front, by decoding); else the TOSA reference model,
+    whose ``fallback`` names the first operation the model lacks (the run's log shows it)."""
+    reason = model_refusal(pte, elf=elf)
+    if reason is None:
+        from etu.runner.npu_model import CommandStreamExecutor
+
+        return CommandStreamExecutor(program_command_streams(pte, elf=elf))
+    executor = TosaReferenceExecutor(pte, elf=elf)
+    executor.fallback = reason
+    return executor
+
+
+def program_command_streams(pte: Path, *, elf: Path | None = None) -> list[tuple[int, bytes]]:
+    """(delegate index, cmd_data block) of each Ethos-U delegate of the program baked into
+    ``elf`` (else of ``pte``), as the runner passes them to the NPU."""
+    from etu.parsers.errors import ParseError
+    from etu.parsers.ethosu import decode_ethosu_payload, is_ethosu_delegate
+    from etu.parsers.firmware_program import open_embedded_program
+    from etu.parsers.pte import open_program
+
+    source = elf if elf is not None else pte
+    streams = []
+    try:
+        program = open_embedded_program(elf) if elf is not None else open_program(pte)
+        with program:
+            for index, delegate in enumerate(program.plans[0].delegates):
+                if not is_ethosu_delegate(delegate.id):
+                    continue
+                blob = bytes(program.delegate_payload(delegate))
+                payload = decode_ethosu_payload(blob)
+                cmd = next(b for b in payload.blocks if b.name == "cmd_data")
+                streams.append((index, blob[cmd.payload_offset : cmd.payload_offset + cmd.size]))
+    except ParseError as error:
+        raise BridgeError(f"{source}: {error}") from None
+    except StopIteration:
+        raise BridgeError(f"{source}: a delegate has no command stream block") from None
+    return streams
+
+
+def model_refusal(pte: Path, *, elf: Path | None = None) -> str | None:
+    """Why etu's Ethos-U model cannot execute the program (one line), else None."""
+    try:
+        import numpy  # noqa: F401  (the model's one dependency beyond etu)
+        from etu.runner import npu_model
+    except ImportError as error:
+        return f"needs {error.name}"
+    try:
+        streams = program_command_streams(pte, elf=elf)
+    except BridgeError as error:
+        return str(error)
+    for index, cmd_data in streams:
+        where = f"delegate {index}"
+        try:
+            decoded = npu_model.decode_cmd_data(cmd_data, f"{where} command stream")
+        except BridgeError as error:
+            return str(error)
+        reason = npu_model.unsupported_reason(decoded)
+        if reason is not None:
+            return f"{where}: {reason}"
+    return None

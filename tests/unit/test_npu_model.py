@@ -1,0 +1,334 @@
+"""etu's Ethos-U model (runner/npu_model.py) against the oracle: for each test program, the
+delegate's outputs computed by executing its command stream equal, byte for byte, those the
+TOSA reference model computes on the delegate's saved TOSA graph, for deterministic random
+inputs (and random bytes everywhere else in the scratch region)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import shutil
+import struct
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from etu.runner.aot import LoweringSpec
+from etu.runner.npu_bridge import (
+    DDR_START,
+    Base,
+    BoardMemory,
+    BridgeError,
+    InvokeRequest,
+    TosaReferenceExecutor,
+    executor_for,
+)
+
+from tests import npu_programs
+from tests.real_programs import CACHE_ROOT, ROOT, cache_lock
+
+np = pytest.importorskip("numpy")
+pytest.importorskip("tosa_reference_model")
+pytest.importorskip("ethosu.mlw_codec")
+
+from etu.runner import npu_model  # noqa: E402  (after the skips: it needs numpy)
+from etu.runner.npu_model import (  # noqa: E402
+    MODEL_NAME,
+    CommandStreamExecutor,
+    apply_scale,
+    brick_permutation,
+    decode_cmd_data,
+)
+
+DEMO = ROOT / "etu_tui" / "demo" / "demo_cnn.pte"
+COMMANDS, WEIGHTS, SCRATCH, FAST = DDR_START, DDR_START + 0x100_0000, DDR_START + 0x200_0000, \
+    DDR_START + 0x300_0000  # fmt: skip
+MEMORY_SIZE = 0x400_0000
+FAST_SIZE = 0x4_0000  # the runner build chooses it; Vela places the fast scratch from 0
+SEEDS = range(4)
+
+# Programs lowered only here: the networks of tests/npu_programs.py for more MAC configurations
+# name → (model: "npu_mix" or an EXAMPLES name, target)
+EXTRA_PROGRAMS = {
+    "mix_u55_64": ("npu_mix", "ethos-u55-64"),
+    "mix_u55_256": ("npu_mix", "ethos-u55-256"),
+    "cnn_u55_64": ("cnn", "ethos-u55-64"),
+    "cnn_u55_256": ("cnn", "ethos-u55-256"),
+}
+# program → its target (the bit-exact test count per configuration is reported from these)
+PROGRAMS = {
+    "demo": "ethos-u55-128",
+    "u55": "ethos-u55-128",
+    "u55_segment": "ethos-u55-128",
+    "u65": "ethos-u65-256",
+    "two_inputs": "ethos-u55-64",
+    "mix_u55": "ethos-u55-128",
+    "mix_u65": "ethos-u65-256",
+    **{name: target for name, (_model, target) in EXTRA_PROGRAMS.items()},
+}
+
+
+def _extra_cache_dir() -> Path:
+    digest = hashlib.sha256()
+    for source in (npu_programs.MIX_MODEL, ROOT / "runner" / "aot.py",
+                   ROOT / "runner" / "example_models.py"):  # fmt: skip
+        digest.update(source.read_bytes())
+    digest.update(repr(sorted(EXTRA_PROGRAMS.items())).encode())
+    for dist in ("torch", "executorch", "ethos-u-vela"):
+        digest.update(f"{dist}={metadata.version(dist)};".encode())
+    return CACHE_ROOT / f"npu_model-{digest.hexdigest()[:16]}"
+
+
+def build_extra(name: str) -> Path:
+    """``program.pte`` of an EXTRA_PROGRAMS entry with its ``vela/`` folder, lowered once."""
+    folder = _extra_cache_dir() / name
+    with cache_lock(f"npu_model-{name}"):
+        if not (folder / "program.pte").is_file():
+            _lower_extra(name, folder)
+    return folder / "program.pte"
+
+
+def _lower_extra(name: str, folder: Path) -> None:
+    import torch
+    from etu.runner.aot import example_inputs_for, lower_to_pte
+    from etu.runner.example_models import EXAMPLES
+
+    model_name, target = EXTRA_PROGRAMS[name]
+    if model_name == "npu_mix":
+        spec = importlib.util.spec_from_file_location("npu_mix", npu_programs.MIX_MODEL)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        factory, shapes = module.NpuMix, npu_programs.MIX_SHAPES
+    else:
+        factory, shapes = EXAMPLES[model_name]
+    work = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    torch.manual_seed(0)
+    lower_to_pte(factory(), example_inputs_for(shapes), LoweringSpec(target=target),
+                 work / "program.pte", vela_dir=work / "vela")  # fmt: skip
+    shutil.rmtree(folder, ignore_errors=True)
+    work.rename(folder)
+
+
+def program_path(name: str) -> Path:
+    if name == "demo":
+        return DEMO
+    if name in EXTRA_PROGRAMS:
+        return build_extra(name)
+    return npu_programs.build(name) / "program.pte"
+
+
+# -- the bridge's view of a delegate ----------------------------------------------------------
+
+
+def delegate_blocks(pte: Path) -> dict[int, tuple[bytes, int]]:
+    """delegate index → (weight_data block, scratch size)."""
+    from etu.parsers.ethosu import decode_ethosu_payload
+    from etu.parsers.pte import open_program
+
+    found = {}
+    with open_program(pte) as program:
+        plan = program.plans[0]
+        for index, delegate in enumerate(plan.delegates):
+            blob = bytes(program.delegate_payload(delegate))
+            payload = decode_ethosu_payload(blob)
+            block = next((b for b in payload.blocks if b.name == "weight_data"), None)
+            weights = (
+                blob[block.payload_offset : block.payload_offset + block.size] if block else b""
+            )
+            found[index] = (weights, payload.scratch_size)
+    return found
+
+
+def prepared_request(memory: BoardMemory, delegate, weights: bytes, scratch_size: int,
+                     seed: int) -> tuple[InvokeRequest, list[bytes]]:  # fmt: skip
+    """The invoke as the board makes it: command stream, weights, a scratch region of random
+    bytes with the delegate's inputs (random too) at Vela's offsets."""
+    rng = np.random.default_rng(seed)
+    memory.write(COMMANDS, delegate.command_stream, "test")
+    memory.write(WEIGHTS, weights, "test")
+    memory.write(SCRATCH, rng.integers(0, 256, scratch_size, dtype=np.uint8).tobytes(), "test")
+    memory.write(FAST, rng.integers(0, 256, FAST_SIZE, dtype=np.uint8).tobytes(), "test")
+    inputs = []
+    for io in delegate.inputs:
+        data = rng.integers(0, 256, io.nbytes, dtype=np.uint8).tobytes()
+        memory.write(SCRATCH + io.offset, data, "test")
+        inputs.append(data)
+    bases = (Base(WEIGHTS, len(weights), WEIGHTS), Base(SCRATCH, scratch_size, SCRATCH),
+             Base(FAST, FAST_SIZE, FAST))  # fmt: skip
+    return InvokeRequest(seed, COMMANDS, len(delegate.command_stream), bases), inputs
+
+
+def outputs(memory: BoardMemory, delegate) -> list[bytes]:
+    return [memory.read(SCRATCH + io.offset, io.nbytes, "test") for io in delegate.outputs]
+
+
+@pytest.fixture(scope="module")
+def memory():
+    board = BoardMemory(size=MEMORY_SIZE)
+    yield board
+    board.close()
+
+
+@pytest.mark.aot
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_every_delegate_output_equals_the_tosa_reference_byte_for_byte(name, memory):
+    pte = program_path(name)
+    reference = TosaReferenceExecutor(pte)
+    blocks = delegate_blocks(pte)
+    model = CommandStreamExecutor([(d.index, d.command_stream) for d in reference.delegates])
+    assert reference.delegates
+    for delegate in reference.delegates:
+        weights, scratch_size = blocks[delegate.index]
+        decoded = decode_cmd_data(delegate.command_stream)
+        assert decoded.config is not None and decoded.config.target == PROGRAMS[name]
+        assert npu_model.unsupported_reason(decoded) is None
+        for seed in SEEDS:
+            request, inputs = prepared_request(memory, delegate, weights, scratch_size, seed)
+            reference.execute(request, memory)
+            expected = outputs(memory, delegate)
+            for io in delegate.outputs:  # no stale answer to find
+                memory.write(SCRATCH + io.offset, bytes(io.nbytes), "test")
+            for io, data in zip(delegate.inputs, inputs, strict=True):  # the same inputs again
+                memory.write(SCRATCH + io.offset, data, "test")
+            answer = model.execute(request, memory)
+            assert answer.status == 0 and answer.text.endswith(f"executed by {MODEL_NAME}")
+            assert answer.text.startswith(f"delegate {delegate.index}: ")
+            assert len(answer.text) <= 200
+            assert outputs(memory, delegate) == expected, f"{name} seed {seed}"
+
+
+# -- refusals ---------------------------------------------------------------------------------
+
+
+def demo_delegate():
+    reference = TosaReferenceExecutor(DEMO)
+    (delegate,) = reference.delegates
+    return delegate
+
+
+def patched_first(cmd_data: bytes, name: str, param: int) -> bytes:
+    """``cmd_data`` with the first ``name`` command's 16-bit parameter replaced."""
+    from etu.parsers.ethosu import _read_command_stream
+
+    _fourcc, _words, _cfg, _id, start = _read_command_stream(memoryview(cmd_data), 0)
+    assert start is not None
+    command = next(c for c in decode_cmd_data(cmd_data).stream.commands if c.name == name)
+    at = start + 4 * command.word
+    (word,) = struct.unpack_from("<I", cmd_data, at)
+    patched = bytearray(cmd_data)
+    struct.pack_into("<I", patched, at, (word & 0xFFFF) | (param << 16))
+    return bytes(patched)
+
+
+def test_an_unsupported_field_stops_the_run_with_the_operation_and_field_named(memory):
+    delegate = demo_delegate()
+    weights, scratch_size = delegate_blocks(DEMO)[0]
+    request, _ = prepared_request(memory, delegate, weights, scratch_size, seed=1)
+    before = outputs(memory, delegate)
+    tanh = patched_first(delegate.command_stream, "NPU_SET_ACTIVATION", 3)  # function 3: tanh
+    memory.write(COMMANDS, tanh, "test")
+    with pytest.raises(BridgeError) as raised:
+        CommandStreamExecutor([(0, tanh)]).execute(request, memory)
+    message = str(raised.value)
+    assert message == ("delegate 0: operation 0 (NPU_OP_POOL): activation tanh is not supported "
+                       f"by {MODEL_NAME}")  # fmt: skip
+    assert outputs(memory, delegate) == before  # nothing half-written
+    assert npu_model.unsupported_reason(decode_cmd_data(tanh)) == message.split(": ", 1)[1]
+
+
+def test_an_out_of_region_feature_map_is_a_named_error(memory):
+    delegate = demo_delegate()
+    weights, scratch_size = delegate_blocks(DEMO)[0]
+    request, _ = prepared_request(memory, delegate, weights, scratch_size, seed=2)
+    bases = (request.bases[0], Base(SCRATCH, 1024, SCRATCH), request.bases[2])
+    small = InvokeRequest(2, COMMANDS, request.command_size, bases)
+    with pytest.raises(BridgeError, match=r"^delegate 0: operation 0 IFM: .* outside region 1"):
+        CommandStreamExecutor([(0, delegate.command_stream)]).execute(small, memory)
+
+
+@pytest.mark.aot
+def test_u85_streams_are_refused_with_one_line(real_program):
+    from etu.parsers.pte import open_program
+
+    with open_program(real_program("u85")) as program:
+        (delegate,) = program.plans[0].delegates
+        blob = bytes(program.delegate_payload(delegate))
+    from etu.parsers.ethosu import decode_ethosu_payload
+
+    block = next(b for b in decode_ethosu_payload(blob).blocks if b.name == "cmd_data")
+    cmd_data = blob[block.payload_offset : block.payload_offset + block.size]
+    with pytest.raises(BridgeError) as raised:
+        decode_cmd_data(cmd_data, "delegate 0 command stream")
+    assert "\n" not in str(raised.value)
+    assert "Ethos-U85 command streams are decoded for display only" in str(raised.value)
+
+
+# -- the pieces -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("shape", "ublocks", "block_depth", "depthwise", "part_kernel", "decomposition"),
+    [
+        ((16, 3, 3, 3), (8, 8), 16, False, True, (8, 8)),
+        ((32, 3, 3, 16), (8, 8), 16, False, False, (8, 8)),
+        ((10, 1, 1, 32), (8, 8), 16, False, False, (8, 8)),
+        ((24, 3, 3, 1), (8, 8), 24, True, False, (4, 4)),  # dilation 2
+        ((20, 9, 9, 5), (8, 4), 8, False, True, (8, 8)),  # kernel split in sub-kernels
+    ],
+)
+def test_the_brick_permutation_undoes_velas_reorder(
+    shape, ublocks, block_depth, depthwise, part_kernel, decomposition
+):
+    from ethosu import mlw_codec
+
+    weights = np.random.default_rng(0).integers(-127, 128, shape).astype(np.int16)
+    encoded, _ = mlw_codec.reorder_encode(ublocks[0], ublocks[1], weights, block_depth,
+                                          depthwise, part_kernel, 8, *decomposition)  # fmt: skip
+    stream = np.asarray(mlw_codec.decode(encoded), dtype=np.int64)
+    order = brick_permutation(shape, ublocks, block_depth, depthwise, part_kernel, 8,
+                              decomposition)  # fmt: skip
+    volume = np.zeros(weights.size, np.int64)
+    used = order >= 0
+    volume[order[used]] = stream[: order.size][used]
+    assert volume.reshape(shape).tolist() == weights.tolist()
+    assert sorted(order[used].tolist()) == list(range(weights.size))  # each weight once
+
+
+def tosa_apply_scale_32(value: int, multiplier: int, shift: int, double_round: bool) -> int:
+    """The TOSA specification's apply_scale_32, in Python integers."""
+    rounding = 1 << (shift - 1)
+    if double_round and shift > 31:
+        rounding += (1 << 30) if value >= 0 else -(1 << 30)
+    return (value * multiplier + rounding) >> shift
+
+
+def test_rescaling_matches_tosas_apply_scale_32_at_ties_and_signs():
+    values = [-(1 << 20) - 1, -65, -64, -63, -3, -2, -1, 0, 1, 2, 3, 63, 64, 65, (1 << 20) + 1]
+    for multiplier, shift in ((1 << 30, 31), (1 << 30, 32), (1431655765, 33), (0x80000001, 37),
+                              (1104437083, 50), (3, 2)):  # fmt: skip
+        for rounding, double in (("tfl", True), ("natural", False)):
+            got = apply_scale(np.asarray(values), multiplier, shift, rounding).tolist()
+            assert got == [tosa_apply_scale_32(v, multiplier, shift, double) for v in values]
+    truncated = apply_scale(np.asarray([-5, -4, 4, 5]), 1, 1, "truncate").tolist()
+    assert truncated == [-2, -2, 2, 2]
+
+
+# -- which executor the emulated board uses -----------------------------------------------------
+
+
+def test_the_demo_is_executed_by_the_model():
+    executor = executor_for(DEMO)
+    assert isinstance(executor, CommandStreamExecutor) and executor.name == MODEL_NAME
+    assert [index for index, _ in executor.delegates] == [0]
+
+
+def test_a_program_the_model_cannot_run_falls_back_to_the_reference_and_says_why(monkeypatch):
+    reason = "operation 3 (NPU_OP_POOL): activation tanh is not supported by " + MODEL_NAME
+    monkeypatch.setattr(npu_model, "unsupported_reason", lambda decoded: reason)
+    executor = executor_for(DEMO)
+    assert isinstance(executor, TosaReferenceExecutor)
+    assert executor.name == "TOSA reference model"
+    assert executor.fallback == f"delegate 0: {reason}"
