@@ -235,8 +235,8 @@ class FitPanel(Vertical):
         await self.query_one(FitChecks).show(result)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "copy_rebuild":
-            return bool(self.rebuild) or None
+        if action == "copy_rebuild":  # off the footer unless the firmware's build wrote one
+            return bool(self.rebuild)
         return True
 
     def action_pick_elf(self) -> None:

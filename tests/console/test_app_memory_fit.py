@@ -396,6 +396,7 @@ async def test_fit_copies_the_rebuild_command_a_firmware_build_wrote(tmp_path: P
     async with app.run_test(size=SIZE) as pilot:
         await _tab(pilot, "f")
         assert not app.query_one("FitPanel").check_action("copy_rebuild", ())
+        assert "Copy rebuild" not in screen_text(app).splitlines()[-1]  # not offered
     (tmp_path / "firmware" / "rebuild.sh").write_text(
         "#!/bin/sh\n# a comment\nset -e\ncmake -S src -B out -DET_PTE_FILE_PATH=demo.pte\n"
         "cmake --build out\n"
@@ -403,6 +404,7 @@ async def test_fit_copies_the_rebuild_command_a_firmware_build_wrote(tmp_path: P
     app = EtuApp(tmp_path / DEMO.name)
     async with app.run_test(size=SIZE) as pilot:
         await _tab(pilot, "f")
+        assert "b Copy rebuild" in screen_text(app).splitlines()[-1]
         await pilot.press("b")
         await pilot.pause()
         assert app.clipboard == (
