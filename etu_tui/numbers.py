@@ -51,6 +51,17 @@ def seconds(value: float | None, *, missing: str = MISSING) -> str:
     return missing if value is None else f"{value:.1f}s"
 
 
+def transfer(sent: int, total: int, rate: float, eta: float | None = None, retries: int = 0) -> str:
+    """A flash's progress, as ``etu flash`` prints it and the Boards tab shows it:
+    ``12,288 / 65,536 B · 3.2 KiB/s · ETA 16.4s · 2 retries`` (rate in bytes per second)."""
+    parts = [f"{sent:,} / {nbytes(total)}", f"{rate / 1024:,.1f} KiB/s"]
+    if eta is not None:
+        parts.append(f"ETA {seconds(eta)}")
+    if retries:
+        parts.append(plural(retries, "retry", "retries"))
+    return " · ".join(parts)
+
+
 def nbytes(n: int) -> str:
     """Exact bytes with thousands separators: sizes here are compared against linker maps."""
     return f"{n:,} B"

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TextIO
 
 from etu.tui.cli.errors import CommandError, notice
+from etu.tui.numbers import transfer
 
 HELP = "flash a board (XMODEM bootloader, MPS3 USB drive, pyOCD, QEMU) and optionally monitor it"
 FLASH_FAILED = 8
@@ -56,9 +57,7 @@ class ProgressPrinter:
             self.out.write(json.dumps(p.to_json()) + "\n")
             self.out.flush()
             return
-        eta = "-" if p.eta is None else f"{p.eta:.1f}s"
-        text = (f"{p.file} {p.sent:,}/{p.total:,} B {p.rate / 1024:.1f} KiB/s ETA {eta}"
-                f"{f' retries {p.retries}' if p.retries else ''}")  # fmt: skip
+        text = f"{p.file}: {transfer(p.sent, p.total, p.rate, p.eta, p.retries)}"
         if self.tty:
             width = 24
             filled = int(width * p.sent / max(p.total, 1))

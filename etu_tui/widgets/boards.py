@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 from etu.parsers.errors import describe_error
 from etu.runner.workspace import FIRMWARE_BOARDS, Workspace
 from etu.tui.keys import bindings
+from etu.tui.numbers import transfer
 from etu.tui.safe_text import printable
 from etu.tui.screens.open_file import OpenFileScreen
 from textual import on
@@ -354,8 +355,7 @@ class BoardsPanel(Vertical):
         p = message.progress
         bar = self.query_one("#boards-progress", ProgressBar)
         bar.update(total=max(p.total, 1), progress=p.sent)
-        self._status(f"{printable(p.file)}: {p.sent:,} / {p.total:,} B · {p.rate / 1024:,.1f} KiB/s"
-                     + (f" · {p.retries} retries" if p.retries else ""))  # fmt: skip
+        self._status(f"{printable(p.file)}: {transfer(p.sent, p.total, p.rate, p.eta, p.retries)}")
 
     def on_flash_failed(self, message: FlashFailed) -> None:
         self.flashing = False

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from etu.runner.history import list_rows
 from etu.tui.cli.sessions import format_rows
-from etu.tui.numbers import nbytes, number, percent, plural, seconds
+from etu.tui.numbers import nbytes, number, percent, plural, seconds, transfer
 from etu.tui.widgets.history import HistoryPanel, compare_rows
 
 V1_SESSIONS = Path(__file__).resolve().parent.parent / "data" / "sessions" / "v1"
@@ -42,6 +42,14 @@ def test_units() -> None:
     assert seconds(1.26) == "1.3s" and seconds(None) == "-"
     assert percent(3.254, signed=True) == "+3.25%" and percent(None, missing="") == ""
     assert plural(1, "match", "matches") == "1 match" and plural(2_000, "line") == "2,000 lines"
+
+
+def test_a_flash_reads_the_same_in_etu_flash_and_the_boards_tab() -> None:
+    """Both print transfer(): bytes exact, the rate in KiB/s, the ETA and retries when any."""
+    assert transfer(12_288, 65_536, 3_300.0, 16.44, 2) == (
+        "12,288 / 65,536 B · 3.2 KiB/s · ETA 16.4s · 2 retries"
+    )
+    assert transfer(10, 10, 0.0, None, 1) == "10 / 10 B · 0.0 KiB/s · 1 retry"
 
 
 def test_etu_sessions_and_the_history_tab_print_the_same_figures(tmp_path: Path) -> None:
