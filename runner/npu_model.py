@@ -1,164 +1,635 @@
-"""The start of a functional model of the Ethos-U55 (issue 23 §2): it runs a delegate's
-decoded NPU operations on byte regions, as the NPU would, without an FVP.
+"""etu's functional Ethos-U55/U65 model: executes a delegate's register command stream on the
+board's memory with the NPU's integer arithmetic (numpy).
 
-Modelled so far: DMA (1-D copies between regions), the waits (no-ops: operations run in
-stream order) and pooling (max, average, sum) on NHWC and NHCWB16 feature maps of 8-, 16-
-and 32-bit elements, with padding, strides, the global OFM scale and the activation clamp.
-That covers the 1×1 moves Vela uses to transpose a delegate's input and the pools of the
-test programs. Convolutions, depthwise convolutions and elementwise operations raise
-:class:`NotModelled` (weights need ``ethosu.mlw_codec.decode`` and Vela's brick order).
+The stream at the request's address is the delegate's ``cmd_data`` block (COP1 header and
+driver actions); :mod:`etu.parsers.ethosu_commands` decodes it into operations and this
+module runs them in order on copies of the regions the request's base addresses name
+(0: weights, 1: scratch, 2: fast scratch), then writes back the regions it changed.
 
-Regions follow the driver's base addresses: 0 the weights (read-only), 1 the scratch
-(the runner's temp pool, inputs and outputs inside it), 2 the fast scratch, 3 the SHRAM LUT.
+- Weights are ``mlw_codec.decode``-d and put back from the hardware's brick order into OHWI.
+  The brick permutation is Vela's own: ``reorder_encode`` of index planes (each element's
+  index, one byte per plane), decoded, gives where every weight lands in the stream.
+- Scale streams hold 10 bytes per output channel: 40-bit bias, 32-bit scale, 6-bit shift.
+- Rescaling follows TOSA's ``apply_scale_32`` (Vela's TFL rounding is TOSA's double round,
+  NATURAL its single round), so the results equal the TOSA reference model's.
+
+Anything the model does not implement stops the run with a :class:`BridgeError` naming the
+operation, its command and the field (never a silently wrong tensor). U85 streams are
+refused with one line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
+from etu.parsers.errors import ParseError
+from etu.parsers.ethosu import NpuConfig, _read_command_stream
+from etu.parsers.ethosu_commands import (
+    FeatureMap,
+    NpuCommandStream,
+    NpuOperation,
+    decode_command_stream,
+    read_words,
+)
+from etu.runner.npu_bridge import BoardMemory, BridgeError, InvokeAnswer, InvokeRequest
 
-from etu.parsers.ethosu_commands import FeatureMap, NpuOperation
-
-DTYPES = {
-    "int8": np.int8, "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16,
-    "int32": np.int32,
+MODEL_NAME = "etu's Ethos-U model"
+DTYPES = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16,
+          "int32": np.int32}  # fmt: skip
+DTYPE_RANGE = {name: (int(np.iinfo(t).min), int(np.iinfo(t).max)) for name, t in DTYPES.items()}
+CLIP_DTYPE = {"force uint8": "uint8", "force int8": "int8", "force int16": "int16"}
+SCALE_RECORD = 10  # bytes per output channel in a scale stream
+LUT_SLOT = 256  # bytes per LUT slot in SHRAM; the 8 slots are its last 2 KiB
+LUT_BYTES = 2048
+SUBKERNEL_MAX = 8
+CONVOLUTIONS = {"conv", "vector_product", "depthwise"}
+WAITS = {"dma_wait", "kernel_wait", "irq", "pmu_mask"}
+EXECUTED_KINDS = CONVOLUTIONS | WAITS | {"pool", "elementwise", "dma"}
+POOL_MODES = {"max", "avg", "sum"}
+ELEMENTWISE_MODES = {"add", "sub", "mul", "min", "max"}
+ROUNDINGS = {"tfl", "natural", "truncate"}
+# add/sub: which operand the 32-bit OPA scale rescales; the other is shifted left
+OPERAND_SCALED = {"opa 32-bit": 0, "opb 32-bit": 1}
+UNSCALED_OPERAND_SHIFT = 19  # 8-bit operands: Vela's input shift 20, halved
+UBLOCKS = {  # (IFM, OFM) micro-block depths by MACs per cycle (Vela's accelerator configs)
+    32: (8, 4), 64: (8, 8), 128: (8, 8), 256: (8, 8), 512: (8, 8),
 }  # fmt: skip
-BRICK = 16  # channels per NHCWB16 brick
 
 
-class NotModelled(Exception):
-    """An operation the model does not run yet (one line, naming it)."""
+class Unsupported(Exception):
+    """An operation's field value the model does not execute (becomes a BridgeError)."""
+
+    def __init__(self, op: NpuOperation, what: str) -> None:
+        super().__init__(f"operation {op.index} ({op.command}): {what} is not supported by "
+                         f"{MODEL_NAME}")  # fmt: skip
 
 
-class ModelError(Exception):
-    """An operation that reaches outside its region (the stream or the regions are wrong)."""
+# -- the stream and its hardware -----------------------------------------------------------
 
 
-class NpuMemory:
-    """The regions an inference sees, by base-address index."""
+@dataclass(frozen=True, slots=True)
+class DecodedStream:
+    """A ``cmd_data`` block: its NPU configuration and operations."""
 
-    def __init__(self, regions: MutableMapping[int, bytearray]) -> None:
-        self.regions = regions
+    config: NpuConfig | None
+    stream: NpuCommandStream
 
-    def region(self, number: int, what: str) -> bytearray:
-        if number not in self.regions:
-            raise ModelError(f"{what}: region {number} was not given to the model")
-        return self.regions[number]
+    def register(self, op: NpuOperation, name: str) -> int:
+        """A 16-bit register's value (signed) when ``op`` runs: for the fields the decoded
+        operation leaves out (the IFM2 zero point of a scalar operand)."""
+        value = 0
+        for command in self.stream.commands:
+            if command.word >= op.word:
+                break
+            if command.name == name:
+                value = command.param
+        return value - 0x10000 if value & 0x8000 else value
 
-    def addresses(self, fm: FeatureMap, what: str) -> np.ndarray:
-        """Byte address of every element of ``fm`` (H, W, C), tiles included."""
-        h = np.arange(fm.height)[:, None, None]
-        w = np.arange(fm.width)[None, :, None]
-        c = np.arange(fm.depth)[None, None, :]
-        size = fm.element_size
-        if fm.layout == "NHCWB16":
-            channel = (c // BRICK) * fm.stride_c + (c % BRICK) * size
-        else:
-            channel = c * fm.stride_c
-        lower = h >= fm.tile_height0
-        right = w >= fm.tile_width0
-        tile = lower.astype(np.int64) * 2 + right.astype(np.int64)
-        bases = np.asarray(fm.bases, dtype=np.int64)[tile]
-        row = np.where(lower, h - fm.tile_height0, h)
-        column = np.where(right, w - fm.tile_width0, w)
-        address = bases + row * fm.stride_y + column * fm.stride_x + channel
-        region = self.region(fm.region, what)
-        if address.size and (address.min() < 0 or address.max() + size > len(region)):
-            raise ModelError(f"{what} reaches past region {fm.region} ({len(region):,} B)")
-        return address
-
-    def read(self, fm: FeatureMap, what: str) -> np.ndarray:
-        """``fm`` as an (H, W, C) array of its dtype."""
-        address = self.addresses(fm, what)
-        region = np.frombuffer(self.region(fm.region, what), dtype=np.uint8)
-        size = fm.element_size
-        raw = np.stack([region[address + i] for i in range(size)], axis=-1)
-        return raw.copy().view(np.dtype(DTYPES[fm.dtype]).newbyteorder("<"))[..., 0]
-
-    def write(self, fm: FeatureMap, values: np.ndarray, what: str) -> None:
-        address = self.addresses(fm, what)
-        region = np.frombuffer(self.region(fm.region, what), dtype=np.uint8)
-        data = np.ascontiguousarray(values.astype(DTYPES[fm.dtype]).astype(
-            np.dtype(DTYPES[fm.dtype]).newbyteorder("<"))).view(np.uint8)  # fmt: skip
-        data = data.reshape(*values.shape, fm.element_size)
-        for i in range(fm.element_size):
-            region[address + i] = data[..., i]
+    @property
+    def shram_bytes(self) -> int:
+        return (self.config.shram_size if self.config else 0) * 1024
 
 
-def run_operations(memory: NpuMemory, operations: Iterable[NpuOperation]) -> None:
-    """Run ``operations`` in stream order on ``memory``."""
-    for op in operations:
-        run_operation(memory, op)
+def decode_cmd_data(cmd_data: bytes, what: str = "command stream") -> DecodedStream:
+    """Decode a ``cmd_data`` block (COP1 header, actions, register commands)."""
+    try:
+        _fourcc, words, cfg, _npu_id, start = _read_command_stream(memoryview(cmd_data), 0)
+    except ParseError as error:
+        raise BridgeError(f"{what}: {error}") from None
+    config = NpuConfig(cfg) if cfg is not None else None
+    if config is not None and config.product == "ethos-u85":
+        raise BridgeError(f"{what}: Ethos-U85 command streams are decoded for display only; "
+                          f"{MODEL_NAME} executes U55 and U65 streams")  # fmt: skip
+    if words is None or start is None:
+        raise BridgeError(f"{what}: cmd_data holds no COMMAND_STREAM action")
+    try:
+        stream = decode_command_stream(read_words(cmd_data[start : start + 4 * words]), what=what)
+    except ParseError as error:
+        raise BridgeError(f"{what}: {error}") from None
+    return DecodedStream(config, stream)
 
 
-def run_operation(memory: NpuMemory, op: NpuOperation) -> None:
-    if op.kind in ("dma_wait", "kernel_wait", "pmu_mask", "irq"):
-        return  # the model runs each operation to completion, in order
+def unsupported_reason(decoded: DecodedStream) -> str | None:
+    """Why the model cannot execute this stream (the first operation it lacks), else None."""
+    for op in decoded.stream.operations:
+        try:
+            check_supported(op, decoded)
+        except Unsupported as error:
+            return str(error)
+    return None
+
+
+def check_supported(op: NpuOperation, decoded: DecodedStream) -> None:
+    """Raise :class:`Unsupported` for a field value the model lacks (before running)."""
+    if op.kind not in EXECUTED_KINDS:
+        raise Unsupported(op, f"kind {op.kind}")
     if op.kind == "dma":
-        _dma(memory, op)
-    elif op.kind == "pool":
-        _pool(memory, op)
-    else:
-        raise NotModelled(f"operation {op.index} ({op.command}, {op.kind}) is not modelled yet")
-
-
-def _dma(memory: NpuMemory, op: NpuOperation) -> None:
-    dma = op.dma
-    assert dma is not None
-    if dma.source_stride_mode != "1d" or dma.destination_stride_mode != "1d":
-        raise NotModelled(f"operation {op.index}: 2-D/3-D DMA is not modelled yet")
-    src, dst = dma.source, dma.destination
-    what = f"operation {op.index} (DMA)"
-    source = memory.region(src.region, what)
-    target = memory.region(dst.region, what)
-    if src.offset + src.length > len(source) or dst.offset + dst.length > len(target):
-        raise ModelError(f"{what}: {src.length:,} B do not fit their regions")
-    target[dst.offset : dst.offset + dst.length] = source[src.offset : src.offset + src.length]
-
-
-def _pool(memory: NpuMemory, op: NpuOperation) -> None:
-    ifm_map, ofm_map, kernel = op.ifm, op.ofm, op.kernel
-    assert ifm_map is not None and ofm_map is not None and kernel is not None
-    what = f"operation {op.index} (pool {op.mode})"
+        dma = op.dma
+        assert dma is not None
+        if dma.source_stride_mode != "1d" or dma.destination_stride_mode != "1d":
+            raise Unsupported(op, f"DMA stride mode {dma.source_stride_mode}/"
+                                  f"{dma.destination_stride_mode}")  # fmt: skip
+        if dma.source_internal:
+            raise Unsupported(op, "DMA from internal memory")
+        return
+    if op.ofm is None:
+        return
+    assert op.ifm is not None and op.activation is not None
     if op.upscale not in (None, "none"):
-        raise NotModelled(f"{what}: IFM upscaling is not modelled yet")
-    ifm = memory.read(ifm_map, what + " IFM").astype(np.int64) - ifm_map.zero_point
-    pad_value = np.iinfo(np.int64).min if op.mode == "max" else 0
-    padded = np.pad(
-        ifm,
-        ((kernel.pad_top, kernel.pad_bottom), (kernel.pad_left, kernel.pad_right), (0, 0)),
-        constant_values=pad_value,
-    )
-    out = np.empty((ofm_map.height, ofm_map.width, ofm_map.depth), dtype=np.int64)
-    for y in range(ofm_map.height):
-        for x in range(ofm_map.width):
-            top, left = y * kernel.stride_y, x * kernel.stride_x
-            window = padded[top : top + kernel.height * kernel.dilation_y : kernel.dilation_y,
-                            left : left + kernel.width * kernel.dilation_x : kernel.dilation_x,
-                            : ofm_map.depth]  # fmt: skip
-            out[y, x] = window.max(axis=(0, 1)) if op.mode == "max" else window.sum(axis=(0, 1))
-    if op.ofm_scale is not None and op.mode != "max":
-        out = rescale(out, op.ofm_scale.scale, op.ofm_scale.shift, op.rounding or "tfl")
-    out = out + ofm_map.zero_point
-    if op.activation is not None:
-        out = np.clip(out, op.activation.minimum, op.activation.maximum)
-    info = np.iinfo(DTYPES[ofm_map.dtype])
-    memory.write(ofm_map, np.clip(out, info.min, info.max), what + " OFM")
+        raise Unsupported(op, f"IFM upscale {op.upscale}")
+    if op.rounding not in ROUNDINGS:
+        raise Unsupported(op, f"OFM rounding {op.rounding}")
+    if op.block is not None and op.block.acc_format == "fp s5.10":
+        raise Unsupported(op, "accumulator format fp s5.10")
+    activation = op.activation
+    if activation.function in ("tanh", "sigmoid"):
+        raise Unsupported(op, f"activation {activation.function}")
+    if activation.clip_range == "reserved":
+        raise Unsupported(op, "activation clip range (reserved)")
+    if activation.function == "lut" and op.ofm.dtype not in ("int8", "uint8"):
+        raise Unsupported(op, f"LUT activation with OFM {op.ofm.dtype}")
+    if op.kind == "pool":
+        if op.mode not in POOL_MODES:
+            raise Unsupported(op, f"pooling mode {op.mode}")
+        if op.mode != "max" and op.ofm_scale is None:
+            raise Unsupported(op, f"{op.mode} pooling without a global OFM scale")
+        if op.ifm.depth != op.ofm.depth:
+            raise Unsupported(op, f"pooling IFM depth {op.ifm.depth} ≠ OFM {op.ofm.depth}")
+    if op.kind == "elementwise":
+        if op.mode not in ELEMENTWISE_MODES:
+            raise Unsupported(op, f"elementwise mode {op.mode}")
+        if op.mode in ("add", "sub") and op.ifm_scale_mode not in OPERAND_SCALED:
+            raise Unsupported(op, f"{op.mode} with IFM scale mode {op.ifm_scale_mode}")
+        if op.mode in ("add", "sub") and op.ifm.dtype not in ("int8", "uint8"):
+            raise Unsupported(op, f"{op.mode} with IFM precision {op.ifm.dtype}")
+    if op.kind in CONVOLUTIONS:
+        if op.ifm.dtype not in ("int8", "uint8", "int16"):
+            raise Unsupported(op, f"IFM precision {op.ifm.dtype}")
+        if len(op.weights) != len(op.scales) or not op.weights:
+            raise Unsupported(op, f"{len(op.weights)} weight and {len(op.scales)} scale streams")
+        macs = decoded.config.macs_per_cycle if decoded.config else None
+        if macs not in UBLOCKS:
+            raise Unsupported(op, f"weights for {macs} MACs per cycle")
+        if op.kind == "depthwise" and op.ifm.depth != op.ofm.depth:
+            raise Unsupported(op, f"depthwise IFM depth {op.ifm.depth} ≠ OFM {op.ofm.depth}")
 
 
-def rescale(values: np.ndarray, scale: int, shift: int, rounding: str) -> np.ndarray:
-    """``values × scale / 2^shift``, rounded as the OFM precision register says: natural
-    (half up), truncate (toward zero) or tfl (half away from zero)."""
-    product = values.astype(object) * scale  # Python ints: no 64-bit overflow
-    if shift == 0:
-        return np.asarray(product, dtype=np.int64)
-    half = 1 << (shift - 1)
-    if rounding == "natural":
-        result = [(v + half) >> shift for v in product.flat]
-    elif rounding == "truncate":
-        result = [(v >> shift) if v >= 0 else -((-v) >> shift) for v in product.flat]
+# -- memory -----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Regions:
+    """Host copies of the request's regions; the written ones go back to the board."""
+
+    memory: BoardMemory
+    request: InvokeRequest
+    data: dict[int, np.ndarray] = field(default_factory=dict)
+    written: set[int] = field(default_factory=set)
+    shram: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
+
+    def region(self, number: int, what: str) -> np.ndarray:
+        found = self.data.get(number)
+        if found is None:
+            if number >= len(self.request.bases):
+                raise BridgeError(f"{what}: region {number} has no base address (the invoke "
+                                  f"passed {len(self.request.bases)})")  # fmt: skip
+            base = self.request.bases[number]
+            raw = self.memory.read(base.address, base.size, f"{what} region {number}")
+            found = self.data[number] = np.frombuffer(raw, np.uint8).copy()
+        return found
+
+    def read(self, number: int, offset: int, size: int, what: str) -> np.ndarray:
+        data = self.region(number, what)
+        if offset < 0 or size < 0 or offset + size > data.size:
+            raise BridgeError(f"{what}: {size} B at offset {offset:#x} is outside region "
+                              f"{number} ({data.size} B)")  # fmt: skip
+        return data[offset : offset + size]
+
+    def write(self, number: int, offset: int, values: np.ndarray, what: str) -> None:
+        self.read(number, offset, values.size, what)[:] = values
+        self.written.add(number)
+
+    def flush(self) -> None:
+        for number in sorted(self.written):
+            base = self.request.bases[number]
+            self.memory.write(base.address, self.data[number].tobytes(), f"region {number}")
+
+
+def element_offsets(fm: FeatureMap, height: int, width: int, depth: int) -> np.ndarray:
+    """Byte offset in its region of each element (y, x, c) of ``fm`` (shape H×W×C), across
+    its tiles: 0 top left, 1 top right (x ≥ width0), 2 bottom left (y ≥ height0), 3 bottom
+    right (tile 1 is height1 rows high)."""
+    ys = np.arange(height, dtype=np.int64)[:, None]
+    xs = np.arange(width, dtype=np.int64)[None, :]
+    right = xs >= fm.tile_width0
+    bottom = np.where(right, ys >= fm.tile_height1, ys >= fm.tile_height0)
+    tile = right.astype(np.int64) + 2 * bottom
+    row = ys - np.where(bottom, np.where(right, fm.tile_height1, fm.tile_height0), 0)
+    col = xs - np.where(right, fm.tile_width0, 0)
+    bases = np.asarray(fm.bases, dtype=np.int64)
+    spatial = bases[tile] + row * fm.stride_y + col * fm.stride_x
+    cs = np.arange(depth, dtype=np.int64)
+    if fm.layout == "NHCWB16":
+        channel = (cs // 16) * fm.stride_c + (cs % 16) * fm.element_size
     else:
-        result = [((v + half) >> shift) if v >= 0 else -((-v + half) >> shift)
-                  for v in product.flat]  # fmt: skip
-    return np.asarray(result, dtype=np.int64).reshape(values.shape)
+        channel = cs * fm.stride_c
+    return spatial[:, :, None] + channel[None, None, :]
+
+
+def read_feature_map(
+    regions: Regions, fm: FeatureMap, shape: tuple[int, int, int], what: str
+) -> np.ndarray:
+    """The H×W×C elements of ``fm``, as int64."""
+    data = regions.region(fm.region, what)
+    offsets = element_offsets(fm, *shape)
+    size = fm.element_size
+    _check_offsets(offsets, size, data.size, fm.region, what)
+    dtype = np.dtype(DTYPES[fm.dtype]).newbyteorder("<")
+    if size == 1:
+        return data[offsets].view(dtype).astype(np.int64)
+    gathered = np.ascontiguousarray(data[offsets[..., None] + np.arange(size)])
+    return gathered.view(dtype)[..., 0].astype(np.int64)
+
+
+def write_feature_map(regions: Regions, fm: FeatureMap, values: np.ndarray, what: str) -> None:
+    data = regions.region(fm.region, what)
+    offsets = element_offsets(fm, *values.shape)
+    size = fm.element_size
+    _check_offsets(offsets, size, data.size, fm.region, what)
+    raw = np.ascontiguousarray(values.astype(np.dtype(DTYPES[fm.dtype]).newbyteorder("<")))
+    if size == 1:
+        data[offsets] = raw.view(np.uint8)
+    else:
+        data[offsets[..., None] + np.arange(size)] = raw.view(np.uint8).reshape(*values.shape, size)
+    regions.written.add(fm.region)
+
+
+def _check_offsets(offsets: np.ndarray, size: int, limit: int, region: int, what: str) -> None:
+    if offsets.size and (int(offsets.min()) < 0 or int(offsets.max()) + size > limit):
+        raise BridgeError(f"{what}: elements from {int(offsets.min()):#x} to "
+                          f"{int(offsets.max()) + size:#x} are outside region {region} "
+                          f"({limit} B)")  # fmt: skip
+
+
+# -- arithmetic --------------------------------------------------------------------------------
+
+
+def apply_scale(
+    values: np.ndarray, scale: np.ndarray | int, shift: np.ndarray | int, rounding: str
+) -> np.ndarray:
+    """``values * scale >> shift`` rounded as the rounding mode says: TOSA's
+    ``apply_scale_32`` with double rounding (tfl) or single rounding (natural), or towards
+    zero (truncate). ``scale`` is the unsigned 32-bit register value."""
+    values = np.asarray(values, dtype=np.int64)
+    scale = np.asarray(scale, dtype=np.int64)
+    shift = np.asarray(shift, dtype=np.int64)
+    if values.size and int(np.abs(values).max()) * int(scale.max(initial=0)) >= 1 << 62:
+        raise BridgeError("a rescale's product exceeds 62 bits (accumulator out of range)")
+    product = values * scale
+    if rounding == "truncate":
+        magnitude = np.abs(product) >> shift
+        return np.where(product < 0, -magnitude, magnitude)
+    half = np.where(shift > 0, np.left_shift(1, np.maximum(shift - 1, 0)), 0)
+    if rounding == "tfl":
+        extra = np.where(shift > 31, 1 << 30, 0)
+        half = half + np.where(values >= 0, extra, -extra)
+    return (product + half) >> shift
+
+
+def clamp_output(op: NpuOperation, values: np.ndarray) -> np.ndarray:
+    """The activation's min/max, then the OFM (or forced) precision's range."""
+    assert op.activation is not None and op.ofm is not None
+    low, high = DTYPE_RANGE[CLIP_DTYPE.get(op.activation.clip_range, op.ofm.dtype)]
+    values = np.clip(values, max(low, op.activation.minimum), min(high, op.activation.maximum))
+    low, high = DTYPE_RANGE[op.ofm.dtype]
+    return np.clip(values, low, high)
+
+
+def apply_lut(regions: Regions, op: NpuOperation, values: np.ndarray) -> np.ndarray:
+    """An int8/uint8 table lookup: 256 entries of one byte, from the LUT slot in SHRAM."""
+    assert op.activation is not None and op.ofm is not None
+    slot = op.activation.lut_index or 0
+    start = regions.shram.size - LUT_BYTES + slot * LUT_SLOT
+    if start < 0:
+        raise BridgeError(f"operation {op.index}: LUT {slot} is not in SHRAM "
+                          f"({regions.shram.size} B)")  # fmt: skip
+    table = regions.shram[start : start + LUT_SLOT].view(DTYPES[op.ofm.dtype]).astype(np.int64)
+    low, _ = DTYPE_RANGE[op.ofm.dtype]
+    return table[values - low]
+
+
+def finish(regions: Regions, op: NpuOperation, acc: np.ndarray, scale, shift) -> np.ndarray:
+    """Accumulator to OFM values: rescale, zero point, table lookup, clamp."""
+    assert op.ofm is not None and op.activation is not None and op.rounding is not None
+    values = apply_scale(acc, scale, shift, op.rounding) + op.ofm.zero_point
+    if op.activation.function == "lut":
+        low, high = DTYPE_RANGE[op.ofm.dtype]
+        values = apply_lut(regions, op, np.clip(values, low, high))
+    return clamp_output(op, values)
+
+
+# -- weights and scales ---------------------------------------------------------------------
+
+
+@lru_cache(maxsize=256)
+def brick_permutation(
+    shape: tuple[int, int, int, int],
+    ublocks: tuple[int, int],
+    ofm_block_depth: int,
+    depthwise: bool,
+    part_kernel: bool,
+    ifm_bits: int,
+    decomposition: tuple[int, int],
+) -> np.ndarray:
+    """For each weight of the decoded stream, its index in the OHWI volume (-1: padding).
+    Vela's ``reorder_encode`` of the volume's indices (+1, one byte per plane) tells."""
+    from ethosu import mlw_codec
+
+    count = int(np.prod(shape))
+    indices = np.arange(1, count + 1, dtype=np.int64)
+    planes = max(1, (count.bit_length() + 7) // 8)
+    position: np.ndarray | None = None
+    for plane in range(planes):
+        digits = ((indices >> (8 * plane)) & 0xFF).astype(np.int16).reshape(shape)
+        encoded, _ = mlw_codec.reorder_encode(
+            ublocks[0], ublocks[1], digits, ofm_block_depth, depthwise, part_kernel, ifm_bits,
+            decomposition[0], decomposition[1],
+        )  # fmt: skip
+        decoded = np.asarray(mlw_codec.decode(bytearray(encoded)), dtype=np.int64)
+        contribution = (decoded & 0xFF) << (8 * plane)
+        position = contribution if position is None else position + contribution
+    assert position is not None
+    return position - 1
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelParams:
+    weights: np.ndarray  # O×H×W×I int64 (I = 1 for depthwise)
+    bias: np.ndarray  # per output channel
+    scale: np.ndarray
+    shift: np.ndarray
+
+
+def load_weights(regions: Regions, op: NpuOperation, decoded: DecodedStream) -> ChannelParams:
+    """The op's weights (OHWI) and per-channel bias/scale/shift, over every core's stream:
+    core k holds output channels k, k + cores, ..."""
+    from ethosu import mlw_codec
+
+    assert op.ofm is not None and op.ifm is not None and op.kernel is not None
+    assert op.block is not None and decoded.config is not None
+    depth, kernel = op.ofm.depth, op.kernel
+    cores = len(op.weights)
+    ublocks = UBLOCKS[decoded.config.macs_per_cycle]
+    depthwise = op.kind == "depthwise"
+    in_depth = 1 if depthwise else op.ifm.depth
+    weights = np.zeros((depth, kernel.height, kernel.width, in_depth), np.int64)
+    bias = np.zeros(depth, np.int64)
+    scale = np.zeros(depth, np.int64)
+    shift = np.zeros(depth, np.int64)
+    ifm_bits = 8 * op.ifm.element_size
+    decomposition = (SUBKERNEL_MAX // kernel.dilation_y, SUBKERNEL_MAX // kernel.dilation_x)
+    part_kernel = kernel.weight_order == "part kernel first"
+    for core, (weight_range, scale_range) in enumerate(zip(op.weights, op.scales, strict=True)):
+        channels = np.arange(core, depth, cores)
+        what = f"operation {op.index} ({op.command}) core {core}"
+        needed = SCALE_RECORD * channels.size
+        if scale_range.length < needed:
+            raise BridgeError(f"{what}: the scale stream holds {scale_range.length} B, "
+                              f"{channels.size} channels need {needed}")  # fmt: skip
+        records = regions.read(scale_range.region, scale_range.offset, needed, f"{what} scales")
+        rec = records.reshape(channels.size, SCALE_RECORD).astype(np.int64)
+        raw_bias = sum(rec[:, i] << (8 * i) for i in range(5))
+        bias[channels] = np.where(raw_bias >= 1 << 39, raw_bias - (1 << 40), raw_bias)
+        scale[channels] = sum(rec[:, 5 + i] << (8 * i) for i in range(4))
+        shift[channels] = rec[:, 9] & 0x3F
+        stream = regions.read(weight_range.region, weight_range.offset, weight_range.length,
+                              f"{what} weights")  # fmt: skip
+        core_block = (op.block.depth + cores - 1 - core) // cores
+        shape = (channels.size, kernel.height, kernel.width, in_depth)
+        order = brick_permutation(shape, ublocks, core_block, depthwise, part_kernel, ifm_bits,
+                                  decomposition)  # fmt: skip
+        values = np.asarray(mlw_codec.decode(bytearray(stream.tobytes())), dtype=np.int64)
+        if values.size < order.size:
+            raise BridgeError(f"{what}: the weight stream decodes to {values.size} weights, "
+                              f"the brick order needs {order.size}")  # fmt: skip
+        volume = np.zeros(int(np.prod(shape)), np.int64)
+        used = order >= 0
+        volume[order[used]] = values[: order.size][used]
+        weights[channels] = volume.reshape(shape)
+    return ChannelParams(weights, bias, scale, shift)
+
+
+# -- operations -------------------------------------------------------------------------------
+
+
+def input_extent(op: NpuOperation) -> tuple[int, int]:
+    """The IFM's height and width: the hardware derives them from the OFM, the kernel and
+    the padding."""
+    assert op.ofm is not None and op.kernel is not None
+    k = op.kernel
+    height = (op.ofm.height - 1) * k.stride_y + (k.height - 1) * k.dilation_y + 1
+    width = (op.ofm.width - 1) * k.stride_x + (k.width - 1) * k.dilation_x + 1
+    return height - k.pad_top - k.pad_bottom, width - k.pad_left - k.pad_right
+
+
+def windows(op: NpuOperation, padded: np.ndarray) -> np.ndarray:
+    """OFM_H × OFM_W × KH × KW × C views of the padded IFM."""
+    assert op.ofm is not None and op.kernel is not None
+    k = op.kernel
+    oh, ow = op.ofm.height, op.ofm.width
+    ys = (np.arange(oh) * k.stride_y)[:, None] + (np.arange(k.height) * k.dilation_y)[None, :]
+    xs = (np.arange(ow) * k.stride_x)[:, None] + (np.arange(k.width) * k.dilation_x)[None, :]
+    return padded[ys[:, None, :, None], xs[None, :, None, :]]
+
+
+def padded_ifm(regions: Regions, op: NpuOperation, fill: int) -> np.ndarray:
+    """The IFM minus its zero point, padded with ``fill``."""
+    assert op.ifm is not None and op.kernel is not None
+    height, width = input_extent(op)
+    if height <= 0 or width <= 0:
+        raise BridgeError(f"operation {op.index} ({op.command}): the padding leaves no IFM")
+    ifm = read_feature_map(regions, op.ifm, (height, width, op.ifm.depth),
+                           f"operation {op.index} IFM") - op.ifm.zero_point  # fmt: skip
+    k = op.kernel
+    pads = ((k.pad_top, k.pad_bottom), (k.pad_left, k.pad_right), (0, 0))
+    return np.pad(ifm, pads, constant_values=fill)
+
+
+def run_convolution(regions: Regions, op: NpuOperation, decoded: DecodedStream) -> int:
+    """Convolution, depthwise convolution, vector product; returns its MACs."""
+    assert op.ifm is not None and op.ofm is not None and op.kernel is not None
+    ifm = padded_ifm(regions, op, 0)
+    params = load_weights(regions, op, decoded)
+    patches = windows(op, ifm)  # OH×OW×KH×KW×C
+    if op.kind == "depthwise":
+        kernel = np.transpose(params.weights[..., 0], (1, 2, 0))  # KH×KW×C
+        acc = np.einsum("yxhwc,hwc->yxc", patches, kernel)
+        macs = acc.size * kernel.shape[0] * kernel.shape[1]
+    else:
+        flat = patches.reshape(op.ofm.height * op.ofm.width, -1)
+        kernel = params.weights.reshape(op.ofm.depth, -1)
+        acc = (flat @ kernel.T).reshape(op.ofm.height, op.ofm.width, op.ofm.depth)
+        macs = flat.shape[0] * flat.shape[1] * op.ofm.depth
+    values = finish(regions, op, acc + params.bias, params.scale, params.shift)
+    write_feature_map(regions, op.ofm, values, f"operation {op.index} OFM")
+    return macs
+
+
+def run_pool(regions: Regions, op: NpuOperation) -> None:
+    """Max pooling (padding never wins), average and sum pooling with the global OFM scale
+    (Vela sets it whenever there is no padding; padded averages are refused up front)."""
+    assert op.ifm is not None and op.ofm is not None and op.kernel is not None
+    low = np.iinfo(np.int64).min // 4
+    patches = windows(op, padded_ifm(regions, op, low if op.mode == "max" else 0))
+    acc = patches.max(axis=(2, 3)) if op.mode == "max" else patches.sum(axis=(2, 3))
+    scale, shift = (op.ofm_scale.scale, op.ofm_scale.shift) if op.ofm_scale else (1, 0)
+    values = finish(regions, op, acc, scale, shift)
+    write_feature_map(regions, op.ofm, values, f"operation {op.index} OFM")
+
+
+def run_elementwise(regions: Regions, op: NpuOperation, decoded: DecodedStream) -> None:
+    """Binary add/sub (one operand rescaled by the 32-bit OPA scale, the other shifted),
+    mul, min, max; IFM2 broadcast along any axis, or a scalar."""
+    assert op.ifm is not None and op.ofm is not None and op.broadcast is not None
+    shape = (op.ofm.height, op.ofm.width, op.ofm.depth)
+    a = read_feature_map(regions, op.ifm, shape, f"operation {op.index} IFM") - op.ifm.zero_point
+    if op.ifm2 is not None:
+        ifm2 = op.ifm2
+        b = read_feature_map(regions, ifm2, (ifm2.height, ifm2.width, ifm2.depth),
+                             f"operation {op.index} IFM2") - ifm2.zero_point  # fmt: skip
+        b = np.broadcast_to(b, shape)
+    elif op.ifm2_scalar is not None:
+        zero_point = decoded.register(op, "NPU_SET_IFM2_ZERO_POINT")
+        b = np.full(shape, op.ifm2_scalar - zero_point, np.int64)
+    else:
+        raise Unsupported(op, "a binary elementwise operation without IFM2")
+    if op.broadcast.reversed_operands:
+        a, b = b, a
+    if op.mode in ("add", "sub"):
+        assert op.opa_scale is not None and op.ifm_scale_mode is not None
+        scaled = OPERAND_SCALED[op.ifm_scale_mode]
+        operands = [a << UNSCALED_OPERAND_SHIFT, b << UNSCALED_OPERAND_SHIFT]
+        operands[scaled] = apply_scale((a, b)[scaled], op.opa_scale.scale, op.opa_scale.shift,
+                                       op.ifm_rounding or "tfl")  # fmt: skip
+        acc = operands[0] + operands[1] if op.mode == "add" else operands[0] - operands[1]
+    elif op.mode == "mul":
+        acc = a * b
+    elif op.mode == "min":
+        acc = np.minimum(a, b)
+    else:
+        acc = np.maximum(a, b)
+    scale, shift = (op.ofm_scale.scale, op.ofm_scale.shift) if op.ofm_scale else (1, 0)
+    values = finish(regions, op, acc, scale, shift)
+    write_feature_map(regions, op.ofm, values, f"operation {op.index} OFM")
+
+
+def run_dma(regions: Regions, op: NpuOperation) -> None:
+    """A 1-D copy between regions, or into SHRAM (a LUT)."""
+    assert op.dma is not None
+    source, destination = op.dma.source, op.dma.destination
+    what = f"operation {op.index} (DMA)"
+    data = regions.read(source.region, source.offset, source.length, f"{what} source").copy()
+    if op.dma.destination_internal:
+        end = destination.offset + data.size
+        if end > regions.shram.size:
+            raise BridgeError(f"{what}: {data.size} B at SHRAM {destination.offset:#x} runs past "
+                              f"its {regions.shram.size} B")  # fmt: skip
+        regions.shram[destination.offset : end] = data
+        return
+    regions.write(destination.region, destination.offset, data, f"{what} destination")
+
+
+def execute_operation(regions: Regions, op: NpuOperation, decoded: DecodedStream) -> int:
+    """Run one operation; its MACs (convolutions only; 0 for the rest)."""
+    check_supported(op, decoded)
+    if op.kind in CONVOLUTIONS:
+        return run_convolution(regions, op, decoded)
+    if op.kind == "pool":
+        run_pool(regions, op)
+    elif op.kind == "elementwise":
+        run_elementwise(regions, op, decoded)
+    elif op.kind == "dma":
+        run_dma(regions, op)
+    return 0  # waits, IRQ, PMU: the model runs every operation to its end, in order
+
+
+# -- the executor -----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class RunSummary:
+    operations: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    macs: int = 0
+
+    def text(self) -> str:
+        kinds = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in self.counts.items())
+        return (f"{self.operations} operations ({kinds}), {format_macs(self.macs)} MACs, "
+                f"executed by {MODEL_NAME}")  # fmt: skip
+
+
+def format_macs(macs: int) -> str:
+    for unit, size in (("G", 10**9), ("M", 10**6), ("k", 10**3)):
+        if macs >= size:
+            return f"{macs / size:.1f} {unit}"
+    return str(macs)
+
+
+def run_stream(decoded: DecodedStream, memory: BoardMemory, request: InvokeRequest) -> RunSummary:
+    """Execute every operation of ``decoded`` on the request's regions; the board's memory
+    changes only when all of them ran."""
+    regions = Regions(memory, request, shram=np.zeros(decoded.shram_bytes, np.uint8))
+    summary = RunSummary()
+    for op in decoded.stream.operations:
+        try:
+            summary.macs += execute_operation(regions, op, decoded)
+        except Unsupported as error:
+            raise BridgeError(str(error)) from None
+        summary.operations += 1
+        if op.kind not in WAITS:
+            summary.counts[op.kind] = summary.counts.get(op.kind, 0) + 1
+    regions.flush()
+    return summary
+
+
+class CommandStreamExecutor:
+    """The NPU's part computed by executing each delegate's command stream."""
+
+    name = MODEL_NAME
+
+    def __init__(self, delegates: Sequence[tuple[int, bytes]] = ()) -> None:
+        """``delegates``: (index, cmd_data) of the program's delegates, to name them."""
+        self.delegates = list(delegates)
+        self._decoded: dict[bytes, DecodedStream] = {}
+
+    def decoded(self, cmd_data: bytes, what: str) -> DecodedStream:
+        found = self._decoded.get(cmd_data)
+        if found is None:
+            found = self._decoded[cmd_data] = decode_cmd_data(cmd_data, what)
+        return found
+
+    def execute(self, request: InvokeRequest, memory: BoardMemory) -> InvokeAnswer:
+        cmd_data = memory.read(request.command_address, request.command_size, "command stream")
+        index = next((i for i, data in self.delegates if data == cmd_data), None)
+        where = f"delegate {index}" if index is not None else f"invoke {request.sequence}"
+        decoded = self.decoded(cmd_data, f"{where} command stream")
+        try:
+            summary = run_stream(decoded, memory, request)
+        except BridgeError as error:
+            raise BridgeError(f"{where}: {error}") from None
+        return InvokeAnswer(0, f"{where}: {summary.text()}")
+
+
+__all__ = [
+    "MODEL_NAME",
+    "CommandStreamExecutor",
+    "DecodedStream",
+    "apply_scale",
+    "brick_permutation",
+    "decode_cmd_data",
+    "run_stream",
+    "unsupported_reason",
+]
