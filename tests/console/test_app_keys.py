@@ -99,6 +99,15 @@ def test_every_binding_of_the_console_is_a_row_of_the_key_table() -> None:
         ), f"{cls.__qualname__} declares keys outside etu.tui.keys"
 
 
+def test_the_console_reads_no_private_textual_keymap() -> None:
+    """The App keeps the keymap it applied (keymap_in_use); Textual's App._keymap is
+    private and may change under a Textual upgrade."""
+    sources = sorted((ROOT / "etu_tui").rglob("*.py"))
+    assert sources
+    readers = [p.name for p in sources if "._keymap" in p.read_text(encoding="utf-8")]
+    assert not readers
+
+
 async def test_tab_keys_work_from_every_tab_whatever_has_focus() -> None:
     """``k`` used to move the cursor up in tables and logs. From every tab, with focus
     where the tab put it, every tab key resolves to the App's tab switch (the binding chain
