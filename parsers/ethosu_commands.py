@@ -281,8 +281,9 @@ class NpuOperation:
         name = self.kind.replace("_", " ") + (f" {self.mode}" if self.mode else "")
         if self.kernel is not None and self.kind != "elementwise":
             k = self.kernel
-            stride = f"{k.stride_x}" if k.stride_x == k.stride_y else f"{k.stride_x},{k.stride_y}"
-            name += f" {k.height}×{k.width}/{stride}"
+            stride = f"{k.stride_x}" if k.stride_x == k.stride_y else f"{k.stride_y},{k.stride_x}"
+            dilation = f" d{k.dilation_x}" if max(k.dilation_x, k.dilation_y) > 1 else ""
+            name += f" {k.height}×{k.width}/{stride}{dilation}"
         inputs = self.ifm.shape_text if self.ifm else "?"
         if self.ifm2 is not None:
             inputs += f" {self.mode or ''} {self.ifm2.shape_text}"

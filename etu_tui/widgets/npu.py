@@ -390,7 +390,8 @@ class OperationTable(VirtualTable):
         self._rows = [(d.index, op) for d in decoded if d.stream for op in d.stream.operations]
         self._several = len(decoded) > 1
         self.problems = [
-            f"delegate {d.index}: {d.error or (d.stream.note if d.stream else '')}"
+            (f"delegate {d.index}: " if d.index >= 0 else "")
+            + (d.error or (d.stream.note if d.stream else ""))
             for d in decoded
             if d.error or (d.stream is not None and d.stream.note)
         ]

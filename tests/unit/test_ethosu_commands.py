@@ -625,6 +625,7 @@ def test_every_kind_of_operation_is_compared() -> None:
         if op.activation and op.activation.function == "lut"
     ]
     assert luts and luts[0].activation is not None and luts[0].activation.lut_index == 0
+    assert luts[0].summary == "depthwise 3×3/1 d2 8×8×16 → 8×8×16, weights 224 B, lut"
 
 
 # -- truncated and corrupt streams -----------------------------------------------------
