@@ -44,13 +44,7 @@ from etu.tui.widgets.run_launch import (
     start_failure,
 )
 from etu.tui.widgets.run_log import LogView
-from etu.tui.widgets.run_messages import (
-    RunBatch,
-    RunEnded,
-    RunFailed,
-    RunStarted,
-    RunStats,
-)
+from etu.tui.widgets.run_messages import RunBatch, RunEnded, RunFailed, RunStarted, RunStats
 from etu.tui.widgets.run_panes import (
     AllocatorPane,
     OperatorsPane,
@@ -157,15 +151,6 @@ class RunPanel(Vertical):
     @property
     def header(self) -> RunHeader:
         return self.query_one(RunHeader)
-
-    @property
-    def preview(self) -> LaunchInfo | None:
-        """What the next run would start, once the header has looked it up."""
-        return self.header.preview
-
-    @property
-    def preview_error(self) -> str | None:
-        return self.header.preview_error
 
     @property
     def running(self) -> bool:

@@ -174,7 +174,7 @@ async def test_run_on_the_demo_firmware_succeeds(workspace: Path, standin: Path)
 
         outputs = app.query_one(OutputsPane)
         assert outputs.lines[0].startswith("[0] float · 10 el. · 1×10")
-        # The stand-in made these values up: the pane says so plainly, and compares nothing.
+        # The stand-in made these values up: the pane's last line says so, compared or not.
         assert "SIMULATED" in str(outputs.border_title)
         assert outputs.lines[-1].strip().startswith("SIMULATED: the etu stand-in FVP made")
 
@@ -279,10 +279,10 @@ async def test_no_fvp_found_says_where_it_looked(
     app = EtuApp(workspace)
     async with app.run_test(size=SIZE) as pilot:
         panel = await _run_tab(pilot)
-        assert panel.preview is None and panel.preview_error
-        assert "\n" not in panel.preview_error
+        assert panel.header.preview is None and panel.header.preview_error
+        assert "\n" not in panel.header.preview_error
         expected = "FVP_Corstone_SSE-300_Ethos-U55 not found (looked in ETU_FVP_DIR"
-        assert expected in panel.preview_error
+        assert expected in panel.header.preview_error
         assert expected in screen_text(app)
         await pilot.press("r")
         await _wait_end(pilot, panel)
@@ -306,12 +306,12 @@ async def test_another_elf_and_target_change_the_command(workspace: Path, standi
         await pilot.press("enter")
         await settle(pilot)
         assert panel.elf == other
-        assert panel.preview is not None and panel.preview.command[-3] == str(other)
+        assert panel.header.preview is not None and panel.header.preview.command[-3] == str(other)
         panel.set_program(app.current_workspace, target="ethos-u85-256", vela_cycles=None)
         await settle(pilot)
-        assert panel.preview.simulator.endswith("FVP_Corstone_SSE-320")
-        assert "mps4_board.subsystem.ethosu.num_macs=256" in panel.preview.command
-        assert str(other) in panel.preview.command  # a picked ELF stays for the workspace
+        assert panel.header.preview.simulator.endswith("FVP_Corstone_SSE-320")
+        assert "mps4_board.subsystem.ethosu.num_macs=256" in panel.header.preview.command
+        assert str(other) in panel.header.preview.command  # a picked ELF stays for the workspace
 
 
 # ------------------------------------------------------------------------ the log

@@ -70,7 +70,7 @@ async def test_after_a_board_session_the_header_shows_that_session(
     try:
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
-            await wait_until(pilot, lambda: app.run_panel.preview is not None, timeout=30)
+            await wait_until(pilot, lambda: app.run_panel.header.preview is not None, timeout=30)
             source = SerialSource(pty.path, {"baudrate": 115200}, settle=0.3).open()
             meta = {"port": pty.path, "board": "wiseeye2", "label": "WiseEye2 on a pty"}
             app.post_message(BoardMonitorRequested(source, meta, "WiseEye2 on a pty"))

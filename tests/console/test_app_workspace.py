@@ -92,7 +92,7 @@ async def test_etu_dot_in_an_initialised_workspace_names_it(tmp_path: Path, monk
         panel = app.run_panel
         await pilot.press("u")
         await settle(pilot)
-        error = panel.preview_error or ""
+        error = panel.header.preview_error or ""
         assert error.startswith("no firmware ELF for corstone-300 in ws (looked for "), error
         assert f"{JOB / 'TinyNet.corstone-300'}/, firmware/*.elf, *.elf)" in error
 
