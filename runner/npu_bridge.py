@@ -331,15 +331,26 @@ def bridge_for(elf: Path, record: dict | None) -> NpuBridge | None:
     return NpuBridge(executor_for(Path(program), elf=Path(elf)))
 
 
-def executor_for(pte: Path, *, elf: Path | None = None) -> NpuExecutor:
+EXECUTOR_CHOICE = "ETU_NPU_EXECUTOR"  # auto (the default), model or reference
+
+
+def executor_for(pte: Path, *, elf: Path | None = None, choice: str | None = None) -> NpuExecutor:
     """etu's Ethos-U model (runner/npu_model.py) when it executes every operation of every
     delegate of the program (checked up front, by decoding); else the TOSA reference model,
-    whose ``fallback`` names the first operation the model lacks (the run's log shows it)."""
+    whose ``fallback`` names the first operation the model lacks (the run's log shows it).
+    ``choice`` (else $ETU_NPU_EXECUTOR): ``model`` or ``reference`` insists on one."""
+    choice = choice or os.environ.get(EXECUTOR_CHOICE) or "auto"
+    if choice not in ("auto", "model", "reference"):
+        raise BridgeError(f"{EXECUTOR_CHOICE}={choice!r}: expected auto, model or reference")
+    if choice == "reference":
+        return TosaReferenceExecutor(pte, elf=elf)
     reason = model_refusal(pte, elf=elf)
     if reason is None:
         from etu.runner.npu_model import CommandStreamExecutor
 
         return CommandStreamExecutor(program_command_streams(pte, elf=elf))
+    if choice == "model":
+        raise BridgeError(f"{elf if elf is not None else pte}: {reason}")
     executor = TosaReferenceExecutor(pte, elf=elf)
     executor.fallback = reason
     return executor

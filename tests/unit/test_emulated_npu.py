@@ -60,8 +60,10 @@ def test_the_delegated_demo_runs_on_the_emulated_board_and_equals_the_reference(
     assert code == 0, lines[-1]
     log = session_lines(session)
     assert "etu-npu: delegate 0:" in log  # the invoke went through etu
+    # etu's Ethos-U model executed the delegate's command stream (not the TOSA reference)
+    assert "executed by etu's Ethos-U model" in log
     meta = json.loads((session / "meta.json").read_text())
-    assert meta["npu_model"] == "TOSA reference model" and "Ethos-U bridge" in meta["label"]
+    assert meta["npu_model"] == "etu's Ethos-U model" and "Ethos-U bridge" in meta["label"]
     got = printed_outputs(session)
     expected = reference_outputs(pte, env)
     assert len(got) == len(expected) == 10
@@ -103,13 +105,19 @@ def test_more_networks_run_on_the_emulated_board_and_equal_the_reference(tmp_pat
 
 def test_a_program_whose_graph_is_missing_ends_with_a_named_error(tmp_path):
     """The runner was built for a program; the Vela folder beside it is gone at run time:
-    the run fails before QEMU starts, naming the missing graph, and leaves no QEMU."""
+    with the TOSA reference model asked for, the run fails before QEMU starts, naming the
+    missing graph, and leaves no QEMU; etu's Ethos-U model needs no graph and runs."""
     env = runtime_environment()
     pte = demo_copy(tmp_path)
     record = build(pte, tmp_path / "fw", env)
     shutil.rmtree(tmp_path / "vela")
-    result = etu(["run", "--board", "qemu-an547", "--elf", record["elf"], "--sessions",
-                  tmp_path / "s", "--timelimit", "30"], env, timeout=120)  # fmt: skip
+    run = ["run", "--board", "qemu-an547", "--elf", record["elf"], "--timelimit", "30"]
+    modelled = etu([*run, "--sessions", tmp_path / "m"], env, timeout=120)
+    assert modelled.returncode == 0, modelled.stderr[-2000:]
+    (session,) = (tmp_path / "m").iterdir()
+    assert "executed by etu's Ethos-U model" in session_lines(session)
+    env = {**env, "ETU_NPU_EXECUTOR": "reference"}
+    result = etu([*run, "--sessions", tmp_path / "s"], env, timeout=120)
     assert result.returncode != 0
     (line,) = [x for x in result.stderr.splitlines() if "TOSA graph" in x]
     assert "arm_executor_runner.elf" in line and "Traceback" not in result.stderr

@@ -332,3 +332,17 @@ def test_a_program_the_model_cannot_run_falls_back_to_the_reference_and_says_why
     assert isinstance(executor, TosaReferenceExecutor)
     assert executor.name == "TOSA reference model"
     assert executor.fallback == f"delegate 0: {reason}"
+
+
+def test_the_executor_can_be_chosen_and_a_refused_choice_says_why(monkeypatch):
+    monkeypatch.setenv("ETU_NPU_EXECUTOR", "reference")
+    assert isinstance(executor_for(DEMO), TosaReferenceExecutor)
+    assert isinstance(executor_for(DEMO, choice="model"), CommandStreamExecutor)
+    monkeypatch.setenv("ETU_NPU_EXECUTOR", "fast")
+    with pytest.raises(BridgeError, match=r"ETU_NPU_EXECUTOR='fast': expected auto, model or"):
+        executor_for(DEMO)
+    reason = "operation 3 (NPU_OP_POOL): activation tanh is not supported by " + MODEL_NAME
+    monkeypatch.setattr(npu_model, "unsupported_reason", lambda decoded: reason)
+    with pytest.raises(BridgeError) as raised:
+        executor_for(DEMO, choice="model")
+    assert str(raised.value) == f"{DEMO}: delegate 0: {reason}"
