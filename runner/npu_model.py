@@ -409,17 +409,27 @@ def load_weights(regions: Regions, op: NpuOperation, decoded: DecodedStream) -> 
                               f"{what} weights")  # fmt: skip
         core_block = (op.block.depth + cores - 1 - core) // cores
         shape = (channels.size, kernel.height, kernel.width, in_depth)
-        order = brick_permutation(shape, ublocks, core_block, depthwise, part_kernel, ifm_bits,
-                                  decomposition)  # fmt: skip
-        values = np.asarray(mlw_codec.decode(bytearray(stream.tobytes())), dtype=np.int64)
-        if values.size < order.size:
-            raise BridgeError(f"{what}: the weight stream decodes to {values.size} weights, "
-                              f"the brick order needs {order.size}")  # fmt: skip
-        volume = np.zeros(int(np.prod(shape)), np.int64)
-        used = order >= 0
-        volume[order[used]] = values[: order.size][used]
+        layout = (shape, ublocks, core_block, depthwise, part_kernel, ifm_bits, decomposition)
+        key = (stream.tobytes(), layout)
+        volume = _DECODED_WEIGHTS.get(key)
+        if volume is None:
+            order = brick_permutation(*layout)
+            values = np.asarray(mlw_codec.decode(bytearray(key[0])), dtype=np.int64)
+            if values.size < order.size:
+                raise BridgeError(f"{what}: the weight stream decodes to {values.size} weights, "
+                                  f"the brick order needs {order.size}")  # fmt: skip
+            volume = np.zeros(int(np.prod(shape)), np.int64)
+            used = order >= 0
+            volume[order[used]] = values[: order.size][used]
+            if len(_DECODED_WEIGHTS) >= DECODED_WEIGHTS_KEPT:
+                _DECODED_WEIGHTS.pop(next(iter(_DECODED_WEIGHTS)))
+            _DECODED_WEIGHTS[key] = volume
         weights[channels] = volume.reshape(shape)
     return ChannelParams(weights, bias, scale, shift)
+
+
+DECODED_WEIGHTS_KEPT = 512  # weight streams: the same bytes decode the same at every invoke
+_DECODED_WEIGHTS: dict[tuple, np.ndarray] = {}
 
 
 # -- operations -------------------------------------------------------------------------------
@@ -440,6 +450,8 @@ def windows(op: NpuOperation, padded: np.ndarray) -> np.ndarray:
     assert op.ofm is not None and op.kernel is not None
     k = op.kernel
     oh, ow = op.ofm.height, op.ofm.width
+    if k.height == k.width == k.stride_x == k.stride_y == 1:
+        return padded[:oh, :ow, None, None, :]
     ys = (np.arange(oh) * k.stride_y)[:, None] + (np.arange(k.height) * k.dilation_y)[None, :]
     xs = (np.arange(ow) * k.stride_x)[:, None] + (np.arange(k.width) * k.dilation_x)[None, :]
     return padded[ys[:, None, :, None], xs[None, :, None, :]]
@@ -454,6 +466,8 @@ def padded_ifm(regions: Regions, op: NpuOperation, fill: int) -> np.ndarray:
     ifm = read_feature_map(regions, op.ifm, (height, width, op.ifm.depth),
                            f"operation {op.index} IFM") - op.ifm.zero_point  # fmt: skip
     k = op.kernel
+    if not (k.pad_top or k.pad_bottom or k.pad_left or k.pad_right):
+        return ifm
     pads = ((k.pad_top, k.pad_bottom), (k.pad_left, k.pad_right), (0, 0))
     return np.pad(ifm, pads, constant_values=fill)
 
@@ -464,15 +478,23 @@ def run_convolution(regions: Regions, op: NpuOperation, decoded: DecodedStream) 
     ifm = padded_ifm(regions, op, 0)
     params = load_weights(regions, op, decoded)
     patches = windows(op, ifm)  # OH×OW×KH×KW×C
+    # float64 sums are exact here (below 2**53: 17-bit inputs, 9-bit weights, 2**20 terms at
+    # most per output); einsum's own loops, not BLAS: its threads stall a busy machine
+    if patches.shape[2] * patches.shape[3] * patches.shape[4] > 1 << 20:
+        raise Unsupported(op, "a kernel of more than 2**20 weights per output")
     if op.kind == "depthwise":
-        kernel = np.transpose(params.weights[..., 0], (1, 2, 0))  # KH×KW×C
-        acc = np.einsum("yxhwc,hwc->yxc", patches, kernel)
+        kernel = np.transpose(params.weights[..., 0], (1, 2, 0)).astype(np.float64)  # KH×KW×C
+        acc = np.zeros((op.ofm.height, op.ofm.width, op.ofm.depth), np.float64)
+        for ky in range(kernel.shape[0]):
+            for kx in range(kernel.shape[1]):
+                acc += patches[:, :, ky, kx, :] * kernel[ky, kx]
         macs = acc.size * kernel.shape[0] * kernel.shape[1]
     else:
-        flat = patches.reshape(op.ofm.height * op.ofm.width, -1)
-        kernel = params.weights.reshape(op.ofm.depth, -1)
-        acc = (flat @ kernel.T).reshape(op.ofm.height, op.ofm.width, op.ofm.depth)
+        flat = patches.reshape(op.ofm.height * op.ofm.width, -1).astype(np.float64)
+        kernel = params.weights.reshape(op.ofm.depth, -1).astype(np.float64)
+        acc = np.einsum("mk,ok->mo", flat, kernel).reshape(op.ofm.height, op.ofm.width, -1)
         macs = flat.shape[0] * flat.shape[1] * op.ofm.depth
+    acc = acc.astype(np.int64)
     values = finish(regions, op, acc + params.bias, params.scale, params.shift)
     write_feature_map(regions, op.ofm, values, f"operation {op.index} OFM")
     return macs
