@@ -240,6 +240,8 @@ def compare_session(
 ) -> dict:
     """The ``etu compare --json`` record (``save``: also written to the session folder)."""
     outputs, meta = session_outputs(folder)
+    if pte is not None and not Path(pte).is_file():
+        raise CompareError(f"{pte}: no such program file")
     program = _program_of(folder, meta, pte)
     if reference == "host":
         if firmware_options(meta).get("bundleio"):
@@ -328,6 +330,18 @@ def _program_of(folder: Path, meta: dict, pte: Path | None) -> Path | None:
     if program is not None and not Path(program).is_file():
         program = Path(folder).parent.parent.parent / program  # WORKSPACE/.etu/sessions/S
     return Path(program) if program is not None and Path(program).is_file() else None
+
+
+def session_program_path(folder: Path, pte: Path | None = None) -> Path | None:
+    """The program file a session ran (``pte`` when given; ``etu compare --layers``), None
+    when it is not there; a session file that cannot be read is a CompareError."""
+    from etu.parsers.errors import ParseError
+
+    try:
+        session = read_session(Path(folder), with_log=False)
+    except ParseError as error:
+        raise CompareError(str(error)) from None
+    return _program_of(Path(folder), session.meta, pte)
 
 
 def io_quantization_of(program: Path | None) -> list[dict]:

@@ -169,3 +169,14 @@ def test_the_compare_child_prints_one_json_line(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
     (line,) = done.stdout.splitlines()
     assert json.loads(line)["outputs"][0]["verdict"].startswith("deployment ")
+
+
+def test_a_missing_program_is_one_line(tmp_path: Path) -> None:
+    """--pte naming no file: the compare says which, before any reference is built."""
+    from etu.runner.compare import CompareError, compare_session
+
+    from tests.history_workspace import V1_SESSIONS
+
+    session = next(p for p in sorted(V1_SESSIONS.iterdir()) if p.is_dir())
+    with pytest.raises(CompareError, match=r"nothing\.pte: no such program file"):
+        compare_session(session, pte=tmp_path / "nothing.pte", save=False)
