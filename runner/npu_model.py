@@ -50,7 +50,10 @@ WAITS = {"dma_wait", "kernel_wait", "irq", "pmu_mask"}
 EXECUTED_KINDS = CONVOLUTIONS | WAITS | {"pool", "elementwise", "dma"}
 POOL_MODES = {"max", "avg", "sum"}
 ELEMENTWISE_MODES = {"add", "sub", "mul", "min", "max"}
-ROUNDINGS = {"tfl", "natural", "truncate"}
+# What the oracle has checked (the TOSA flow makes int8 maps, int32 in between; TFL and
+# NATURAL rounding); the rest is refused rather than guessed
+ROUNDINGS = {"tfl", "natural"}
+MAP_DTYPES = {"int8", "int32"}
 # add/sub: which operand the 32-bit OPA scale rescales; the other is shifted left
 OPERAND_SCALED = {"opa 32-bit": 0, "opb 32-bit": 1}
 UNSCALED_OPERAND_SHIFT = 19  # 8-bit operands: Vela's input shift 20, halved
@@ -142,31 +145,33 @@ def check_supported(op: NpuOperation, decoded: DecodedStream) -> None:
         raise Unsupported(op, f"IFM upscale {op.upscale}")
     if op.rounding not in ROUNDINGS:
         raise Unsupported(op, f"OFM rounding {op.rounding}")
+    for which, fm in (("IFM", op.ifm), ("IFM2", op.ifm2), ("OFM", op.ofm)):
+        if fm is not None and fm.dtype not in MAP_DTYPES:
+            raise Unsupported(op, f"{which} precision {fm.dtype}")
     if op.block is not None and op.block.acc_format == "fp s5.10":
         raise Unsupported(op, "accumulator format fp s5.10")
     activation = op.activation
     if activation.function in ("tanh", "sigmoid"):
         raise Unsupported(op, f"activation {activation.function}")
-    if activation.clip_range == "reserved":
-        raise Unsupported(op, "activation clip range (reserved)")
-    if activation.function == "lut" and op.ofm.dtype not in ("int8", "uint8"):
+    if activation.clip_range != "ofm precision":
+        raise Unsupported(op, f"activation clip range {activation.clip_range}")
+    if activation.function == "lut" and op.ofm.dtype != "int8":
         raise Unsupported(op, f"LUT activation with OFM {op.ofm.dtype}")
     if op.kind == "pool":
         if op.mode not in POOL_MODES:
             raise Unsupported(op, f"pooling mode {op.mode}")
         if op.mode != "max" and op.ofm_scale is None:
             raise Unsupported(op, f"{op.mode} pooling without a global OFM scale")
-        if op.ifm.depth != op.ofm.depth:
+        reduces_depth = op.mode == "sum" and op.ofm.depth == 1  # REDUCE_SUM: over C too
+        if op.ifm.depth != op.ofm.depth and not reduces_depth:
             raise Unsupported(op, f"pooling IFM depth {op.ifm.depth} ≠ OFM {op.ofm.depth}")
     if op.kind == "elementwise":
         if op.mode not in ELEMENTWISE_MODES:
             raise Unsupported(op, f"elementwise mode {op.mode}")
-        if op.mode in ("add", "sub") and op.ifm_scale_mode not in OPERAND_SCALED:
-            raise Unsupported(op, f"{op.mode} with IFM scale mode {op.ifm_scale_mode}")
-        if op.mode in ("add", "sub") and op.ifm.dtype not in ("int8", "uint8"):
-            raise Unsupported(op, f"{op.mode} with IFM precision {op.ifm.dtype}")
+        if op.mode in ("add", "sub"):
+            check_operand_scaling(op)
     if op.kind in CONVOLUTIONS:
-        if op.ifm.dtype not in ("int8", "uint8", "int16"):
+        if op.ifm.dtype != "int8":
             raise Unsupported(op, f"IFM precision {op.ifm.dtype}")
         if len(op.weights) != len(op.scales) or not op.weights:
             raise Unsupported(op, f"{len(op.weights)} weight and {len(op.scales)} scale streams")
@@ -175,6 +180,20 @@ def check_supported(op: NpuOperation, decoded: DecodedStream) -> None:
             raise Unsupported(op, f"weights for {macs} MACs per cycle")
         if op.kind == "depthwise" and op.ifm.depth != op.ofm.depth:
             raise Unsupported(op, f"depthwise IFM depth {op.ifm.depth} ≠ OFM {op.ofm.depth}")
+
+
+def check_operand_scaling(op: NpuOperation) -> None:
+    """add/sub: "16-bit" mode multiplies each operand by its OPA/OPB scale (no shift);
+    the 32-bit modes rescale one 8-bit operand by OPA and shift the other."""
+    assert op.ifm is not None and op.opa_scale is not None and op.opb_scale is not None
+    if op.ifm_scale_mode == "16-bit":
+        if op.opa_scale.shift or op.opb_scale.shift:
+            raise Unsupported(op, f"{op.mode} with operand shifts {op.opa_scale.shift}/"
+                                  f"{op.opb_scale.shift} in 16-bit scale mode")  # fmt: skip
+    elif op.ifm_scale_mode not in OPERAND_SCALED:
+        raise Unsupported(op, f"{op.mode} with IFM scale mode {op.ifm_scale_mode}")
+    elif op.ifm.dtype != "int8":
+        raise Unsupported(op, f"{op.mode} with 32-bit operand scaling of {op.ifm.dtype}")
 
 
 # -- memory -----------------------------------------------------------------------------------
@@ -281,17 +300,14 @@ def apply_scale(
     values: np.ndarray, scale: np.ndarray | int, shift: np.ndarray | int, rounding: str
 ) -> np.ndarray:
     """``values * scale >> shift`` rounded as the rounding mode says: TOSA's
-    ``apply_scale_32`` with double rounding (tfl) or single rounding (natural), or towards
-    zero (truncate). ``scale`` is the unsigned 32-bit register value."""
+    ``apply_scale_32`` with double rounding (tfl) or single rounding (natural). ``scale``
+    is the unsigned 32-bit register value."""
     values = np.asarray(values, dtype=np.int64)
     scale = np.asarray(scale, dtype=np.int64)
     shift = np.asarray(shift, dtype=np.int64)
     if values.size and int(np.abs(values).max()) * int(scale.max(initial=0)) >= 1 << 62:
         raise BridgeError("a rescale's product exceeds 62 bits (accumulator out of range)")
     product = values * scale
-    if rounding == "truncate":
-        magnitude = np.abs(product) >> shift
-        return np.where(product < 0, -magnitude, magnitude)
     half = np.where(shift > 0, np.left_shift(1, np.maximum(shift - 1, 0)), 0)
     if rounding == "tfl":
         extra = np.where(shift > 31, 1 << 30, 0)
@@ -309,7 +325,7 @@ def clamp_output(op: NpuOperation, values: np.ndarray) -> np.ndarray:
 
 
 def apply_lut(regions: Regions, op: NpuOperation, values: np.ndarray) -> np.ndarray:
-    """An int8/uint8 table lookup: 256 entries of one byte, from the LUT slot in SHRAM."""
+    """An int8 table lookup: 256 entries of one byte, from the LUT slot in SHRAM."""
     assert op.activation is not None and op.ofm is not None
     slot = op.activation.lut_index or 0
     start = regions.shram.size - LUT_BYTES + slot * LUT_SLOT
@@ -502,11 +518,14 @@ def run_convolution(regions: Regions, op: NpuOperation, decoded: DecodedStream) 
 
 def run_pool(regions: Regions, op: NpuOperation) -> None:
     """Max pooling (padding never wins), average and sum pooling with the global OFM scale
-    (Vela sets it whenever there is no padding; padded averages are refused up front)."""
+    (Vela sets it whenever there is no padding; padded averages are refused up front); a
+    sum into one channel (Vela's REDUCE_SUM) adds the channels up too."""
     assert op.ifm is not None and op.ofm is not None and op.kernel is not None
     low = np.iinfo(np.int64).min // 4
     patches = windows(op, padded_ifm(regions, op, low if op.mode == "max" else 0))
     acc = patches.max(axis=(2, 3)) if op.mode == "max" else patches.sum(axis=(2, 3))
+    if op.ofm.depth != op.ifm.depth:  # a sum over the channels as well (checked up front)
+        acc = acc.sum(axis=2, keepdims=True)
     scale, shift = (op.ofm_scale.scale, op.ofm_scale.shift) if op.ofm_scale else (1, 0)
     values = finish(regions, op, acc, scale, shift)
     write_feature_map(regions, op.ofm, values, f"operation {op.index} OFM")
@@ -531,11 +550,16 @@ def run_elementwise(regions: Regions, op: NpuOperation, decoded: DecodedStream) 
     if op.broadcast.reversed_operands:
         a, b = b, a
     if op.mode in ("add", "sub"):
-        assert op.opa_scale is not None and op.ifm_scale_mode is not None
-        scaled = OPERAND_SCALED[op.ifm_scale_mode]
-        operands = [a << UNSCALED_OPERAND_SHIFT, b << UNSCALED_OPERAND_SHIFT]
-        operands[scaled] = apply_scale((a, b)[scaled], op.opa_scale.scale, op.opa_scale.shift,
-                                       op.ifm_rounding or "tfl")  # fmt: skip
+        assert op.opa_scale is not None and op.opb_scale is not None
+        if op.ifm_scale_mode == "16-bit":
+            operands = [a * op.opa_scale.scale, b * op.opb_scale.scale]
+        else:
+            assert op.ifm_scale_mode is not None
+            scaled = OPERAND_SCALED[op.ifm_scale_mode]
+            operands = [a << UNSCALED_OPERAND_SHIFT, b << UNSCALED_OPERAND_SHIFT]
+            rounding = op.ifm_rounding or "tfl"
+            operands[scaled] = apply_scale((a, b)[scaled], op.opa_scale.scale,
+                                           op.opa_scale.shift, rounding)  # fmt: skip
         acc = operands[0] + operands[1] if op.mode == "add" else operands[0] - operands[1]
     elif op.mode == "mul":
         acc = a * b
