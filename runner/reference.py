@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from io import BytesIO
 from pathlib import Path
@@ -488,13 +488,17 @@ def program_reference(
     tosa: Path | None = None,
     split_every_call: bool = False,
     float_side: bool = True,
+    after_call: Callable[[KernelCall | DelegateCall, Memory], None] | None = None,
 ) -> ProgramReference:
     """Run ``pte`` on the host: CPU kernels in ExecuTorch's host runtime, Ethos-U delegates
     in the TOSA reference model. ``inputs``: a .npy/.npz path, tensors, or None (all ones).
     ``split_every_call`` runs each kernel call as its own program (a test of the memory
     hand-over: the outputs must not change); ``float_side``: also run the float model the
-    compile kept, on the same inputs. Raises ReferenceError, TosaMatchError (one line)."""
+    compile kept, on the same inputs; ``after_call(instruction, memory)``: called after each
+    instruction ran, every kernel call then its own program so that its outputs are still in
+    memory (``etu compare --layers``). Raises ReferenceError, TosaMatchError (one line)."""
     pte = Path(pte)
+    split_every_call = split_every_call or after_call is not None
     with open_program(pte) as program:
         plan = _forward(program)
         bad = [type(i).__name__ for i in plan.instructions
@@ -535,13 +539,15 @@ def program_reference(
                         flush()
                         run_aten(plan, instruction, memory)
                         aten[name] = aten.get(name, 0) + 1
-                        continue
-                    pending.append(instruction)
-                    if split_every_call:
-                        flush()
+                    else:
+                        pending.append(instruction)
+                        if split_every_call:
+                            flush()
                 else:
                     flush()
                     run_delegate(instruction, runs[instruction.delegate_index], plan, memory)
+                if after_call is not None:
+                    after_call(instruction, memory)
             flush()
         except SegmentError as error:
             raise ReferenceError(f"{pte}: {error}") from None
@@ -716,16 +722,17 @@ def integer_comparison(target: list[float], reference: list[float]) -> dict:
     }
 
 
-def compare_reference(program: Path, tosa: Path | None = None):
+def compare_reference(program: Path, tosa: Path | None = None, inputs: Path | None = None):
     """For ``etu compare``: a :class:`etu.runner.compare.HostReference` (each output's
     values, what made them, output dtypes, notes, the float model's outputs or why there
-    are none); CompareError (one line) when there is no reference."""
+    are none) on ``inputs`` (a .npy/.npz; None: all ones); CompareError (one line) when
+    there is no reference."""
     from etu.parsers.errors import ParseError
     from etu.runner.compare import CompareError, HostReference
     from etu.runner.segment_program import SegmentError
 
     try:
-        reference = program_reference(program, tosa=tosa)
+        reference = program_reference(program, tosa=tosa, inputs=inputs)
     except (ReferenceError, SegmentError) as error:
         if _has_delegate_calls(program):
             raise CompareError(f"{program}: {error}") from None
@@ -735,8 +742,11 @@ def compare_reference(program: Path, tosa: Path | None = None):
 
         with open_program(program) as opened:
             dtypes = [opened.plans[0].values[i].dtype for i in opened.plans[0].outputs]
-        source = f"host runtime (executorch.runtime) on {program}, inputs all ones"
-        return HostReference(host_reference(program), source, dtypes, [f"run whole: {error}"],
+            tensors = None if inputs is None else load_inputs(opened.plans[0], inputs)
+        source = (f"host runtime (executorch.runtime) on {program}, inputs "
+                  f"{'all ones' if inputs is None else f'from {inputs}'}")  # fmt: skip
+        return HostReference(host_reference(program, tensors), source, dtypes,
+                             [f"run whole: {error}"],
                              float_note="not known: the program ran whole")  # fmt: skip
     except (TosaMatchError, ParseError) as error:
         raise CompareError(f"{program}: {error}") from None

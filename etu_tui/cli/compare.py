@@ -16,8 +16,12 @@ HELP = "compare a recorded run's outputs with the host reference (or .npy files)
 
 def configure(parser: argparse.ArgumentParser) -> None:
     from etu.runner.compare import DEFAULT_ATOL, DEFAULT_RTOL
+    from etu.runner.layers import DEFAULT_SQNR_THRESHOLD_DB
 
-    parser.add_argument("session", type=Path, help="a session folder (.etu/sessions/...)")
+    parser.add_argument(
+        "session", type=Path, nargs="?",
+        help="a session folder (.etu/sessions/...); optional with --layers --pte PROGRAM.pte",
+    )  # fmt: skip
     parser.add_argument(
         "--reference", nargs="+", default=["host"], metavar="host|FILE.npy",
         help="host (the host reference of etu reference, same inputs) or one .npy per output",
@@ -30,6 +34,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("--rtol", type=float, default=DEFAULT_RTOL, help="relative tolerance")
     parser.add_argument("--atol", type=float, default=DEFAULT_ATOL, help="absolute tolerance")
+    parser.add_argument(
+        "--layers", action="store_true",
+        help="also compare every layer with the float model (SQNR, cosine, max error; the "
+        "first below --sqnr-threshold and the largest drop marked)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--sqnr-threshold", type=float, default=DEFAULT_SQNR_THRESHOLD_DB, metavar="DB",
+        help=f"with --layers: mark the first layer below this SQNR (default "
+        f"{DEFAULT_SQNR_THRESHOLD_DB:g} dB)",
+    )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="one JSON object")
 
 
@@ -37,6 +51,15 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     """0 all outputs pass, 1 some fail, 2 cannot compare."""
     from etu.runner.compare import CompareError, compare_session
 
+    if args.session is None:
+        if not (args.layers and args.pte is not None):
+            raise CommandError("a session folder is needed (or --layers --pte PROGRAM.pte)")
+        record = program_layers_record(args.pte, args)
+        if args.json:
+            out.write(json.dumps(record) + "\n")
+        else:
+            write_layers_text(record, out)
+        return 0
     reference = "host" if args.reference == ["host"] else [Path(p) for p in args.reference]
     try:
         record = compare_session(
@@ -47,11 +70,91 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         raise CommandError(
             f"{args.session}: {first_line(str(error)) or describe_error(error)}"
         ) from None
+    if args.layers:
+        from etu.runner.compare import session_program_path
+
+        program = session_program_path(args.session, args.pte)
+        if program is None:
+            raise CommandError(f"{args.session}: the session names no program file; pass "
+                               "--pte PROGRAM.pte")  # fmt: skip
+        layers = program_layers_record(program, args)
+        record = {**record, "layers": layers["layers"], "layers_summary": layers["layers_summary"]}
     if args.json:
         out.write(json.dumps(record) + "\n")
     else:
         write_text(record, args.rtol, args.atol, out)
+        if args.layers:
+            write_layers_text({**record, "program": str(program)}, out)
     return 0 if record["passed"] else 1
+
+
+def program_layers_record(program: Path, args: argparse.Namespace) -> dict:
+    """The per-layer comparison of ``program`` (``--layers``), or a one-line error."""
+    from etu.runner.layers import LayersError, program_layers
+
+    if not Path(program).is_file():
+        raise CommandError(f"{program}: no such program file")
+    try:
+        return program_layers(Path(program), tosa=args.tosa, threshold_db=args.sqnr_threshold)
+    except (LayersError, OSError, ValueError, RuntimeError) as error:
+        raise CommandError(first_line(str(error)) or describe_error(error)) from None
+
+
+def _number(value: float | None, form: str, none: str) -> str:
+    return none if value is None else format(value, form)
+
+
+def _module_label(layer: dict) -> str:
+    """The layer's nn.Module path; the model's own forward, or not known, said so."""
+    from etu.parsers.text import printable
+
+    module = layer.get("module")
+    if module is None:
+        return "?"
+    return printable(module) if module else "(forward)"
+
+
+def write_layers_text(record: dict, out: TextIO) -> None:
+    """One row per layer in graph order, the markers beside the rows they name."""
+    from etu.parsers.text import printable as neutralise
+
+    summary = record["layers_summary"]
+    threshold = summary["sqnr_threshold_db"]
+    out.write(f"layers of {record['program']} against {summary['float_model']} (inputs "
+              f"{summary['inputs']}; SQNR threshold {threshold:g} dB)\n")  # fmt: skip
+    several = len({layer["delegate"] for layer in record["layers"]} - {None}) > 1
+    if several:
+        out.write("layer@N: a layer of delegate N (each delegate's graph names its own)\n")
+    out.write(f"{'#':>3}  {'layer':<28} {'module':<20} {'unit':<4} {'SQNR dB':>8} "
+              f"{'cosine':>9} {'max|e|':>9}\n")  # fmt: skip
+    drop = summary.get("largest_drop") or {}
+    for k, layer in enumerate(record["layers"]):
+        name = layer["name"] + (f"@{layer['delegate']}" if several and layer["delegate"] is not
+                                None else "")  # fmt: skip
+        marks = []
+        if layer.get("first_below_threshold"):
+            marks.append(f"first below {threshold:g} dB")
+        if layer.get("largest_drop"):
+            marks.append(f"largest drop ({drop.get('drop_db', 0):.1f} dB)")
+        if layer.get("weakest"):
+            marks.append("weakest")
+        if layer.get("note"):
+            marks.append(layer["note"])
+        sqnr = "exact" if layer["sqnr_db"] is None and layer["cosine"] is not None else (
+            _number(layer["sqnr_db"], ".1f", "n/a"))  # fmt: skip
+        out.write(
+            f"{k:>3}  {neutralise(name):<28} {_module_label(layer):<20} "
+            f"{layer['unit']:<4} {sqnr:>8} {_number(layer['cosine'], '.6f', 'n/a'):>9} "
+            f"{_number(layer['max_abs_error'], '.3g', 'n/a'):>9}"
+            f"{'  ← ' + '; '.join(marks) if marks else ''}\n"
+        )
+    weakest = next((layer for layer in record["layers"] if layer.get("weakest")), None)
+    if weakest is not None:
+        out.write(f"weakest layer: {neutralise(weakest['name'])} ({_module_label(weakest)}, "
+                  f"{weakest['sqnr_db']:.1f} dB)\n")  # fmt: skip
+    first = summary.get("first_below_threshold")
+    out.write(f"first below {threshold:g} dB: {neutralise(first) if first else 'none'}\n")
+    out.write(f"note: {summary['note']}\n")
 
 
 def _metrics_line(o: dict) -> str:
@@ -80,6 +183,11 @@ def write_text(record: dict, rtol: float, atol: float, out: TextIO) -> None:
     for index in record["missing_outputs"]:
         out.write(f"output {index}: not printed by the target\n")
     out.write(f"reference: {record['reference']} (rtol {rtol:g}, atol {atol:g})\n")
+    if record.get("inputs"):
+        from etu.parsers.text import printable
+        from etu.runner.compare import inputs_text
+
+        out.write(f"inputs: {printable(inputs_text(record['inputs']))}\n")
     for note in record.get("reference_notes") or []:
         out.write(f"  reference note: {note}\n")
     out.write(f"float model: {record.get('quantization_note') or 'not known'}\n")

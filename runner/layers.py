@@ -1,0 +1,649 @@
+"""Where precision is lost, layer by layer: ``etu compare --layers``.
+
+The program runs on the host as :mod:`etu.runner.reference` runs it (CPU kernels in
+ExecuTorch's host runtime, each Ethos-U delegate in the TOSA reference model); each
+delegate's TOSA graph is then run again on the inputs it was handed, with every activation
+it computes made an output of the graph (the ``tosa_serializer`` loads the graph, adds them,
+writes it again: the reference model returns them as arrays, not as its text dump). The float
+model the compile kept (``etu_float_model.pt2``, a ``torch.export`` program whose nodes carry
+``nn_module_stack``) runs on the same inputs, every node's output kept.
+
+Matching a TOSA tensor to its float counterpart:
+
+- a **layer** is an operator that computes (convolution, fully connected, pooling, add, a
+  lookup table...) with the RESCALE and CLAMP that follow it, down to the int8/int16 tensor
+  the next layer reads; layout operators (TRANSPOSE, RESHAPE, constants) are not layers;
+- ExecuTorch names TOSA tensors after the lowered graph's nodes, which are numbered per
+  operator kind in graph order (``tosa_conv2d_default_1`` is the second convolution): the
+  k-th layer of a kind is the float graph's k-th node of that kind (a Linear is lowered to a
+  convolution, so both count as ``conv``); an activation right after it (ReLU, ReLU6,
+  clamp), fused into its RESCALE on the NPU, is taken with it on the float side;
+- the element counts must agree (a 4-D TOSA tensor is NHWC, the float one NCHW), else the
+  layer is listed without figures and says why.
+
+The TOSA graph keeps zero points (RESCALE and pooling operands) but not real scales: each
+layer's int8 values are dequantised on their zero point with the least-squares scale against
+the float values (``scale_source: fitted``), so SQNR is the layer's noise at its best scale
+and a scale chosen badly at calibration shows only as the clipping it causes. Errors build
+up: a layer's figures include every error made before it; the largest single drop says where
+the most was added.
+
+torch and ExecuTorch are imported inside the functions (a host-reference module).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from etu.parsers.errors import ParseError
+from etu.runner.tosa_graphs import COMPILE_RECORD, TosaMatchError, candidate_files, quiet_stdout
+
+DEFAULT_SQNR_THRESHOLD_DB = 20.0
+
+# TOSA operators that move or reinterpret bytes, or are constants: never a layer
+LAYOUT_OPS = {"TRANSPOSE", "RESHAPE", "CONST", "CONST_SHAPE", "IDENTITY", "SLICE", "PAD",
+              "TILE", "CAST"}  # fmt: skip
+# TOSA operators that continue the layer before them (requantise, fused activation)
+FOLLOWER_OPS = {"RESCALE", "CLAMP"}
+TOSA_KINDS = {
+    "CONV2D": "conv", "DEPTHWISE_CONV2D": "conv", "TRANSPOSE_CONV2D": "conv", "CONV3D": "conv",
+    "FULLY_CONNECTED": "conv", "MATMUL": "conv", "MAX_POOL2D": "maxpool",
+    "AVG_POOL2D": "avgpool", "REDUCE_SUM": "avgpool", "ADD": "add", "SUB": "sub", "MUL": "mul",
+    "CONCAT": "cat", "TABLE": "act", "SIGMOID": "act", "TANH": "act", "ERF": "act",
+    "REDUCE_MAX": "max", "ARGMAX": "argmax", "MAXIMUM": "max", "MINIMUM": "min",
+}  # fmt: skip
+# aten operator names (without overload) → the same kinds
+FLOAT_KINDS = {
+    "conv2d": "conv", "convolution": "conv", "conv1d": "conv", "conv3d": "conv",
+    "conv_transpose2d": "conv", "linear": "conv", "addmm": "conv", "mm": "conv", "bmm": "conv",
+    "matmul": "conv", "max_pool2d": "maxpool", "max_pool2d_with_indices": "maxpool",
+    "avg_pool2d": "avgpool", "adaptive_avg_pool2d": "avgpool", "mean": "avgpool",
+    "add": "add", "add_": "add", "sub": "sub", "mul": "mul", "cat": "cat", "concat": "cat",
+    "sigmoid": "act", "tanh": "act", "hardswish": "act", "hardsigmoid": "act", "gelu": "act",
+    "silu": "act", "softmax": "act", "amax": "max", "argmax": "argmax", "maximum": "max",
+    "minimum": "min", "topk": "topk", "sort": "topk",
+}  # fmt: skip
+# float activations that the quantizer fuses into the layer before them
+FOLDED_NORMS = {"batch_norm", "_native_batch_norm_legit_no_training", "native_batch_norm"}
+FUSED_ACTIVATIONS = {"relu", "relu_", "hardtanh", "hardtanh_", "relu6", "clamp", "clamp_"}
+LAYERS_NOTE = (
+    "an NPU layer's integers are dequantised on its zero point with the least-squares scale "
+    "(the TOSA graph keeps no real scales), a CPU layer's on its quantize kernel's; errors "
+    "build up from layer to layer"
+)
+INTEGER_TOSA = {"INT8": "int8", "INT16": "int16"}  # activations a layer ends on
+
+
+class LayersError(RuntimeError):
+    """One line: why there is no per-layer comparison for this program."""
+
+
+@dataclass
+class Layer:
+    """One layer's figures, the float model against the program on the host."""
+
+    name: str  # the TOSA tensor the layer ends on (named after the lowered graph's node)
+    op: str  # the TOSA operator that computes it (CONV2D, MAX_POOL2D...)
+    kind: str
+    module: str | None  # the nn.Module path of the float counterpart ("features.3")
+    float_node: str | None  # the float graph's node ("conv2d_1", with "+relu_1" if fused)
+    unit: str  # "NPU" (an Ethos-U delegate) or "CPU"
+    delegate: int | None
+    shape: list[int]
+    dtype: str
+    zero_point: int | None
+    scale: float | None
+    scale_source: str | None  # "fitted": least squares on the zero point
+    sqnr_db: float | None  # None: exact (no error); -inf never (a zero float side is noted)
+    cosine: float | None
+    max_abs_error: float | None
+    note: str | None = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+# ------------------------------------------------------------------------------ the NPU side
+
+
+@dataclass
+class TosaLayer:
+    name: str
+    op: str
+    kind: str
+    dtype: str
+    zero_point: int | None
+    values: object  # numpy array, the graph's own layout
+
+
+def _const_array(block, name: str):
+    """A constant tensor's values (the serializer keeps them as little-endian bytes)."""
+    import numpy
+
+    tensor = block.getTensorByName(name)
+    data = tensor.data if tensor is not None else None
+    dtype = {"INT8": "int8", "INT16": "int16", "INT32": "int32", "INT48": "int64"}.get(
+        tensor.dtype.name if tensor is not None else ""
+    )
+    if not data or dtype is None:
+        return None
+    raw = numpy.array(data, dtype=numpy.uint8).tobytes()
+    if len(raw) % numpy.dtype(dtype).itemsize:
+        return None
+    return numpy.frombuffer(raw, dtype=dtype)
+
+
+def _single_zero_point(block, name: str | None) -> int | None:
+    values = _const_array(block, name) if name else None
+    if values is None or values.size < 1 or not (values == values[0]).all():
+        return None
+    return int(values[0])
+
+
+def tosa_layers(graph_data: bytes, inputs: list, where: str) -> list[TosaLayer]:
+    """The layers of one TOSA graph in graph order, each with its values on ``inputs`` (the
+    arrays the delegate was handed, in the graph's input order)."""
+    import tosa_reference_model
+    import tosa_serializer
+
+    with tempfile.TemporaryDirectory(prefix="etu-layers-") as scratch:
+        path = Path(scratch) / "graph.tosa"
+        path.write_bytes(graph_data)
+        with quiet_stdout():
+            serializer = tosa_serializer.TosaSerializer(targetMinor=0, targetDraft=False)
+            loaded = serializer.loadTosaFlatbuffer(str(path))
+    regions = serializer.regions if loaded else []
+    if not regions or not regions[0].basicBlocks:
+        raise LayersError(f"{where}: the tosa_serializer could not read the graph")
+    block = regions[0].basicBlocks[0]
+    producers: dict[str, object] = {}
+    consumers: dict[str, int] = {}
+    for operator in block.operators:
+        for name in operator.outputs:
+            producers[name] = operator
+        for name in operator.inputs:
+            consumers[name] = consumers.get(name, 0) + 1
+    zero_points: dict[str, int | None] = {}
+    for name in block.inputs:
+        zero_points[name] = None  # known only to the program's quantize kernel
+    ends: list[tuple[str, str, str]] = []  # (tensor, anchor op, kind)
+    anchor_of: dict[str, tuple[str, str]] = {}
+    for operator in block.operators:
+        op = operator.op.name
+        if not operator.outputs:
+            continue
+        out = operator.outputs[0]
+        first = operator.inputs[0] if operator.inputs else None
+        if op == "RESCALE":
+            zero_points[out] = _single_zero_point(block, _at(operator.inputs, 4))
+        elif op == "AVG_POOL2D":  # out = mean(in - input_zp) + output_zp
+            given, taken = (_single_zero_point(block, _at(operator.inputs, k)) for k in (1, 2))
+            before = zero_points.get(first)
+            zero_points[out] = (taken if before is None or given is None or taken is None
+                                else before - given + taken)  # fmt: skip
+        elif op in ("CONV2D", "DEPTHWISE_CONV2D", "FULLY_CONNECTED", "MATMUL", "TABLE"):
+            zero_points[out] = None
+        else:
+            zero_points[out] = zero_points.get(first) if first else None
+        if op in LAYOUT_OPS:
+            continue
+        if op == "RESCALE" and first in anchor_of and not _is_activation(block, first):
+            anchor_of[out] = anchor_of[first]  # an accumulator requantised: the layer's end
+        elif op == "CLAMP" and first in anchor_of and consumers.get(first, 0) == 1:
+            anchor_of[out] = anchor_of.pop(first)  # a fused activation: the layer goes on
+            ends = [e for e in ends if e[0] != first]
+        elif op in FOLLOWER_OPS:
+            continue  # a RESCALE of an activation (to add it, or of a graph input): no layer
+        else:
+            anchor_of[out] = (op, TOSA_KINDS.get(op, op.lower()))
+        tensor = block.getTensorByName(out)
+        if tensor is not None and tensor.dtype.name in INTEGER_TOSA:
+            ends.append((out, *anchor_of[out]))
+    outputs = list(block.outputs)
+    for name, _op, _kind in ends:
+        if name not in outputs:
+            block.addOutput(name)
+    with quiet_stdout():
+        results, status = tosa_reference_model.run(serializer.serialize(), inputs)
+    if status != tosa_reference_model.GraphStatus.TOSA_VALID:
+        raise LayersError(f"{where}: the TOSA reference model ended with {status.name}")
+    arrays = dict(zip(block.outputs, results, strict=False))
+    layers = []
+    for name, op, kind in ends:
+        if name not in arrays:
+            raise LayersError(f"{where}: the reference model gave no values for {name}")
+        dtype = INTEGER_TOSA[block.getTensorByName(name).dtype.name]
+        layers.append(TosaLayer(name, op, kind, dtype, zero_points.get(name), arrays[name]))
+    return layers
+
+
+def _is_activation(block, name: str) -> bool:
+    tensor = block.getTensorByName(name)
+    return tensor is not None and tensor.dtype.name in INTEGER_TOSA
+
+
+def _at(items, index: int):
+    return items[index] if len(items) > index else None
+
+
+# ------------------------------------------------------------------------------ the CPU side
+
+QUANTIZE_KERNEL = "quantized_decomposed::quantize_per_tensor.out"
+
+
+@dataclass
+class CpuLayer:
+    name: str  # the kernel that computed it, numbered per kernel ("convolution_1")
+    op: str  # its operator (aten::convolution.out)
+    kind: str
+    float_hint: str  # "convolution+relu" when a fused activation follows it
+    dtype: str
+    zero_point: int
+    scale: float
+    values: object  # numpy array, the program's layout (the tensor's sizes)
+
+
+class ProgramWalk:
+    """Called by the host reference after each instruction (``after_call``): the order of
+    delegate calls and CPU layers, and each CPU layer's integers as its
+    ``quantize_per_tensor`` kernel wrote them (with that call's scale and zero point: the
+    program keeps the real ones on the CPU side)."""
+
+    def __init__(self, plan) -> None:
+        self.plan = plan
+        self.events: list[tuple[str, object]] = []  # ("npu", delegate index) | ("cpu", layer)
+        self.writers: dict[int, tuple[str, int | None]] = {}  # value → (kernel, first input)
+        self.counts: dict[str, int] = {}
+        self.repeated: set[int] = set()
+
+    def __call__(self, instruction, memory) -> None:
+        from etu.parsers.pte import DelegateCall, Tensor
+
+        if isinstance(instruction, DelegateCall):
+            index = instruction.delegate_index
+            if ("npu", index) in self.events:
+                self.repeated.add(index)
+            else:
+                self.events.append(("npu", index))
+            return
+        plan = self.plan
+        operator = plan.operators[instruction.op_index]
+        args = instruction.args
+        if operator.qualified_name == QUANTIZE_KERNEL and len(args) >= 7:
+            self._quantized(args, memory)
+        name = operator.name.partition("::")[2] or operator.name
+        first = next((a for a in args if 0 <= a < len(plan.values)
+                      and isinstance(plan.values[a], Tensor)), None)  # fmt: skip
+        for value in self._written(args):
+            self.writers[value] = (name, first)
+
+    def _written(self, args) -> list[int]:
+        """An out-variant call's returns come last: a tensor, or a list of them."""
+        from etu.parsers.pte import Tensor
+
+        if not args or not 0 <= args[-1] < len(self.plan.values):
+            return []
+        last = self.plan.values[args[-1]]
+        if isinstance(last, Tensor):
+            return [args[-1]]
+        if last.kind == "TensorList":
+            return [int(i) for i in last.payload or () if 0 <= int(i) < len(self.plan.values)]
+        return []
+
+    def _quantized(self, args, memory) -> None:
+        from etu.runner.reference import to_torch
+
+        plan = self.plan
+        source, out = args[0], args[-1]
+        writer = self.writers.get(source)
+        if writer is None:
+            return  # a program input, or a view: not a layer's output
+        kernel, before = writer
+        hint = kernel
+        if kernel in FUSED_ACTIVATIONS and before in self.writers:
+            inner = self.writers[before][0]
+            if FLOAT_KINDS.get(inner) in ("conv", "add"):
+                kernel, hint = inner, f"{inner}+{kernel}"
+        kind = FLOAT_KINDS.get(kernel)
+        if kind is None:
+            return
+        scale, zero_point = plan.values[args[1]].payload, plan.values[args[2]].payload
+        if not isinstance(scale, int | float) or not isinstance(zero_point, int):
+            return
+        tensor = plan.values[out]
+        values = to_torch(tensor, memory.read(out), out).numpy().copy()
+        count = self.counts.get(kernel, 0)
+        self.counts[kernel] = count + 1
+        name = kernel if count == 0 else f"{kernel}_{count}"
+        self.events.append(("cpu", CpuLayer(name, f"aten::{kernel}", kind, hint,
+                                            str(values.dtype), zero_point, float(scale),
+                                            values)))  # fmt: skip
+
+
+# ---------------------------------------------------------------------------- the float side
+
+
+@dataclass
+class FloatNode:
+    name: str  # node name, "+relu" when a fused activation is taken with it
+    kind: str
+    module: str | None
+    value: object  # numpy array
+
+
+def _module_path(node) -> str | None:
+    """The innermost nn.Module the node was traced in ("" for the model's own forward)."""
+    stack = node.meta.get("nn_module_stack")
+    if not isinstance(stack, dict):
+        return None
+    paths = [value[0] for value in stack.values() if isinstance(value, tuple | list) and value]
+    paths = [p for p in paths if isinstance(p, str) and p]
+    return paths[-1] if paths else ""
+
+
+def _aten_name(node) -> str | None:
+    if node.op != "call_function":
+        return None
+    target = getattr(node.target, "__name__", str(node.target))
+    return target.split(".")[0]
+
+
+def float_nodes(exported, inputs: list) -> list[FloatNode]:
+    """The float graph's nodes that are layers, in graph order, with their outputs on
+    ``inputs``; an activation fused by the quantizer comes with the node before it."""
+    import torch
+
+    module = exported.module(check_guards=False)
+    kept: dict[str, object] = {}
+
+    class Keeping(torch.fx.Interpreter):
+        def run_node(self, node):
+            result = super().run_node(node)
+            first = result[0] if isinstance(result, tuple | list) and result else result
+            if isinstance(first, torch.Tensor):  # topk, max_pool2d_with_indices: the values
+                kept[node.name] = first.detach()
+            return result
+
+    with torch.no_grad():
+        Keeping(module).run(*inputs)
+    nodes = []
+    for node in module.graph.nodes:
+        name = _aten_name(node)
+        kind = FLOAT_KINDS.get(name or "")
+        if kind is None or node.name not in kept:
+            continue
+        label, value = node.name, kept[node.name]
+        if kind in ("conv", "add"):  # batch norm and activation folded in by the quantizer
+            end = node
+            for folded in (FOLDED_NORMS, FUSED_ACTIVATIONS):
+                users = list(end.users)
+                if len(users) == 1 and _aten_name(users[0]) in folded and users[0].name in kept:
+                    end = users[0]
+                    label, value = f"{label}+{end.name}", kept[end.name]
+        nodes.append(FloatNode(label, kind, _module_path(node), value.float().numpy()))
+    return nodes
+
+
+# ---------------------------------------------------------------------------------- figures
+
+
+def layer_figures(integers, zero_point: int | None, floats, scale: float | None = None) -> dict:
+    """SQNR, cosine and largest error of a layer's integers against its float values, on
+    ``scale`` and ``zero_point`` when known, else on the least-squares scale (and offset,
+    when the zero point is not known either)."""
+    import numpy
+
+    q = integers.astype(numpy.float64).reshape(-1)
+    f = floats.astype(numpy.float64).reshape(-1)
+    if scale is not None and zero_point is not None:
+        centred = q - zero_point
+    elif zero_point is None:
+        design = numpy.stack([q, numpy.ones_like(q)], axis=1)
+        (scale, offset), *_ = numpy.linalg.lstsq(design, f, rcond=None)
+        zero = -offset / scale if scale else 0.0
+        zero_point = round(zero)
+        centred = q - zero
+    else:
+        centred = q - zero_point
+        norm = float(centred @ centred)
+        scale = float(centred @ f) / norm if norm else 0.0
+    dequantised = centred * scale
+    error = f - dequantised
+    signal, noise = float(f @ f), float(error @ error)
+    sqnr = None if noise == 0 else (10 * math.log10(signal / noise) if signal else None)
+    norms = math.sqrt(signal * float(dequantised @ dequantised))
+    cosine = float(f @ dequantised) / norms if norms else None
+    return {
+        "scale": float(scale),
+        "zero_point": zero_point,
+        "sqnr_db": sqnr,
+        "cosine": cosine,
+        "max_abs_error": float(numpy.abs(error).max()) if error.size else 0.0,
+    }
+
+
+def _float_layout(value, shape: tuple[int, ...]):
+    """The float value in the TOSA tensor's layout, None when it cannot be: a 4-D
+    activation is NHWC in an Ethos-U graph (NCHW in PyTorch), even when both read alike."""
+    if value.ndim == 4 and len(shape) == 4:
+        nhwc = value.transpose(0, 2, 3, 1)
+        if tuple(nhwc.shape) == shape:
+            return nhwc
+    if tuple(value.shape) == shape:
+        return value
+    if value.size == math.prod(shape):
+        return value.reshape(shape)
+    return None
+
+
+# ----------------------------------------------------------------------------- the program
+
+
+def _float_model_path(pte: Path, tosa: Path | None) -> Path:
+    from etu.runner.reference import _compile_record, _record_is_ours
+
+    try:
+        _files, folder = candidate_files(pte, tosa)
+    except TosaMatchError:
+        folder = None
+    record = _compile_record(folder)
+    if record is None:
+        raise LayersError(f"{pte}: no compile record beside it (vela/{COMPILE_RECORD}): "
+                          "compile it with etu compile to keep the float model")  # fmt: skip
+    if not _record_is_ours(pte, record):
+        raise LayersError(f"{pte}: {Path(folder) / COMPILE_RECORD} is another program's compile")
+    entry = record.get("float_model") if isinstance(record.get("float_model"), dict) else {}
+    name = entry.get("file")
+    if not isinstance(name, str) or not name or Path(name).name != name:
+        why = entry.get("note") or "this compile kept no float model (recompile with etu)"
+        raise LayersError(f"{pte}: no float model (.pt2): {why}")
+    path = Path(folder) / name
+    if not path.is_file():
+        raise LayersError(f"{pte}: the float model {path} is no longer there")
+    return path
+
+
+def program_layers(
+    pte: Path,
+    *,
+    tosa: Path | None = None,
+    inputs: Path | None = None,
+    threshold_db: float = DEFAULT_SQNR_THRESHOLD_DB,
+) -> dict:
+    """The ``layers`` record of ``etu compare --layers`` for a delegated program: one entry
+    per layer in graph order, the weakest, the first below ``threshold_db`` and the largest
+    single drop. Raises LayersError (one line)."""
+    import numpy
+    import torch
+    from etu.parsers.files import GiB, read_regular
+    from etu.runner.reference import ReferenceError, float_inputs, program_reference
+    from etu.runner.segment_program import SegmentError
+
+    pte = Path(pte)
+    model_path = _float_model_path(pte, tosa)
+    walks: list[ProgramWalk] = []
+
+    def after_call(instruction, memory) -> None:
+        if not walks:
+            walks.append(ProgramWalk(memory.plan))
+        walks[0](instruction, memory)
+
+    try:
+        reference = program_reference(pte, tosa=tosa, inputs=inputs, float_side=False,
+                                      after_call=after_call)  # fmt: skip
+    except (ReferenceError, SegmentError, TosaMatchError, ParseError) as error:
+        raise LayersError(f"{pte}: {error}") from None
+    walk = walks[0] if walks else ProgramWalk(reference.plan)
+    made = float_inputs(reference)
+    if made is None:
+        raise LayersError(f"{pte}: an integer input whose scale and zero point the program "
+                          "does not say: the float model cannot take the same inputs")  # fmt: skip
+    try:
+        data = read_regular(model_path, "a saved float model", 4 * GiB)
+        with quiet_stdout():
+            from io import BytesIO
+
+            exported = torch.export.load(BytesIO(data))
+            floats = float_nodes(exported, made)
+    except (ParseError, OSError) as error:
+        raise LayersError(f"{model_path}: {error}") from None
+    except Exception as error:  # a float model that no longer loads or runs: say why
+        text = str(error).splitlines()[0][:200] if str(error) else ""
+        raise LayersError(f"{model_path}: {type(error).__name__}: {text}") from None
+    by_kind: dict[str, list[FloatNode]] = {}
+    for node in floats:
+        by_kind.setdefault(node.kind, []).append(node)
+    used: dict[str, int] = {}
+    runs = {run.graph.delegate_index: run for run in reference.delegates}
+    layers: list[Layer] = []
+
+    def counterpart(kind: str) -> FloatNode | None:
+        k = used.get(kind, 0)
+        used[kind] = k + 1
+        candidates = by_kind.get(kind, [])
+        return candidates[k] if k < len(candidates) else None
+
+    for unit, item in walk.events:
+        if unit == "cpu":
+            layers.append(_layer(item, counterpart(item.kind), "CPU", None))
+            continue
+        run = runs[item]
+        graph = run.graph.graph
+        where = f"delegate {item} ({graph.path.name})"
+        arrays = [
+            numpy.asarray(record["values"], dtype=io.numpy_dtype).reshape(io.shape)
+            for record, io in zip(run.inputs, graph.inputs, strict=True)
+        ]
+        for tosa_layer in tosa_layers(graph.data, arrays, where):
+            layers.append(_layer(tosa_layer, counterpart(tosa_layer.kind), "NPU", item))
+    if not layers:
+        raise LayersError(f"{pte}: no layer found: neither an Ethos-U delegate nor a quantized "
+                          "CPU kernel")  # fmt: skip
+    record = layers_record(pte, layers, threshold_db, reference.input_source, model_path)
+    if walk.repeated:
+        record["layers_summary"]["note"] += (
+            f"; delegate {sorted(walk.repeated)[0]} is called more than once: its layers are "
+            "those of its last call"
+        )
+    return record
+
+
+def _layer(
+    source: TosaLayer | CpuLayer, node: FloatNode | None, unit: str, delegate: int | None
+) -> Layer:
+    values = source.values
+    shape = tuple(int(s) for s in values.shape)
+    known_scale = source.scale if isinstance(source, CpuLayer) else None
+    figures = {"scale": known_scale, "zero_point": source.zero_point, "sqnr_db": None,
+               "cosine": None, "max_abs_error": None}  # fmt: skip
+    note = None
+    if unit == "CPU":  # the program's own layout: the float model's
+        floats = node.value.reshape(shape) if node and node.value.size == values.size else None
+    else:
+        floats = _float_layout(node.value, shape) if node is not None else None
+    if node is None:
+        note = f"no float counterpart: the float model has fewer {source.kind} nodes"
+    elif floats is None:
+        note = (f"{node.name} is {list(node.value.shape)}, the layer's tensor {list(shape)}: "
+                "they do not match")  # fmt: skip
+    else:
+        figures = layer_figures(values, source.zero_point, floats, known_scale)
+    scale_source = None
+    if figures["scale"] is not None:
+        scale_source = "program" if known_scale is not None else "fitted"
+    return Layer(
+        name=source.name, op=source.op, kind=source.kind,
+        module=node.module if node else None, float_node=node.name if node else None,
+        unit=unit, delegate=delegate, shape=list(shape), dtype=source.dtype,
+        zero_point=figures["zero_point"], scale=figures["scale"], scale_source=scale_source,
+        sqnr_db=figures["sqnr_db"], cosine=figures["cosine"],
+        max_abs_error=figures["max_abs_error"], note=note,
+    )  # fmt: skip
+
+
+def layers_record(
+    pte: Path, layers: list[Layer], threshold_db: float, input_source: str, model: Path
+) -> dict:
+    """The JSON record: the layers and the three markers (weakest, first below the
+    threshold, largest single drop from the layer before)."""
+    measured = [(i, layer) for i, layer in enumerate(layers) if layer.sqnr_db is not None]
+    weakest = min(measured, key=lambda pair: pair[1].sqnr_db, default=None)
+    first_below = next((layer for _i, layer in measured if layer.sqnr_db < threshold_db), None)
+    drop = None
+    for (_a, before), (_b, after) in itertools.pairwise(measured):
+        change = before.sqnr_db - after.sqnr_db
+        if change > 0 and (drop is None or change > drop[1]):
+            drop = (after, change)
+    largest = {"name": drop[0].name, "drop_db": round(drop[1], 3)} if drop else None
+    rows = []
+    for layer in layers:
+        row = layer.to_json()
+        row["below_threshold"] = layer.sqnr_db is not None and layer.sqnr_db < threshold_db
+        row["first_below_threshold"] = layer is first_below
+        row["largest_drop"] = drop is not None and layer is drop[0]
+        row["weakest"] = weakest is not None and layer is weakest[1]
+        rows.append(row)
+    return {
+        "program": str(pte),
+        "layers": rows,
+        "layers_summary": {
+            "float_model": str(model),
+            "inputs": input_source,
+            "sqnr_threshold_db": threshold_db,
+            "weakest": weakest[1].name if weakest else None,
+            "first_below_threshold": first_below.name if first_below else None,
+            "largest_drop": largest,
+            "note": LAYERS_NOTE,
+        },
+    }
+
+
+def layers_in_child(pte: Path, *, tosa: Path | None = None, threshold_db: float =
+                    DEFAULT_SQNR_THRESHOLD_DB, timeout: float = 600.0) -> dict:  # fmt: skip
+    """:func:`program_layers` in a child process (torch stays out of the console); raises
+    LayersError with one line."""
+    from etu.runner.isolated import ChildError, json_child
+
+    argv = [str(pte), str(threshold_db)] + ([str(tosa)] if tosa else [])
+    try:
+        return json_child("etu.runner.layers", *argv, what="the per-layer comparison",
+                          timeout=timeout)  # fmt: skip
+    except ChildError as error:
+        raise LayersError(str(error)) from None
+
+
+def _child_record(pte: str, threshold: str, tosa: str | None = None) -> dict:
+    return program_layers(Path(pte), tosa=Path(tosa) if tosa else None,
+                          threshold_db=float(threshold))  # fmt: skip
+
+
+if __name__ == "__main__":
+    import sys
+
+    from etu.runner.isolated import print_json_record
+
+    raise SystemExit(print_json_record(_child_record, *sys.argv[1:]))
