@@ -73,6 +73,7 @@ def lower_to_pte(
     inputs and the eager model's outputs as a test case, as the runner's BundleIO mode uses.
     """
     import torch
+    from etu.runner.bundleio import calibration_ranges
     from executorch.backends.arm.ethosu import EthosUCompileSpec, EthosUPartitioner
     from executorch.backends.arm.quantizer import (
         EthosUQuantizer,
@@ -108,6 +109,7 @@ def lower_to_pte(
         extra_flags=list(spec.extra_vela_flags) or None,
     )
     scratch_dir: Path | None = None
+    calibration_record: dict | None = None  # per input: the range calibration saw
     if vela_dir is not None:
         # Vela writes into <intermediates>/output; it overwrites files sharing a folder.
         scratch_dir = Path(vela_dir).with_name(Path(vela_dir).name + ".intermediates")
@@ -127,8 +129,11 @@ def lower_to_pte(
             quantizer.set_global(get_symmetric_quantization_config(is_per_channel=spec.per_channel))
             prepared = prepare_pt2e(graph, quantizer)
             done("quantize")
-            for sample in calibration or [example_inputs]:
+            samples = list(calibration or [example_inputs])
+            for sample in samples:
                 prepared(*sample)
+            calibration_record = {"samples": len(samples),
+                                  "inputs": calibration_ranges(samples)}  # fmt: skip
             done("calibrate")
             converted = convert_pt2e(prepared)
             if not spec.delegate:
@@ -157,6 +162,8 @@ def lower_to_pte(
         (kept_vela / VELA_STDOUT_NAME).write_text(vela_stdout.getvalue())
         record = {"spec": asdict(spec), "versions": tool_versions(),
                   "delegates": _keep_delegate_graphs(kept_vela, delegates)}  # fmt: skip
+        if calibration_record is not None:  # where `--inputs random:SEED` draws
+            record["calibration"] = calibration_record
         if float_outputs is not None:
             import numpy
 

@@ -36,6 +36,7 @@ SIMULATED_NOTE = (
 
 
 COMPARE_RECORD = "compare.json"  # the last host comparison, in the session folder
+ONES_INPUTS = {"kind": "ones", "source": "all ones (fallback)"}  # the runner's own inputs
 
 
 class CompareError(RuntimeError):
@@ -243,11 +244,13 @@ def compare_session(
     if pte is not None and not Path(pte).is_file():
         raise CompareError(f"{pte}: no such program file")
     program = _program_of(folder, meta, pte)
+    inputs = session_inputs(meta)
     if reference == "host":
-        if firmware_options(meta).get("bundleio"):
+        if inputs["kind"] == "bundle":
             raise CompareError(
-                f"{folder}: a BundleIO run (its inputs are the bundle's, not all ones): the "
-                "runner checked its outputs on the target; see its verdict, or pass --reference"
+                f"{folder}: a BundleIO run whose inputs etu did not record (firmware built "
+                "before etu kept them): the runner checked its outputs on the target; see its "
+                "verdict, rebuild with --inputs, or pass --reference"
             )
         if program is None:
             raise CompareError(
@@ -256,7 +259,7 @@ def compare_session(
         # CPU kernels by ExecuTorch's host runtime, Ethos-U delegates by the TOSA reference
         from etu.runner.reference import compare_reference
 
-        host = compare_reference(program, tosa)
+        host = compare_reference(program, tosa, inputs=inputs_file(inputs))
     else:
         host = HostReference(
             npy_reference(list(reference)),
@@ -309,6 +312,7 @@ def compare_session(
         "simulated_note": SIMULATED_NOTE if simulated else None,
         "reference": host.source,
         "reference_notes": host.notes,
+        "inputs": inputs,  # which inputs the target and the reference ran on
         "quantization_note": host.float_note,  # where the float side came from, or why none
         "rtol": rtol,
         "atol": atol,
@@ -321,6 +325,47 @@ def compare_session(
     if save:
         _save(Path(folder), record)
     return record
+
+
+def session_inputs(meta: dict) -> dict:
+    """Which inputs the run used: the session's record (``etu run --inputs``), else the
+    firmware's build record; all ones (the runner's fallback) when neither names any.
+    ``kind`` "bundle": a BundleIO firmware whose inputs were not recorded."""
+    recorded = meta.get("inputs")
+    options = firmware_options(meta)
+    if not isinstance(recorded, dict):
+        recorded = options.get("inputs")
+    if isinstance(recorded, dict) and recorded.get("kind") in ("file", "random", "ones"):
+        return {key: recorded[key] for key in ("kind", "source", "seed", "range", "file")
+                if key in recorded}  # fmt: skip
+    if options.get("bundleio"):
+        return {"kind": "bundle", "source": "the bundle's (not recorded)"}
+    return dict(ONES_INPUTS)
+
+
+def inputs_file(inputs: dict) -> Path | None:
+    """The saved inputs (``inputs.npz`` beside the firmware) the reference runs on; None
+    for all ones. Gone: a CompareError (comparing on other inputs would mislead)."""
+    if inputs["kind"] == "ones":
+        return None
+    saved = inputs.get("file")
+    if not isinstance(saved, str) or not Path(saved).is_file():
+        raise CompareError(f"{saved or 'the inputs file'}: the run's inputs "
+                           f"({inputs.get('source')}) are no longer there; rebuild the "
+                           "firmware with the same --inputs and run it again")  # fmt: skip
+    return Path(saved)
+
+
+def inputs_text(inputs: dict) -> str:
+    """``FILE`` / ``random:SEED (range [a, b]: why)`` / ``all ones (fallback)``."""
+    text = str(inputs.get("source"))
+    ranges = inputs.get("range") if isinstance(inputs.get("range"), list) else []
+    spans = [r for r in ranges if isinstance(r, dict)
+             and all(isinstance(r.get(k), int | float) for k in ("min", "max"))]  # fmt: skip
+    if spans:
+        text += " (range " + ", ".join(f"[{r['min']:.4g}, {r['max']:.4g}]" for r in spans)
+        text += f": {spans[0].get('basis')})" if spans[0].get("basis") else ")"
+    return text
 
 
 def _program_of(folder: Path, meta: dict, pte: Path | None) -> Path | None:

@@ -367,8 +367,12 @@ def build_runner(
     bundle_inputs: tuple[Path, ...] = (),
     bundle_seed: int = 0,
     bundle_expected: tuple[Path, ...] = (),
+    inputs: str | None = None,
 ) -> RuntimeBuild:
-    """Build the runner for ``board`` with ``pte`` baked in; ELF, map, record in ``out``."""
+    """Build the runner for ``board`` with ``pte`` baked in; ELF, map, record in ``out``.
+    ``inputs`` (``FILE.npy``, ``FILE.npz`` or ``random:SEED``) bundles those inputs (BundleIO);
+    the tensors are saved beside the ELF and the record's ``options.inputs`` says what they
+    are."""
     say = progress or (lambda _text: None)
     if board not in BOARDS:
         raise RuntimeBuildError(f"--board {board}: expected one of {', '.join(BOARDS)}")
@@ -380,17 +384,15 @@ def build_runner(
     facts = program_facts(pte)
     refuse_delegated(pte, facts, board)
     program_pte = pte
+    inputs_record: dict | None = None
+    if inputs is not None and bundle_inputs:
+        raise BuildInputError("--inputs and --bundle-input name the inputs twice: use --inputs")
+    bundleio = bundleio or inputs is not None
     if bundleio:
-        from etu.runner.bundleio import BundleError, make_bundled
-
-        say("bundling inputs and expected outputs (.bpte)")
-        try:
-            pte = make_bundled(
-                program_pte, Path(out).resolve() / "program.bpte", inputs=bundle_inputs,
-                seed=bundle_seed, expected=bundle_expected,
-            )  # fmt: skip
-        except (BundleError, OSError, ValueError, RuntimeError) as error:
-            raise RuntimeBuildError(f"{program_pte}: BundleIO: {error}") from None
+        pte, inputs_record = _bundle(
+            program_pte, Path(out).resolve(), inputs, bundle_inputs, bundle_seed,
+            bundle_expected, say,
+        )  # fmt: skip
     source = source or find_executorch(workspace)
     root = source.root
     gcc_version = compiler_version()
@@ -528,11 +530,45 @@ def build_runner(
                 "commit": source.commit},
         cache_key=key, seconds=seconds, reused_tree=reused,
         options={**options, "fault_on_start": fault_on_start, "compiler": gcc_version,
-                 "program": str(program_pte), "baked": str(pte)},
+                 "program": str(program_pte), "baked": str(pte),
+                 **({"inputs": inputs_record} if inputs_record else {})},
     )  # fmt: skip
     (out / RECORD_NAME).write_text(json.dumps(result.to_json(), indent=2) + "\n")
     (out / REBUILD_NAME).write_text("#!/bin/sh\nset -e\n" + result.to_json()["rebuild"])
     return result
+
+
+def _bundle(
+    program: Path, out: Path, inputs: str | None, files: tuple[Path, ...], seed: int,
+    expected: tuple[Path, ...], say: Progress,
+) -> tuple[Path, dict]:  # fmt: skip
+    """The bundled program (``out/program.bpte``) and the record of its inputs, which are
+    saved as ``out/inputs.npz`` (what ``etu compare`` runs the reference on)."""
+    from etu.runner.bundleio import (
+        INPUTS_FILE,
+        BundleError,
+        choose_inputs,
+        legacy_inputs,
+        make_bundled,
+        save_inputs,
+    )
+
+    say("bundling inputs and expected outputs (.bpte)")
+    try:
+        if inputs is not None:
+            tensors, record = choose_inputs(program, inputs)
+        else:
+            tensors, record = legacy_inputs(program, files, seed)
+        bundled = make_bundled(program, out / "program.bpte", tensors=tensors,
+                               expected=expected)  # fmt: skip
+        record["file"] = str(save_inputs(tensors, out / INPUTS_FILE))
+    except BundleError as error:  # names the file or the input already
+        raise BuildInputError(str(error)) from None
+    except (OSError, ValueError, RuntimeError) as error:
+        raise RuntimeBuildError(f"{program}: BundleIO: {error}") from None
+    if expected:
+        record["expected"] = "files: " + ", ".join(str(p) for p in expected)
+    return bundled, record
 
 
 def load_record(folder: Path) -> dict | None:

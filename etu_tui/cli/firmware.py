@@ -38,6 +38,7 @@ def add_build_options(parser: argparse.ArgumentParser, *, board_required: bool =
         "--select-ops", default="auto",
         help="auto (the program's operators) or a comma-separated operator list",
     )  # fmt: skip
+    add_inputs_option(parser)
     parser.add_argument("--bundleio", action="store_true", help="runner with BundleIO checks")
     parser.add_argument(
         "--bundle-input", type=Path, action="append", default=[], metavar="FILE",
@@ -55,6 +56,22 @@ def add_build_options(parser: argparse.ArgumentParser, *, board_required: bool =
         "--fault-on-start", action="store_true",
         help="platform layer faults on purpose before main (to test the fault path)",
     )  # fmt: skip
+
+
+def add_inputs_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--inputs", metavar="FILE.npy|FILE.npz|random:SEED",
+        help="the program's inputs, bundled (BundleIO: the runner checks the host reference's "
+        "outputs on them); random:SEED draws within the calibration range (default: all ones)",
+    )  # fmt: skip
+
+
+def inputs_line(record: dict | None) -> str:
+    """One line: which inputs the firmware runs on (``etu firmware build``, ``etu run``)."""
+    from etu.runner.compare import ONES_INPUTS, inputs_text
+    from etu.tui.safe_text import printable
+
+    return f"inputs: {printable(inputs_text(record or ONES_INPUTS))}"
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
@@ -80,6 +97,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     out.write(f"pools: method {result.pools['method']:,} B, temp {result.pools['temp']:,} B "
               f"({result.pool_basis})\n")  # fmt: skip
     out.write(f"operators: {','.join(result.select_ops) or '(none)'}\n")
+    out.write(inputs_line(result.options.get("inputs")) + "\n")
     out.write(
         f"library cache: {'reused' if result.reused_tree else 'built'} {result.build_dir}; "
         f"{result.seconds.get('total', 0):.1f} s\n"
@@ -116,6 +134,7 @@ def build_from_args(args: argparse.Namespace, folder: Path, *, err: TextIO | Non
         bundle_inputs=tuple(getattr(args, "bundle_input", ())),
         bundle_seed=getattr(args, "seed", 0),
         bundle_expected=tuple(getattr(args, "bundle_expected", ())),
+        inputs=getattr(args, "inputs", None),
     )  # fmt: skip
 
 

@@ -39,6 +39,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--pools", default="auto", help="with PTE: auto or METHOD,TEMP (see etu firmware build)"
     )
     parser.add_argument("--select-ops", default="auto", help="with PTE: auto or an operator list")
+    parser.add_argument(
+        "--inputs", metavar="FILE.npy|FILE.npz|random:SEED",
+        help="with PTE: the program's inputs, bundled into the runner (BundleIO checks the "
+        "host reference's outputs on them; default all ones); the session records them",
+    )  # fmt: skip
     parser.add_argument("--timelimit", type=int, default=600, help="seconds (FVP --timelimit)")
     parser.add_argument("--fast", action="store_true", help="the Ethos-U plugin's --fast mode")
     parser.add_argument("--fvp-path", type=Path, help="the simulator executable to use")
@@ -145,6 +150,9 @@ def _board_run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     from etu.tui.cli.follow import echo, follow
 
     elf = args.elf
+    if getattr(args, "inputs", None) is not None and (elf is not None or args.pte is None):
+        raise CommandError("run: --inputs needs a PROGRAM.pte (the runner is built with them); "
+                           "an --elf runs the inputs it was built with")  # fmt: skip
     if elf is None:
         if args.pte is None:
             raise CommandError("run: --board needs a PROGRAM.pte or --elf")
@@ -158,18 +166,41 @@ def _board_run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         out.write((json.dumps({"argv": argv}) if args.json else " ".join(argv)) + "\n")
         return 0
     notice(err, qemu_label(Path(elf)))
+    meta = {"program": str(args.pte)} if args.pte else {}
+    inputs = _firmware_inputs(Path(elf))
+    if inputs is not None:
+        from etu.tui.cli.firmware import inputs_line
+
+        meta["inputs"] = inputs
+        notice(err, inputs_line(inputs))
     time_limit = float(args.timelimit) if args.timelimit else 60.0
     listener = echo(events_as_json=args.json, as_json=args.json, out=out, err=err)
     try:
         controller = run_on_qemu(
             Path(elf), sessions=args.sessions, listener=listener, time_limit=time_limit,
-            meta={"program": str(args.pte)} if args.pte else None,
+            meta=meta or None,
         )  # fmt: skip
     except BridgeError as error:  # the NPU part cannot be served: nothing started
         raise CommandError(f"run: {error}", status=2) from None
     status = follow(controller, as_json=args.json, out=out, err=err)
     _explain_fault(controller, Path(elf), err)
     return status
+
+
+def _firmware_inputs(elf: Path) -> dict | None:
+    """The inputs the firmware beside its etu build record runs on: the bundled ones, or
+    all ones (the fallback); None for firmware etu did not build."""
+    from etu.runner.bundleio import ONES
+    from etu.runner.runtime_build import load_record
+
+    record = load_record(Path(elf).parent)
+    if record is None:
+        return None
+    options = record.get("options") if isinstance(record.get("options"), dict) else {}
+    inputs = options.get("inputs")
+    if isinstance(inputs, dict):
+        return inputs
+    return None if options.get("bundleio") else dict(ONES)
 
 
 def _explain_fault(controller, elf: Path, err: TextIO) -> None:
@@ -202,12 +233,18 @@ def _build_if_needed(args: argparse.Namespace, *, err: TextIO):
     record = load_record(folder)
     wanted = {"program_sha256": file_sha256(args.pte), "pools": args.pools,
               "select_ops": args.select_ops}  # fmt: skip
+    chosen = getattr(args, "inputs", None)
+    if chosen is not None:  # a file's content, not only its name, decides a rebuild
+        named = Path(chosen)
+        wanted["inputs"] = chosen
+        if not chosen.startswith("random:") and named.is_file():
+            wanted["inputs_sha256"] = file_sha256(named)
     if record and record.get("request") == wanted and Path(record["elf"]).is_file():
         notice(err, f"firmware up to date: {record['elf']}")
         return Path(record["elf"])
     build_args = argparse.Namespace(
         pte=args.pte, board=args.board, pools=args.pools, select_ops=args.select_ops,
-        bundleio=False, etdump=False, fault_on_start=False,
+        bundleio=False, etdump=False, fault_on_start=False, inputs=chosen,
     )  # fmt: skip
     try:
         result = build_from_args(build_args, folder, err=err)
