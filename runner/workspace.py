@@ -444,8 +444,8 @@ def workspace_of(program: Path) -> Path:
     (``<ws>/.etu/compile/<job>/x.pte``) belongs to ``<ws>``; a firmware in
     ``PROGRAM.<board>/`` to the program's workspace; a program in a folder holding
     ``etu.toml``, or in a sub-folder of one (``<ws>/build/<job>/x.pte``), to the nearest such
-    folder (never the home folder or ``/``); else a folder holding ``.etu`` is its own;
-    anything else belongs to its folder."""
+    folder (never the home folder or ``/``); anything else belongs to its folder. (The
+    console keeps the open workspace for a program opened inside it: :func:`find_workspace`.)"""
     program = Path(program).absolute()
     folder = _program_folder(program)
     root = folder.parent
