@@ -1,29 +1,36 @@
 """Where precision is lost, layer by layer: ``etu compare --layers``.
 
 The program runs on the host as :mod:`etu.runner.reference` runs it (CPU kernels in
-ExecuTorch's host runtime, each Ethos-U delegate in the TOSA reference model); each
+ExecuTorch's host runtime, each Ethos-U delegate in the TOSA reference model), each kernel
+call on its own so that its outputs can be read (the reference's ``after_call``); each
 delegate's TOSA graph is then run again on the inputs it was handed, with every activation
 it computes made an output of the graph (the ``tosa_serializer`` loads the graph, adds them,
 writes it again: the reference model returns them as arrays, not as its text dump). The float
 model the compile kept (``etu_float_model.pt2``, a ``torch.export`` program whose nodes carry
 ``nn_module_stack``) runs on the same inputs, every node's output kept.
 
-Matching a TOSA tensor to its float counterpart:
+What a layer is:
 
-- a **layer** is an operator that computes (convolution, fully connected, pooling, add, a
-  lookup table...) with the RESCALE and CLAMP that follow it, down to the int8/int16 tensor
-  the next layer reads; layout operators (TRANSPOSE, RESHAPE, constants) are not layers;
-- ExecuTorch names TOSA tensors after the lowered graph's nodes, which are numbered per
-  operator kind in graph order (``tosa_conv2d_default_1`` is the second convolution): the
-  k-th layer of a kind is the float graph's k-th node of that kind (a Linear is lowered to a
-  convolution, so both count as ``conv``); an activation right after it (ReLU, ReLU6,
-  clamp), fused into its RESCALE on the NPU, is taken with it on the float side;
-- the element counts must agree (a 4-D TOSA tensor is NHWC, the float one NCHW), else the
-  layer is listed without figures and says why.
+- on the NPU, an operator that computes (convolution, fully connected, pooling, add, mul, a
+  lookup table...) with the RESCALE of its accumulator and a CLAMP after it, down to the
+  int8/int16 tensor the next layer reads; layout operators (TRANSPOSE, RESHAPE, constants)
+  and the RESCALEs that line inputs up for an ADD are not layers;
+- on the CPU, a kernel whose output the program quantizes (``quantize_per_tensor``): the
+  quantized tensor, with that kernel call's scale and zero point.
+
+Matching a layer to its float counterpart: ExecuTorch names TOSA tensors after the lowered
+graph's nodes, numbered per operator kind in graph order (``tosa_conv2d_default_1`` is the
+second convolution), so the k-th layer of a kind, counted over the program in call order, is
+the float graph's k-th node of that kind (a Linear is lowered to a convolution: both count as
+``conv``); the batch norm and the activation (ReLU, ReLU6, clamp) the quantizer folds into a
+convolution or an add come with it on the float side. The element counts must agree (a 4-D
+TOSA tensor is NHWC, the float one NCHW), else the layer is listed without figures and says
+why.
 
 The TOSA graph keeps zero points (RESCALE and pooling operands) but not real scales: each
-layer's int8 values are dequantised on their zero point with the least-squares scale against
-the float values (``scale_source: fitted``), so SQNR is the layer's noise at its best scale
+layer's integers are dequantised on their zero point with the least-squares scale against
+the float values (``scale_source: fitted``; a CPU layer the same, so that layers compare, its
+own scale and the SQNR on it given beside), so SQNR is the layer's noise at its best scale
 and a scale chosen badly at calibration shows only as the clipping it causes. Errors build
 up: a layer's figures include every error made before it; the largest single drop says where
 the most was added.
@@ -71,9 +78,9 @@ FLOAT_KINDS = {
 FOLDED_NORMS = {"batch_norm", "_native_batch_norm_legit_no_training", "native_batch_norm"}
 FUSED_ACTIVATIONS = {"relu", "relu_", "hardtanh", "hardtanh_", "relu6", "clamp", "clamp_"}
 LAYERS_NOTE = (
-    "an NPU layer's integers are dequantised on its zero point with the least-squares scale "
-    "(the TOSA graph keeps no real scales), a CPU layer's on its quantize kernel's; errors "
-    "build up from layer to layer"
+    "each layer's integers are dequantised on its zero point with the least-squares scale "
+    "(an NPU layer's TOSA graph keeps no real scales): SQNR is the noise at the best scale; "
+    "errors build up from layer to layer"
 )
 INTEGER_TOSA = {"INT8": "int8", "INT16": "int16"}  # activations a layer ends on
 
@@ -102,6 +109,8 @@ class Layer:
     cosine: float | None
     max_abs_error: float | None
     note: str | None = None
+    program_scale: float | None = None  # a CPU layer: its quantize kernel's scale
+    program_scale_sqnr_db: float | None = None  # ... and the SQNR on it (clipping included)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -558,8 +567,9 @@ def _layer(
     values = source.values
     shape = tuple(int(s) for s in values.shape)
     known_scale = source.scale if isinstance(source, CpuLayer) else None
-    figures = {"scale": known_scale, "zero_point": source.zero_point, "sqnr_db": None,
+    figures = {"scale": None, "zero_point": source.zero_point, "sqnr_db": None,
                "cosine": None, "max_abs_error": None}  # fmt: skip
+    on_program_scale = None
     note = None
     if unit == "CPU":  # the program's own layout: the float model's
         floats = node.value.reshape(shape) if node and node.value.size == values.size else None
@@ -571,17 +581,20 @@ def _layer(
         note = (f"{node.name} is {list(node.value.shape)}, the layer's tensor {list(shape)}: "
                 "they do not match")  # fmt: skip
     else:
-        figures = layer_figures(values, source.zero_point, floats, known_scale)
-    scale_source = None
-    if figures["scale"] is not None:
-        scale_source = "program" if known_scale is not None else "fitted"
+        # every layer on its best scale, so that layers compare with each other (an NPU
+        # layer's real scale is not in its graph); a CPU layer's own scale is given beside
+        figures = layer_figures(values, source.zero_point, floats)
+        if known_scale is not None:
+            on_program_scale = layer_figures(values, source.zero_point, floats, known_scale)
     return Layer(
         name=source.name, op=source.op, kind=source.kind,
         module=node.module if node else None, float_node=node.name if node else None,
         unit=unit, delegate=delegate, shape=list(shape), dtype=source.dtype,
-        zero_point=figures["zero_point"], scale=figures["scale"], scale_source=scale_source,
+        zero_point=figures["zero_point"], scale=figures["scale"],
+        scale_source="fitted" if figures["scale"] is not None else None,
         sqnr_db=figures["sqnr_db"], cosine=figures["cosine"],
-        max_abs_error=figures["max_abs_error"], note=note,
+        max_abs_error=figures["max_abs_error"], note=note, program_scale=known_scale,
+        program_scale_sqnr_db=on_program_scale["sqnr_db"] if on_program_scale else None,
     )  # fmt: skip
 
 

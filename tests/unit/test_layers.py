@@ -106,10 +106,12 @@ def test_a_cpu_kernel_between_delegates_is_a_cpu_layer_on_the_program_scale():
     assert [layer["module"] for layer in layers] == ["conv1", "", "conv2"]  # topk in forward
     assert [layer["delegate"] for layer in layers] == [0, None, 1]
     cpu = layers[1]
-    assert cpu["name"] == "topk" and cpu["scale_source"] == "program"
-    assert cpu["float_node"] == "topk"
-    # topk only reorders: its cosine is conv1's (the same values, sorted)
+    assert cpu["name"] == "topk" and cpu["float_node"] == "topk"
+    assert cpu["program_scale"] > 0 and cpu["program_scale_sqnr_db"] is not None
+    assert layers[0]["program_scale"] is None  # the TOSA graph keeps no real scales
+    # topk only reorders: on the same (best) scale its figures are conv1's, no false drop
     assert cpu["cosine"] == pytest.approx(layers[0]["cosine"], abs=1e-9)
+    assert cpu["sqnr_db"] == pytest.approx(layers[0]["sqnr_db"], abs=1e-6)
 
 
 def test_depthwise_residual_sigmoid_and_pools_map_to_their_modules():
