@@ -199,3 +199,21 @@ def test_layer_figures_on_a_known_grid_and_fitted():
     assert fitted["sqnr_db"] == pytest.approx(expected)
     unknown = layer_figures(integers, None, floats)  # zero point fitted too
     assert unknown["zero_point"] == 3
+
+
+@pytest.mark.aot
+def test_a_session_compared_with_layers_keeps_its_outputs_and_adds_the_layers(tmp_path, capsys):
+    """With a session, --layers adds layers[] to etu compare's record (the program is the
+    session's), its outputs compared as before."""
+    from tests.history_workspace import make_workspace, record_run
+
+    session = record_run(make_workspace(tmp_path / "ws"))
+    code = main(["compare", str(session), "--layers", "--json"])
+    record = json.loads(capsys.readouterr().out)
+    assert code == (0 if record["passed"] else 1)
+    assert record["outputs"] and record["outputs"][0]["deployment"]["count"] == 10
+    assert [layer["module"] for layer in record["layers"]][-1] == "classifier"
+    assert record["layers_summary"]["weakest"] in {layer["name"] for layer in record["layers"]}
+    main(["compare", str(session), "--layers"])
+    text = capsys.readouterr().out
+    assert "output 0 deployment" in text and "weakest layer: " in text
