@@ -5,13 +5,13 @@ sessions (tests/data/sessions/v1) recorded before the session format changed."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 from etu.fvp.standin import install_standin
+
+from tests.helpers import etu as run_etu
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "etu_tui" / "demo"
@@ -20,13 +20,7 @@ STANDIN_SETTINGS = ("ETU_STANDIN_FAULT", "ETU_STANDIN_INFERENCES", "ETU_STANDIN_
                     "ETU_STANDIN_DRIFT", "ETU_STANDIN_ETDUMP", "ETU_STANDIN_VELA")  # fmt: skip
 
 
-def etu(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120):
-    base = {k: v for k, v in os.environ.items() if k not in STANDIN_SETTINGS}
-    return subprocess.run(
-        [sys.executable, "-m", "etu.tui.cli", *args], capture_output=True, text=True,
-        cwd=cwd, env={**base, "PYTHONPATH": str(ROOT), **(env or {})},
-        timeout=timeout, check=False,
-    )  # fmt: skip
+etu = partial(run_etu, drop=STANDIN_SETTINGS)
 
 
 def make_workspace(folder: Path) -> Path:

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,8 @@ from etu.parsers.files import MiB, read_regular
 from etu.parsers.linker_script import evaluate, parse_linker_script
 from etu.parsers.memory_map import parse_region_spec
 
+from tests.helpers import etu as run_etu
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEMO = ROOT / "etu_tui" / "demo"
 DEMO_PTE = DEMO / "demo_cnn.pte"
@@ -23,12 +26,7 @@ DEMO_ELF = DEMO / "firmware" / "arm_executor_runner.elf"
 TRANSCRIPTS = ROOT / "tests" / "data" / "transcripts"
 
 
-def etu(*args, cwd: Path | None = None, env: dict | None = None, timeout: float = 60):
-    return subprocess.run(
-        [sys.executable, "-m", "etu.tui.cli", *map(os.fsdecode, args)], capture_output=True,
-        cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, timeout=timeout,
-        check=False,
-    )  # fmt: skip
+etu = partial(run_etu, text=False)  # the tests read the bytes etu wrote
 
 
 def one_line_error(result, status: int) -> str:

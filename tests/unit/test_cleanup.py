@@ -7,7 +7,6 @@ import inspect
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import etu.parsers.runner_events as runner_events
@@ -15,17 +14,12 @@ from etu.parsers.runner_events import EVENT_TYPES, Event
 from etu.parsers.vela_csv import LEGACY_PER_LAYER_COLUMNS, REGOR_PER_LAYER_COLUMNS
 from etu.parsers.vela_debug_db import REGOR_TABLES
 
+from tests.helpers import etu
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEMO = ROOT / "etu_tui" / "demo"
 VELA = ROOT / "tests" / "data" / "vela"
 ELF = DEMO / "firmware" / "arm_executor_runner.elf"
-
-
-def etu(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "etu.tui.cli", *map(str, args)], capture_output=True, text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, timeout=120, check=False,
-    )  # fmt: skip
 
 
 def test_run_fvp_flag_is_accepted_documented_and_changes_nothing(tmp_path: Path) -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,16 +20,10 @@ from etu.runner.config import (
     workspace_template,
 )
 
+from tests.helpers import etu
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 ELF = ROOT / "etu_tui" / "demo" / "firmware" / "arm_executor_runner.elf"
-
-
-def etu(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "etu.tui.cli", *args], capture_output=True, text=True,
-        cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-        timeout=60, check=False,
-    )  # fmt: skip
 
 
 @pytest.fixture

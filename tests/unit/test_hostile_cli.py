@@ -5,23 +5,17 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from etu.runner.boards.profiles import ProfileError, load_profile
 from etu.runner.compile_request import InputSpec, RequestError
 
+from tests.helpers import etu
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEMO = ROOT / "etu_tui" / "demo"
 BUILTIN = ROOT / "runner" / "boards" / "profiles"
-
-
-def etu(*args, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "etu.tui.cli", *map(str, args)], capture_output=True, text=True,
-        cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120, check=False,
-    )  # fmt: skip
 
 
 def one_line(result: subprocess.CompletedProcess) -> str:

@@ -9,9 +9,9 @@ form, and --json must keep the exact text.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -19,6 +19,7 @@ from etu.parsers.text import is_printable, printable, printable_lines
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.helpers import etu as run_etu
 from tests.hostile import (
     DEMO,
     FORBIDDEN,
@@ -34,11 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 DEMO_ELF = DEMO / "firmware" / "arm_executor_runner.elf"
 
 
-def etu(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [*ETU, *map(str, args)], capture_output=True, timeout=300, cwd=cwd, env=env, check=False
-    )
+etu = partial(run_etu, text=False)
 
 
 def assert_clean(result: subprocess.CompletedProcess) -> str:

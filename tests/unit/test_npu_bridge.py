@@ -8,7 +8,6 @@ import struct
 from pathlib import Path
 
 import pytest
-
 from etu.runner.npu_bridge import (
     ANSWER_MAGIC,
     DDR_START,

@@ -12,10 +12,8 @@ cached programs of tests/real_programs.py, and a stand-in FVP session of the dem
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import numpy
@@ -23,6 +21,7 @@ import pytest
 from etu.parsers.pte import KernelCall, open_program
 from etu.runner.reference import integer_comparison, program_reference
 
+from tests.helpers import etu as run_etu
 from tests.history_workspace import make_workspace, record_run
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -49,12 +48,7 @@ def two_delegates() -> Path:
     return build() / "TwoDelegates.pte"
 
 
-def etu(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "etu.tui.cli", *args], capture_output=True, text=True,
-        cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, timeout=300,
-        check=False,
-    )  # fmt: skip
+etu = partial(run_etu, cwd=ROOT)
 
 
 def tosa_run(graph: Path, inputs: list[numpy.ndarray]) -> list[numpy.ndarray]:
