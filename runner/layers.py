@@ -74,7 +74,7 @@ FLOAT_KINDS = {
     "silu": "act", "softmax": "act", "amax": "max", "argmax": "argmax", "maximum": "max",
     "minimum": "min", "topk": "topk", "sort": "topk",
 }  # fmt: skip
-# float activations that the quantizer fuses into the layer before them
+# what the quantizer folds into the convolution or add before it: the norm, then the activation
 FOLDED_NORMS = {"batch_norm", "_native_batch_norm_legit_no_training", "native_batch_norm"}
 FUSED_ACTIVATIONS = {"relu", "relu_", "hardtanh", "hardtanh_", "relu6", "clamp", "clamp_"}
 LAYERS_NOTE = (
@@ -105,7 +105,7 @@ class Layer:
     zero_point: int | None
     scale: float | None
     scale_source: str | None  # "fitted": least squares on the zero point
-    sqnr_db: float | None  # None: exact (no error); -inf never (a zero float side is noted)
+    sqnr_db: float | None  # None: no error at all, or a float side of zeros (cosine None)
     cosine: float | None
     max_abs_error: float | None
     note: str | None = None
@@ -135,7 +135,7 @@ def _const_array(block, name: str):
 
     tensor = block.getTensorByName(name)
     data = tensor.data if tensor is not None else None
-    dtype = {"INT8": "int8", "INT16": "int16", "INT32": "int32", "INT48": "int64"}.get(
+    dtype = {"INT8": "int8", "INT16": "int16", "INT32": "int32"}.get(
         tensor.dtype.name if tensor is not None else ""
     )
     if not data or dtype is None:
@@ -169,11 +169,8 @@ def tosa_layers(graph_data: bytes, inputs: list, where: str) -> list[TosaLayer]:
     if not regions or not regions[0].basicBlocks:
         raise LayersError(f"{where}: the tosa_serializer could not read the graph")
     block = regions[0].basicBlocks[0]
-    producers: dict[str, object] = {}
     consumers: dict[str, int] = {}
     for operator in block.operators:
-        for name in operator.outputs:
-            producers[name] = operator
         for name in operator.inputs:
             consumers[name] = consumers.get(name, 0) + 1
     zero_points: dict[str, int | None] = {}
@@ -249,7 +246,6 @@ class CpuLayer:
     name: str  # the kernel that computed it, numbered per kernel ("convolution_1")
     op: str  # its operator (aten::convolution.out)
     kind: str
-    float_hint: str  # "convolution+relu" when a fused activation follows it
     dtype: str
     zero_point: int
     scale: float
@@ -312,11 +308,10 @@ class ProgramWalk:
         if writer is None:
             return  # a program input, or a view: not a layer's output
         kernel, before = writer
-        hint = kernel
         if kernel in FUSED_ACTIVATIONS and before in self.writers:
             inner = self.writers[before][0]
             if FLOAT_KINDS.get(inner) in ("conv", "add"):
-                kernel, hint = inner, f"{inner}+{kernel}"
+                kernel = inner  # the activation folded into the layer, as on the float side
         kind = FLOAT_KINDS.get(kernel)
         if kind is None:
             return
@@ -328,9 +323,8 @@ class ProgramWalk:
         count = self.counts.get(kernel, 0)
         self.counts[kernel] = count + 1
         name = kernel if count == 0 else f"{kernel}_{count}"
-        self.events.append(("cpu", CpuLayer(name, f"aten::{kernel}", kind, hint,
-                                            str(values.dtype), zero_point, float(scale),
-                                            values)))  # fmt: skip
+        self.events.append(("cpu", CpuLayer(name, f"aten::{kernel}", kind, str(values.dtype),
+                                            zero_point, float(scale), values)))  # fmt: skip
 
 
 # ---------------------------------------------------------------------------- the float side
@@ -633,30 +627,3 @@ def layers_record(
             "note": LAYERS_NOTE,
         },
     }
-
-
-def layers_in_child(pte: Path, *, tosa: Path | None = None, threshold_db: float =
-                    DEFAULT_SQNR_THRESHOLD_DB, timeout: float = 600.0) -> dict:  # fmt: skip
-    """:func:`program_layers` in a child process (torch stays out of the console); raises
-    LayersError with one line."""
-    from etu.runner.isolated import ChildError, json_child
-
-    argv = [str(pte), str(threshold_db)] + ([str(tosa)] if tosa else [])
-    try:
-        return json_child("etu.runner.layers", *argv, what="the per-layer comparison",
-                          timeout=timeout)  # fmt: skip
-    except ChildError as error:
-        raise LayersError(str(error)) from None
-
-
-def _child_record(pte: str, threshold: str, tosa: str | None = None) -> dict:
-    return program_layers(Path(pte), tosa=Path(tosa) if tosa else None,
-                          threshold_db=float(threshold))  # fmt: skip
-
-
-if __name__ == "__main__":
-    import sys
-
-    from etu.runner.isolated import print_json_record
-
-    raise SystemExit(print_json_record(_child_record, *sys.argv[1:]))

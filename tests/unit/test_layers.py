@@ -160,6 +160,16 @@ def test_a_program_without_a_float_model_or_a_graph_is_one_line(tmp_path, capsys
     assert "Traceback" not in captured.err
 
 
+def test_the_cpu_twin_is_not_taken_for_the_delegated_compile(capsys):
+    """demo_cnn_cpu.pte sits beside the delegated demo's compile record: that record's float
+    model is not proven to be the twin's, so no layers (one line), rather than a guess."""
+    twin = DEMO.with_name("demo_cnn_cpu.pte")
+    with pytest.raises(LayersError, match="another program's compile"):
+        program_layers(twin)
+    assert main(["compare", "--layers", "--pte", str(twin)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
 def test_a_session_or_a_program_is_needed(capsys):
     assert main(["compare", "--layers"]) == 2
     assert "--layers --pte PROGRAM.pte" in capsys.readouterr().err
