@@ -24,6 +24,7 @@ BENCHMARKS = [
     "benchmarks.bench_reference",
     "benchmarks.bench_runtime_build",
     "benchmarks.bench_npu_model",
+    "benchmarks.bench_layers",
 ]
 
 
