@@ -380,3 +380,96 @@ def usb_port(device: str, vid_pid: str | None = None, serial_number: str | None 
     port.serial_number, port.location = serial_number, location
     port.description = f"stand-in for {vid_pid or 'a serial port'}"
     return port
+
+
+class Rfc2217Peer:
+    """An RFC 2217 server (pyserial's own ``PortManager``, the protocol side etu's client
+    did not write) in front of a :class:`Pty`: what etu writes reaches ``pty.master`` and
+    what the test writes there reaches etu, as through ser2net. A pty carries no modem
+    lines (Linux refuses the modem-line ioctls on it, whoever opens it: ser2net too), so
+    the server keeps the DTR and RTS changes the client asks for in ``changes``:
+    (line, state, host time), in order."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self.pty = Pty()
+        self.changes: list[tuple[str, bool, float]] = []
+        self.error: BaseException | None = None
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.1)
+        self.url = f"rfc2217://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def line_changes(self, line: str) -> list[tuple[bool, float]]:
+        return [(state, at) for name, state, at in self.changes if name == line]
+
+    def _serve(self) -> None:
+        try:
+            while not self._stop.is_set():
+                try:
+                    conn, _ = self._listener.accept()
+                except TimeoutError:
+                    continue
+                with conn:
+                    self._connection(conn)
+        except BaseException as error:  # reported by the test
+            self.error = error
+
+    def _connection(self, conn) -> None:
+        from serial.rfc2217 import PortManager
+
+        lock = threading.Lock()
+
+        class Connection:
+            def write(self, data: bytes) -> None:
+                with lock:
+                    conn.sendall(data)
+
+        manager = PortManager(_ModemLines(self), Connection())
+        while not self._stop.is_set():
+            ready, _, _ = select.select([conn, self.pty.slave], [], [], 0.05)
+            if conn in ready:
+                data = conn.recv(4096)
+                if not data:
+                    return
+                for chunk in manager.filter(data):
+                    os.write(self.pty.slave, chunk)
+            if self.pty.slave in ready:
+                data = os.read(self.pty.slave, 4096)
+                with lock:
+                    conn.sendall(b"".join(manager.escape(data)))
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._listener.close()
+        self.pty.close()
+
+
+class _ModemLines:
+    """The serial port an RFC 2217 PortManager drives: settings are kept, DTR and RTS
+    changes are recorded on the peer, the input lines read inactive."""
+
+    baudrate, bytesize, parity, stopbits = 115200, 8, "N", 1
+    rtscts = xonxoff = break_condition = False
+    cts = dsr = ri = cd = False
+
+    def __init__(self, peer: Rfc2217Peer) -> None:
+        self._peer = peer
+        self._lines = {"dtr": False, "rts": False}
+
+    def _set(self, line: str, state: bool) -> None:
+        self._lines[line] = state
+        self._peer.changes.append((line, bool(state), time.time()))
+
+    dtr = property(lambda self: self._lines["dtr"], lambda self, v: self._set("dtr", v))
+    rts = property(lambda self: self._lines["rts"], lambda self, v: self._set("rts", v))
+
+    def reset_input_buffer(self) -> None:
+        return None
+
+    def reset_output_buffer(self) -> None:
+        return None

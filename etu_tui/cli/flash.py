@@ -32,6 +32,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="where recorded sessions go (default .etu/sessions)")  # fmt: skip
     parser.add_argument("--json", action="store_true",
                         help="JSON Lines: progress records, then the result")  # fmt: skip
+    parser.add_argument("--reset", choices=("dtr", "rts", "none"), default=None,
+                        help="pulse this modem line on the port before flashing, to reset "
+                             "the board into its bootloader (default: the profile's)")  # fmt: skip
 
 
 # What to give when a flash method's need is missing (runner.boards.flash.NeedMissing).
@@ -87,6 +90,7 @@ def _flash_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int
         NeedMissing,
         flash_board,
         flashed_session_meta,
+        method_resets,
         monitor_source,
         parse_file_spec,
     )
@@ -103,11 +107,14 @@ def _flash_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int
         if not file.path.is_file():
             raise CommandError(f"{file.path}: no such file")
     printer = ProgressPrinter(out, err, args.json)
+    if args.reset not in (None, "none") and not method_resets(profile):
+        printer.status(f"--reset: the {profile.method} method resets the board itself")
     try:
         link = pick_ports(profile, port=args.port, mcc_port=args.mcc_port, drive=args.drive,
                           monitor=args.monitor)  # fmt: skip
         result = flash_board(profile, files, link, timelimit=args.timelimit,
-                             status=printer.status, progress=printer.progress)  # fmt: skip
+                             status=printer.status, progress=printer.progress,
+                             reset=args.reset)  # fmt: skip
     except NeedMissing as error:
         # a port nobody gave or found: bad arguments (2); a drive or probe: the flash (8)
         status = 2 if error.need in ("port", "mcc_port") else FLASH_FAILED

@@ -14,11 +14,17 @@ from etu.tui.cli.echo import Echo
 from etu.tui.cli.errors import notice
 
 
-def echo(*, events_as_json: bool, as_json: bool, out: TextIO, err: TextIO) -> Echo:
+def echo(
+    *, events_as_json: bool, as_json: bool, out: TextIO, err: TextIO, timestamps: str | None = None
+) -> Echo:
     """The run's listener: its log lines (text), or each event as JSON Lines
-    (``events_as_json``); a port lost or back is said on stderr in text mode."""
+    (``events_as_json``); a port lost or back is said on stderr in text mode. With
+    ``timestamps`` (wall, start, delta) each text line starts with its arrival time, as
+    the Run tab's log shows it in the same time mode."""
     from etu.parsers.runner_events import LogLine
     from etu.tui.safe_text import printable
+
+    stamp = line_stamper(timestamps) if timestamps else None
 
     def render(event) -> str | None:
         if events_as_json:
@@ -26,12 +32,37 @@ def echo(*, events_as_json: bool, as_json: bool, out: TextIO, err: TextIO) -> Ec
         if as_json:
             return None
         if isinstance(event, LogLine):
-            return printable(event.text)
+            text = printable(event.text)
+            return stamp() + text if stamp is not None else text
         if type(event).__name__ in ("PortLost", "PortGap"):
             notice(err, printable(json.dumps(event.to_json())))
         return None
 
     return Echo(render, out, err)
+
+
+# --timestamps names → the Run tab log's time modes (etu.tui.widgets.run_log.TIME_MODES).
+TIME_MODE_OF = {"wall": "absolute", "start": "relative", "delta": "delta"}
+
+
+def line_stamper(name: str) -> Callable[[], str]:
+    """Called as each line arrives (on the reader thread): its time column, formatted by
+    the Run tab log's own ``time_text`` so the two never disagree."""
+    import time
+
+    from etu.tui.widgets.run_log import time_text
+
+    mode = TIME_MODE_OF[name]
+    start = time.time()
+    before: list[float] = []
+
+    def stamp() -> str:
+        now = time.time()
+        text = time_text(mode, now, start, before[0] if before else None)
+        before[:] = [now]
+        return text
+
+    return stamp
 
 
 def follow(
@@ -96,7 +127,16 @@ def streamed_summary(raw: Path) -> dict:
     return summary.to_json()
 
 
-def follow_board(source, meta: dict, sessions: Path, *, as_json: bool, out: TextIO, err: TextIO):
+def follow_board(
+    source,
+    meta: dict,
+    sessions: Path,
+    *,
+    as_json: bool,
+    out: TextIO,
+    err: TextIO,
+    timestamps: str | None = None,
+):
     """A board's byte source (a port, QEMU's pty) recorded as a ``board`` session and
     followed to its ending (`etu monitor`, `etu flash --monitor`)."""
     from etu.runner.run import RunController
@@ -104,7 +144,8 @@ def follow_board(source, meta: dict, sessions: Path, *, as_json: bool, out: Text
     label = meta.get("label")
     if label and label != "board" and not as_json:
         notice(err, label)
-    listener = echo(events_as_json=False, as_json=as_json, out=out, err=err)
+    listener = echo(events_as_json=False, as_json=as_json, out=out, err=err,
+                    timestamps=timestamps)  # fmt: skip
     try:
         controller = RunController(
             sessions=sessions, kind="board", meta=meta, listener=listener, source=source

@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import TextIO
 
 HELP = "watch a board's serial port: parse the runner log live and record a session"
+# --timestamps: the Run tab log's time modes (absolute, relative, delta), by the CLI's names.
+TIMESTAMPS = ("wall", "start", "delta")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +35,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--json", action="store_true",
         help="print the etu log --json summary with the session folder at the end",
     )  # fmt: skip
+    parser.add_argument(
+        "--reset", choices=("dtr", "rts", "none"), default=None,
+        help="pulse this modem line before monitoring, to reset the board (default: the "
+             "board profile's reset, else none)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--eol", choices=("crlf", "cr", "lf"), default=None,
+        help="the line ending sent after each line typed on stdin (default: the board "
+             "profile's, else crlf)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--timestamps", choices=TIMESTAMPS, default=None,
+        help="prefix each printed line with its arrival time: wall (clock time), start "
+             "(seconds since the start), delta (seconds since the line before)",
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
@@ -44,8 +61,9 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 def _monitor_port(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     from etu.runner.boards.profiles import ProfileError, get_profile
     from etu.runner.boards.source import PortError, SerialSource
+    from etu.runner.boards.terminal import DEFAULT_EOL, StdinPump
     from etu.runner.session import board_session_meta
-    from etu.tui.cli.errors import CommandError
+    from etu.tui.cli.errors import CommandError, notice
     from etu.tui.cli.follow import follow_board
 
     settings: dict = {"baudrate": 115200}
@@ -63,8 +81,22 @@ def _monitor_port(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         source.open()
     except PortError as error:
         raise CommandError(str(error)) from None
+    try:
+        line = args.reset or (profile.reset if profile else None)
+        if line and line != "none":
+            notice(err, f"pulsing {line.upper()} on {args.port}")
+            try:
+                source.pulse(line)
+            except PortError as error:
+                raise CommandError(str(error)) from None
+        eol = args.eol or (profile.eol if profile else DEFAULT_EOL)
+        StdinPump(source.send, eol=eol, say=lambda text: notice(err, text)).start()
+    except BaseException:
+        source.close()
+        raise
     meta = board_session_meta(
         board=profile.name if profile else None, label=profile.label if profile else None,
         port=args.port, baud=settings["baudrate"], target=profile.target if profile else None,
     )  # fmt: skip
-    return follow_board(source, meta, args.sessions, as_json=args.json, out=out, err=err)
+    return follow_board(source, meta, args.sessions, as_json=args.json, out=out, err=err,
+                        timestamps=args.timestamps)  # fmt: skip

@@ -20,6 +20,7 @@ from etu.parsers.errors import describe_error
 from etu.runner.boards.profiles import BoardProfile, Prompt
 from etu.runner.boards.prompts import PromptTimeout, expect
 from etu.runner.boards.source import PortError, open_port
+from etu.runner.boards.terminal import pulse_line
 from etu.runner.boards.transfer import Progress, TransferError, xmodem_send
 
 PLACEMENT_MAGIC = (b"\xc0\x5a", b"\x5a\xc0")
@@ -429,17 +430,21 @@ class FlashRequest:
     timelimit: float | None = None
     status: Status = lambda text: None
     progress: ProgressFn | None = None
+    reset: str | None = None  # the modem line pulsed before flashing (dtr, rts)
 
 
 @dataclass(frozen=True, slots=True)
 class FlashMethod:
     """One transfer: its ``transfer.method`` name, what it cannot flash without
-    (``needs``), what it uses when given (``uses``: a port to monitor), and ``flash``."""
+    (``needs``), what it uses when given (``uses``: a port to monitor), and ``flash``;
+    ``resets``: it pulses the profile's reset line on its port before flashing (the other
+    methods reset the board themselves: the MCC's reboot, the probe, QEMU)."""
 
     name: str
     needs: tuple[str, ...]
     flash: Callable[[FlashRequest], FlashResult]
     uses: tuple[str, ...] = ()
+    resets: bool = False
 
 
 FLASH_METHODS: dict[str, FlashMethod] = {}
@@ -463,9 +468,24 @@ def method_of(profile: BoardProfile) -> FlashMethod:
 
 
 def _wiseeye2(request: FlashRequest) -> FlashResult:
-    assert request.link.port is not None
-    return flash_wiseeye2(request.profile, request.files, request.link.port,
-                          status=request.status, progress=request.progress)  # fmt: skip
+    """With a reset line, the port is opened and the line pulsed first: the board restarts
+    into its bootloader without a hand on its reset button."""
+    port = request.link.port
+    assert port is not None
+    handle = None
+    if request.reset is not None:
+        try:
+            handle = open_port(port, request.profile.serial_settings)
+        except PortError as error:
+            raise FlashError(str(error)) from None
+        request.status(f"pulsing {request.reset.upper()} on {port} to reset the board")
+        try:
+            pulse_line(handle, request.reset)
+        except Exception as error:  # serial.SerialException, OSError (a pty has no lines)
+            handle.close()
+            raise FlashError(f"{port}: {request.reset.upper()} not pulsed: {error}") from None
+    return flash_wiseeye2(request.profile, request.files, port, status=request.status,
+                          progress=request.progress, handle=handle)  # fmt: skip
 
 
 def _mps3(request: FlashRequest) -> FlashResult:
@@ -501,7 +521,7 @@ def _qemu(request: FlashRequest) -> FlashResult:
     return flash_qemu(request.profile, request.files, timelimit=request.timelimit)
 
 
-register(FlashMethod("xmodem-wiseeye2", ("port",), _wiseeye2))
+register(FlashMethod("xmodem-wiseeye2", ("port",), _wiseeye2, resets=True))
 register(FlashMethod("mps3-drive", ("mcc_port", "drive"), _mps3, uses=("port",)))
 register(FlashMethod("pyocd", ("probe",), _pyocd, uses=("port",)))
 register(FlashMethod("qemu", (), _qemu))
@@ -524,6 +544,19 @@ def check_needs(profile: BoardProfile, link: BoardLink) -> BoardLink:
     return link
 
 
+def method_resets(profile: BoardProfile) -> bool:
+    """The profile's method pulses a reset line (it flashes through a port)."""
+    method = FLASH_METHODS.get(profile.method)
+    return method is not None and method.resets
+
+
+def reset_line(profile: BoardProfile, reset: str | None) -> str | None:
+    """The line to pulse: ``reset`` as given (``none``: no pulse), else the profile's."""
+    if reset is None:
+        return profile.reset
+    return None if reset == "none" else reset
+
+
 def flash_board(
     profile: BoardProfile,
     files: list[FlashFile],
@@ -532,12 +565,16 @@ def flash_board(
     timelimit: float | None = None,
     status: Status = lambda text: None,
     progress: ProgressFn | None = None,
+    reset: str | None = None,
 ) -> FlashResult:
     """Flash with the profile's registered method (the CLI and the Boards tab both come
-    here, with a link from ports.pick_ports)."""
+    here, with a link from ports.pick_ports); ``reset`` (dtr, rts, none; None: the
+    profile's) is pulsed first by a method that flashes through a port, and ignored by the
+    others, which reset the board themselves."""
     method = method_of(profile)
     link = check_needs(profile, link)
-    return method.flash(FlashRequest(profile, files, link, timelimit, status, progress))
+    line = reset_line(profile, reset) if method.resets else None
+    return method.flash(FlashRequest(profile, files, link, timelimit, status, progress, line))
 
 
 def monitor_source(

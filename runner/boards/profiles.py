@@ -16,6 +16,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from etu.runner.boards.terminal import DEFAULT_EOL, LINE_ENDINGS, RESET_LINES
+
 BUILTIN_DIR = Path(__file__).resolve().parent / "profiles"
 ENV_DIR = "ETU_BOARDS_DIR"
 METHODS = ("xmodem-wiseeye2", "xmodem", "mps3-drive", "pyocd", "qemu")
@@ -54,6 +56,8 @@ class BoardProfile:
     memory_regions: tuple[str, ...]  # NAME:ORIGIN:LENGTH
     standin: dict = field(default_factory=dict)
     label: str | None = None  # how runs on it are labelled (e.g. the emulated board)
+    reset: str | None = None  # the modem line (dtr, rts) pulsed before flashing/monitoring
+    eol: str = "crlf"  # a typed line's ending: cr, lf or crlf
 
     def matches(self, vid: int | None, pid: int | None) -> bool:
         return vid is not None and (vid, pid) in self.usb
@@ -94,6 +98,8 @@ class BoardProfile:
             "memory": {"preset": self.memory_preset, "regions": list(self.memory_regions)},
             "standin": self.standin,
             "label": self.label,
+            "reset": self.reset,
+            "eol": self.eol,
         }
 
 
@@ -223,6 +229,12 @@ class _Reader:
         framing = self.get(serial, "serial", "framing", str, default="8N1")
         if not FRAMING.fullmatch(framing):
             raise self.fail("serial", "framing", f"{framing!r} is not like 8N1")
+        reset = self.get(serial, "serial", "reset", str)
+        if reset is not None and reset not in RESET_LINES:
+            raise self.fail("serial", "reset", f"{reset!r}: the lines are {', '.join(RESET_LINES)}")
+        eol = self.get(serial, "serial", "eol", str, default=DEFAULT_EOL)
+        if eol not in LINE_ENDINGS:
+            raise self.fail("serial", "eol", f"{eol!r}: line endings are {', '.join(LINE_ENDINGS)}")
         transfer = self.table(data, "transfer")
         method = self.get(transfer, "transfer", "method", str, required=True)
         if method not in METHODS:
@@ -263,6 +275,8 @@ class _Reader:
             memory_regions=tuple(regions),
             standin=dict(self.table(data, "standin")),
             label=self.get(data, "", "label", str),
+            reset=reset,
+            eol=eol,
         )
 
     def _check_transfer(self, method: str, transfer: dict) -> None:

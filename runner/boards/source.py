@@ -156,6 +156,7 @@ class SerialSource:
         self._handle = handle
         self._initial = initial
         self._stop = threading.Event()
+        self._write_lock = threading.Lock()  # a typed line and a reset pulse, one at a time
         self._verdict_at: float | None = None
         self._thread: threading.Thread | None = None
         self._on_output: Callable[[bytes, str], None] = lambda c, s: None
@@ -194,6 +195,37 @@ class SerialSource:
 
     def verdict_reached(self) -> None:
         self._verdict_at = time.monotonic()
+
+    # ------------------------------------------------------------------ the terminal
+    def send(self, data: bytes) -> None:
+        """Write ``data`` to the board (a typed line, stdin passed through), from any
+        thread but the UI's; PortError when the port is not open (gone, or ended)."""
+        with self._write_lock:
+            handle = self._live_handle()
+            try:
+                handle.write(data)
+                handle.flush()
+            except (serial.SerialException, OSError, AttributeError, TypeError) as error:
+                raise PortError(f"{self.port}: not sent: {first_line(str(error))}") from None
+
+    def pulse(self, line: str, seconds: float | None = None) -> None:
+        """Pulse DTR or RTS (runner.boards.terminal.pulse_line): the board's reset or boot
+        pin, when its USB bridge wires one to it. PortError when the port is not open."""
+        from etu.runner.boards.terminal import PULSE_SECONDS, pulse_line
+
+        with self._write_lock:
+            handle = self._live_handle()
+            try:
+                pulse_line(handle, line, PULSE_SECONDS if seconds is None else seconds)
+            except (serial.SerialException, OSError, AttributeError, TypeError) as error:
+                text = first_line(str(error))
+                raise PortError(f"{self.port}: {line.upper()} not pulsed: {text}") from None
+
+    def _live_handle(self):
+        handle = self._handle
+        if handle is None or self.exited.is_set():
+            raise PortError(f"{self.port}: the port is not open")
+        return handle
 
     def wait(self, timeout: float | None = None) -> bool:
         return self.exited.wait(timeout)

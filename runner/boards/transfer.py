@@ -146,7 +146,7 @@ class _Port:
 
     def putc(self, data: bytes, timeout: float = 1) -> int | None:
         try:
-            if self.handle.write_timeout is None:
+            if self.handle.write_timeout is None and bounded_writes(self.handle):
                 self.handle.write_timeout = max(timeout, 10)
             written = self.handle.write(data)  # no tcdrain: the peer's answer is the wait
         except (serial.SerialException, OSError) as error:
@@ -154,6 +154,13 @@ class _Port:
             raise
         self.wire_out += written or 0
         return written or None
+
+
+def bounded_writes(handle) -> bool:
+    """The handle takes a write time-out. pyserial's RFC 2217 client refuses every write
+    once one is set (NotImplementedError, "write_timeout is currently not supported"):
+    an XMODEM transfer through ser2net would fail on its first block."""
+    return not type(handle).__module__.endswith(".rfc2217")
 
 
 def xmodem_send(
