@@ -373,11 +373,7 @@ class OutputsPane(Static):
             if row is not None:
                 lines.append(comparison_line(row))
         if comparison is not None:
-            tolerances = f"rtol {comparison['rtol']:g}, atol {comparison['atol']:g}"
-            missing = comparison.get("missing_outputs") or []
-            gone = f" · outputs {missing} not printed" if missing else ""
-            lines.append(Content.styled(f"  vs host reference, inputs all ones, {tolerances}{gone}",
-                                        "dim"))  # fmt: skip
+            lines.append(comparison_footer(comparison))
         if simulated:  # last, whatever else is known: the target side is made up
             if comparison is not None:
                 text = SIMULATED_OUTPUTS.replace("; they prove", ": the deployment side proves")
@@ -427,6 +423,19 @@ def comparison_line(row: dict) -> Content:
     head = ("  ✓ host", "$text-success bold") if row["passed"] else ("  ✗ host", "$text-error bold")
     extra = f" · {printable(row['note'])}" if row.get("note") else ""
     return Content.assemble(head, (figures + extra, "dim" if row["passed"] else ""))
+
+
+def comparison_footer(comparison: dict) -> Content:
+    """What the outputs were compared on: the run's inputs (bundled ones, or all ones, the
+    fallback; an older record without ``inputs`` was all ones) and the tolerances."""
+    from etu.runner.compare import ONES_INPUTS
+
+    inputs = comparison.get("inputs") if isinstance(comparison.get("inputs"), dict) else None
+    used = printable(str((inputs or ONES_INPUTS).get("source")))
+    tolerances = f"rtol {comparison['rtol']:g}, atol {comparison['atol']:g}"
+    missing = comparison.get("missing_outputs") or []
+    gone = f" · outputs {missing} not printed" if missing else ""
+    return Content.styled(f"  vs host reference, inputs {used}, {tolerances}{gone}", "dim")
 
 
 class OperatorsPane(Static):

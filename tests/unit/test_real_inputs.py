@@ -204,3 +204,15 @@ def test_the_demo_runs_on_random_inputs_and_compare_says_so(tmp_path):
     assert str(saved) in record["reference"]
     text = etu(["compare", session], env, timeout=300).stdout
     assert "inputs: random:7 (range [0, " in text and "deployment exact" in text
+
+
+def test_the_run_tabs_outputs_pane_names_the_inputs_compared_on() -> None:
+    from etu.tui.widgets.run_panes import comparison_footer
+
+    record = {"rtol": 1e-3, "atol": 1e-5, "missing_outputs": [],
+              "inputs": {"kind": "random", "source": "random:7"}}  # fmt: skip
+    assert "inputs random:7, rtol 0.001" in comparison_footer(record).plain
+    older = {"rtol": 1e-3, "atol": 1e-5}  # a compare.json from before inputs were recorded
+    assert "inputs all ones (fallback)" in comparison_footer(older).plain
+    hostile = {**record, "inputs": {"kind": "file", "source": "x\x1b[2J.npz"}}
+    assert "\x1b" not in comparison_footer(hostile).plain
