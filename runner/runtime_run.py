@@ -8,6 +8,7 @@ model: sessions say so in their label. The run ends when the runner exits (SYSRE
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -79,6 +80,28 @@ def npu_bridge_for(elf: Path) -> NpuBridge | None:
     return bridge_for(Path(elf), load_record(Path(elf).parent))
 
 
+@dataclass
+class QemuRun:
+    """What a run of a runner ELF on the emulated board starts: QEMU's argv, the session's
+    meta, and the byte source when etu serves the runner's NPU part (else the process)."""
+
+    argv: list[str]
+    meta: dict
+    source: BridgedSource | None
+
+
+def prepare_qemu_run(elf: Path) -> QemuRun:
+    """The run of ``elf``; raises QemuMissing or BridgeError (one line each)."""
+    elf = Path(elf).resolve()
+    bridge = npu_bridge_for(elf)
+    argv = qemu_argv(elf, bridge)
+    meta = qemu_meta(elf)
+    if bridge is None:
+        return QemuRun(argv, meta, None)
+    meta.update(label=NPU_LABEL, npu_model=bridge.executor.name)
+    return QemuRun(argv, meta, BridgedSource(argv, bridge))
+
+
 def run_on_qemu(
     elf: Path,
     *,
@@ -88,16 +111,10 @@ def run_on_qemu(
     meta: dict | None = None,
 ) -> RunController:
     """Start the runner ELF on QEMU; the caller waits on the returned controller."""
-    elf = Path(elf).resolve()
-    bridge = npu_bridge_for(elf)
-    argv = qemu_argv(elf, bridge)
-    extra = {} if bridge is None else {
-        "label": NPU_LABEL, "npu_model": bridge.executor.name,
-    }  # fmt: skip
-    source = None if bridge is None else BridgedSource(argv, bridge)
+    run = prepare_qemu_run(elf)
     return RunController(
-        argv, sessions=sessions, kind="qemu", meta={**qemu_meta(elf), **extra, **(meta or {})},
-        listener=listener, time_limit=time_limit, source=source,
+        run.argv, sessions=sessions, kind="qemu", meta={**run.meta, **(meta or {})},
+        listener=listener, time_limit=time_limit, source=run.source,
     ).start()  # fmt: skip
 
 

@@ -353,7 +353,7 @@ class RunPanel(Vertical):
             try:
                 controller = RunController(
                     plan.argv or None, sessions=root, kind=plan.kind, meta=plan.meta,
-                    listener=bridge, env=env, npu=plan.npu, source=source,
+                    listener=bridge, env=env, npu=plan.npu, source=source or plan.source,
                 )  # fmt: skip
             except BaseException:
                 bridge.close()

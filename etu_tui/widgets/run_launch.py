@@ -24,7 +24,7 @@ from etu.parsers.errors import describe_error
 from etu.parsers.fit import FAIL, OK, check_fit
 from etu.parsers.runner_events import Event
 from etu.runner.process import ProcessStats
-from etu.runner.run import RunListener, RunOutcome
+from etu.runner.run import ByteSource, RunListener, RunOutcome
 from etu.runner.run_model import Chunk, LaunchInfo, split_events
 from etu.runner.runtime_run import QEMU_BOARD
 from etu.tui.screens.open_file import OpenFileScreen
@@ -45,6 +45,7 @@ class LaunchPlan:
     info: LaunchInfo = field(default_factory=lambda: LaunchInfo([]))
     npu: str | None = None
     kind: str = "command"
+    source: ByteSource | None = None  # what the run reads, when not argv's process
 
 
 def target_kind(target: str) -> str:
@@ -53,7 +54,8 @@ def target_kind(target: str) -> str:
 
 
 def qemu_launch(elf: Path) -> LaunchInfo:
-    """The emulated board's command for ``elf`` (QEMU mps3-an547, UART0 on stdout)."""
+    """The emulated board's command for ``elf`` (QEMU mps3-an547, UART0 on stdout), for
+    the header's preview: nothing is started or allocated."""
     from etu.runner.runtime_run import QemuMissing, qemu_argv
 
     try:
@@ -63,14 +65,26 @@ def qemu_launch(elf: Path) -> LaunchInfo:
     return LaunchInfo(argv, simulator=argv[0], found_via="PATH", target=QEMU_BOARD, emulated=True)
 
 
+def qemu_plan(elf: Path) -> LaunchPlan:
+    """The run of ``elf`` on the emulated board, with etu's NPU bridge when the runner was
+    built with it (runner.runtime_run.prepare_qemu_run)."""
+    from etu.runner.npu_bridge import BridgeError
+    from etu.runner.runtime_run import QemuMissing, prepare_qemu_run
+
+    try:
+        run = prepare_qemu_run(elf)
+    except (QemuMissing, BridgeError) as error:
+        raise LaunchError(str(error)) from None
+    info = LaunchInfo(run.argv, simulator=run.argv[0], found_via="PATH", target=QEMU_BOARD,
+                      emulated=True)  # fmt: skip
+    return LaunchPlan(run.argv, run.meta, info, None, "qemu", run.source)
+
+
 def launch_plan(target: str, elf: Path, limit: int | None) -> LaunchPlan:
     """The plan for running ``elf`` on ``target`` (an FVP's target or the emulated board).
     Blocking (it looks for the simulator); raises LaunchError with one line."""
     if target == QEMU_BOARD:
-        from etu.runner.runtime_run import qemu_meta
-
-        info = qemu_launch(elf)
-        return LaunchPlan(info.command, qemu_meta(elf), info, None, "qemu")
+        return qemu_plan(elf)
     launch = prepare_fvp_launch(target, elf, FvpOptions(timelimit=limit))
     info = LaunchInfo(
         list(launch.argv),
@@ -91,6 +105,14 @@ def start_failure(error: Exception, root: Path) -> str:
     return describe_error(error)
 
 
+def serves_npu(elf: Path | None) -> bool:
+    """Whether ``elf`` is a runner built with etu's NPU bridge (its build record says)."""
+    from etu.runner.runtime_build import load_record
+
+    options = (load_record(elf.parent) or {}).get("options") if elf is not None else None
+    return bool(isinstance(options, dict) and options.get("npu_bridge"))
+
+
 def same_file(a: Path, b: Path) -> bool:
     try:
         return a.resolve() == b.resolve()
@@ -106,10 +128,18 @@ def preflight(
     against the firmware to be run (``firmware``: the Memory tab's FirmwareResult)."""
     problems: list[str] = []
     if target == QEMU_BOARD:
-        if program_target:  # an Ethos-U command stream: nothing there runs it
+        if program_target and program_target.startswith("ethos-u85"):
             problems.append(
-                f"the program is compiled for the Ethos-U ({program_target}); the "
-                "emulated board has no NPU: run its CPU twin (etu compile --no-delegate)"
+                f"the program is compiled for {program_target}: the emulated board's NPU "
+                "runs Ethos-U55/U65 command streams only (U85 is not emulated yet)"
+            )
+        elif program_target and not serves_npu(elf):
+            name = elf.name if elf is not None else "the firmware"
+            problems.append(
+                f"the program is compiled for the Ethos-U ({program_target}); {name} has no "
+                "NPU driver layer: build the runner for this program (etu firmware build "
+                "PROGRAM --board qemu-an547, and etu serves its NPU part) or run its CPU "
+                "twin (etu compile --no-delegate)"
             )
         return problems
     fw = firmware

@@ -1,0 +1,74 @@
+"""The Run tab runs a delegated program on the emulated board: the workspace's runner was
+built with etu's NPU bridge (`etu firmware build --board qemu-an547`, found by the one
+firmware rule), the run starts QEMU with the bridge, and the Ethos-U part is served by etu.
+Real build (cached tree), real QEMU."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from etu.tui.app import EtuApp
+from textual.widgets import Select
+
+from tests.console.test_app_run import _run_tab, _wait, _wait_end
+from tests.console_helpers import SIZE
+from tests.helpers import DEMO
+from tests.real_runner import build, runtime_environment
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.runtime_build,
+    pytest.mark.skipif(shutil.which("qemu-system-arm") is None, reason="no qemu-system-arm"),
+    pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="no cross gcc"),
+]
+
+
+@pytest.fixture
+def bridged_workspace(tmp_path: Path) -> Path:
+    """The demo program with its Vela folder and, where the rule looks first for the
+    emulated board, its runner built with the NPU bridge."""
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    shutil.copyfile(DEMO / "demo_cnn.pte", folder / "demo_cnn.pte")
+    shutil.copytree(DEMO / "vela", folder / "vela")
+    env = runtime_environment()
+    record = build(folder / "demo_cnn.pte", folder / "demo_cnn.qemu-an547", env)
+    assert record["options"]["npu_bridge"]
+    return folder
+
+
+async def test_the_run_tab_runs_the_delegated_demo_on_the_emulated_board(bridged_workspace):
+    app = EtuApp(bridged_workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        panel = await _run_tab(pilot)
+        app.query_one("#run-target", Select).value = "qemu-an547"
+        await _wait(pilot, lambda: panel.elf is not None and "qemu-an547" in str(panel.elf))
+        assert panel.preflight() == []  # a delegated program: this runner serves its NPU
+        assert panel.start_run()
+        await _wait_end(pilot, panel)
+        live = panel.live
+        assert live.outcome is not None and live.outcome.reason == "success", live.outcome
+        meta = json.loads((live.folder / "meta.json").read_text())
+        assert "Ethos-U bridge" in meta["label"] and meta["npu_model"]
+        lines = [live.store.entry(i)[4] for i in range(live.store.total)]
+        assert any("etu-npu: delegate 0:" in line for line in lines)
+        assert sum(line.startswith("Output[0][") for line in lines) == 10
+
+
+async def test_a_delegated_program_with_a_runner_without_the_bridge_is_flagged(tmp_path):
+    """The workspace's stand-in firmware has no NPU driver layer: the pre-flight says what to
+    build (before, the delegated program on the emulated board was refused outright)."""
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    shutil.copyfile(DEMO / "demo_cnn.pte", folder / "demo_cnn.pte")
+    shutil.copytree(DEMO / "firmware", folder / "firmware")
+    app = EtuApp(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        panel = await _run_tab(pilot)
+        app.query_one("#run-target", Select).value = "qemu-an547"
+        await _wait(pilot, lambda: panel.elf is not None and panel.preflight() != [])
+        (problem,) = panel.preflight()
+        assert "no NPU driver layer" in problem and "--board qemu-an547" in problem
