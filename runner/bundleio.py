@@ -297,3 +297,19 @@ def make_bundled(
     partial.write_bytes(data)
     partial.replace(out)
     return out
+
+
+def firmware_inputs(elf: Path) -> dict | None:
+    """The inputs a firmware etu built runs on (its ``etu_firmware.json`` beside the ELF):
+    the bundled ones, or all ones (the fallback); None for firmware etu did not build, or a
+    BundleIO build that did not record them."""
+    from etu.runner.runtime_build import load_record
+
+    record = load_record(Path(elf).parent)
+    if record is None:
+        return None
+    options = record.get("options") if isinstance(record.get("options"), dict) else {}
+    inputs = options.get("inputs")
+    if isinstance(inputs, dict):
+        return inputs
+    return None if options.get("bundleio") else dict(ONES)

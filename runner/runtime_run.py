@@ -121,9 +121,11 @@ def run_on_qemu(
 def qemu_meta(elf: Path) -> dict:
     """What a session on the emulated board records about it: its label and target, the ELF
     and its hash, and the program baked into it (runner.session.firmware_meta)."""
+    from etu.runner.bundleio import firmware_inputs
     from etu.runner.session import firmware_meta
 
     elf = Path(elf).resolve()
+    inputs = firmware_inputs(elf)  # which inputs the runner reads (etu compare uses them)
     return {
         "board": QEMU_BOARD,
         "label": QEMU_LABEL,
@@ -131,6 +133,7 @@ def qemu_meta(elf: Path) -> dict:
         **firmware_meta(elf),
         "simulated": False,
         "emulated": True,
+        **({"inputs": inputs} if inputs is not None else {}),
     }
 
 

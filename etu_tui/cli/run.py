@@ -166,41 +166,25 @@ def _board_run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         out.write((json.dumps({"argv": argv}) if args.json else " ".join(argv)) + "\n")
         return 0
     notice(err, qemu_label(Path(elf)))
-    meta = {"program": str(args.pte)} if args.pte else {}
-    inputs = _firmware_inputs(Path(elf))
+    from etu.runner.bundleio import firmware_inputs
+
+    inputs = firmware_inputs(Path(elf))  # the session's meta records them (qemu_meta)
     if inputs is not None:
         from etu.tui.cli.firmware import inputs_line
 
-        meta["inputs"] = inputs
         notice(err, inputs_line(inputs))
     time_limit = float(args.timelimit) if args.timelimit else 60.0
     listener = echo(events_as_json=args.json, as_json=args.json, out=out, err=err)
     try:
         controller = run_on_qemu(
             Path(elf), sessions=args.sessions, listener=listener, time_limit=time_limit,
-            meta=meta or None,
+            meta={"program": str(args.pte)} if args.pte else None,
         )  # fmt: skip
     except BridgeError as error:  # the NPU part cannot be served: nothing started
         raise CommandError(f"run: {error}", status=2) from None
     status = follow(controller, as_json=args.json, out=out, err=err)
     _explain_fault(controller, Path(elf), err)
     return status
-
-
-def _firmware_inputs(elf: Path) -> dict | None:
-    """The inputs the firmware beside its etu build record runs on: the bundled ones, or
-    all ones (the fallback); None for firmware etu did not build."""
-    from etu.runner.bundleio import ONES
-    from etu.runner.runtime_build import load_record
-
-    record = load_record(Path(elf).parent)
-    if record is None:
-        return None
-    options = record.get("options") if isinstance(record.get("options"), dict) else {}
-    inputs = options.get("inputs")
-    if isinstance(inputs, dict):
-        return inputs
-    return None if options.get("bundleio") else dict(ONES)
 
 
 def _explain_fault(controller, elf: Path, err: TextIO) -> None:

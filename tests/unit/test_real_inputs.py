@@ -216,3 +216,17 @@ def test_the_run_tabs_outputs_pane_names_the_inputs_compared_on() -> None:
     assert "inputs all ones (fallback)" in comparison_footer(older).plain
     hostile = {**record, "inputs": {"kind": "file", "source": "x\x1b[2J.npz"}}
     assert "\x1b" not in comparison_footer(hostile).plain
+
+
+def test_a_session_on_the_emulated_board_records_the_firmwares_inputs(tmp_path):
+    from etu.runner.runtime_run import qemu_meta
+
+    elf = tmp_path / "arm_executor_runner.elf"
+    elf.write_bytes(b"\x7fELF" + bytes(60))
+    assert "inputs" not in qemu_meta(elf)  # not built by etu: not known
+    record = tmp_path / "etu_firmware.json"
+    record.write_text(json.dumps({"options": {"bundleio": False}}))
+    assert qemu_meta(elf)["inputs"] == {"kind": "ones", "source": "all ones (fallback)"}
+    chosen = {"kind": "file", "source": "cat.npy", "file": str(tmp_path / "inputs.npz")}
+    record.write_text(json.dumps({"options": {"bundleio": True, "inputs": chosen}}))
+    assert qemu_meta(elf)["inputs"] == chosen
