@@ -93,7 +93,11 @@ class DecodedStream:
 
     @property
     def shram_bytes(self) -> int:
-        return (self.config.shram_size if self.config else 0) * 1024
+        """One core's SHRAM (the config word counts every core's: U65-512 has two cores)."""
+        if self.config is None:
+            return 0
+        cores = 2 if self.config.target == "ethos-u65-512" else 1
+        return self.config.shram_size * 1024 // cores
 
 
 def decode_cmd_data(cmd_data: bytes, what: str = "command stream") -> DecodedStream:

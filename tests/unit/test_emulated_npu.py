@@ -98,6 +98,7 @@ def test_more_networks_run_on_the_emulated_board_and_equal_the_reference(tmp_pat
     log = session_lines(session)
     calls = sum(f"etu-npu: delegate {i}:" in log for i in range(4))
     assert calls == (2 if cls == "CpuBetween" else 1)
+    assert log.count("executed by etu's Ethos-U model") == calls
     got = printed_outputs(session)
     expected = reference_outputs(pte, env)
     assert got and got == pytest.approx(expected, abs=1e-6)
