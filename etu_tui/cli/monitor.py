@@ -76,7 +76,9 @@ def _monitor_port(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         settings = profile.serial_settings
     if args.baud:
         settings["baudrate"] = args.baud
-    source = SerialSource(args.port, settings, timelimit=args.timelimit, settle=args.settle)
+    source = SerialSource(args.port, settings, timelimit=args.timelimit, settle=args.settle,
+                          eol=profile.eol if profile else DEFAULT_EOL,
+                          reset=profile.reset if profile else None)  # fmt: skip
     try:
         source.open()
     except PortError as error:

@@ -55,6 +55,7 @@ from etu.tui.widgets.run_panes import (
     per_inference,
     session_name,
 )
+from etu.tui.widgets.send_box import SendBox
 from etu.tui.widgets.triage import missing_fix, missing_operator_lines
 from textual import on
 from textual.app import ComposeResult
@@ -116,6 +117,7 @@ class RunPanel(Vertical):
                 yield PastRunsList(id="run-past", capacity=self.capacity)
         yield OutputsPane(id="run-outputs")  # full width: a verdict line is ~75 columns
         yield LogBox(id="run-log-box")
+        yield SendBox(id="run-send")  # a line to the board: only in a live board session
 
     def on_mount(self) -> None:
         self._show_controls()
@@ -325,7 +327,10 @@ class RunPanel(Vertical):
         def prepare() -> LaunchPlan:
             return LaunchPlan([], dict(meta), launch, None, "board")
 
-        return self._begin(prepare, sessions_root(self.workspace), source=source, launch=launch)
+        run_id = self._begin(prepare, sessions_root(self.workspace), source=source, launch=launch)
+        if hasattr(source, "send"):
+            self.query_one(SendBox).attach(source)
+        return run_id
 
     def _begin(
         self,
@@ -448,6 +453,7 @@ class RunPanel(Vertical):
 
     def _after_run(self) -> None:
         self._heap.thaw()
+        self.query_one(SendBox).detach()
         if self.live is not None:
             self._after_session(self.live)
         if self.shown is self.live:
@@ -644,6 +650,8 @@ class RunPanel(Vertical):
             return (self.workspace is not None and not self.running) or None
         if action == "stop_run":
             return self.running or None
+        if action in ("focus_send", "pulse_reset"):  # a live board session only
+            return self.query_one(SendBox).attached
         return True
 
     def action_start_run(self) -> None:
@@ -671,6 +679,12 @@ class RunPanel(Vertical):
 
         self.app.push_screen(PreflightScreen(problems), callback=chosen)
         return False
+
+    def action_focus_send(self) -> None:
+        self.query_one(SendBox).focus_input()
+
+    def action_pulse_reset(self) -> None:
+        self.query_one(SendBox).pulse()
 
     def action_stop_run(self) -> None:
         self.stop_run()

@@ -600,7 +600,7 @@ def monitor_source(
         if result.handle is not None:
             result.handle.baudrate = baud
     return SerialSource(result.port, settings, timelimit=timelimit, handle=result.handle,
-                        initial=result.initial)  # fmt: skip
+                        initial=result.initial, eol=profile.eol, reset=profile.reset)  # fmt: skip
 
 
 def flashed_session_meta(

@@ -140,10 +140,16 @@ class SerialSource:
         settle: float = 1.0,
         handle=None,
         initial: bytes = b"",
+        eol: str = "crlf",
+        reset: str | None = None,
     ) -> None:
         """``handle``: a port already open (flashing used it); ``initial``: bytes already
-        read from it (what followed the last prompt), recorded first."""
+        read from it (what followed the last prompt), recorded first; ``eol`` and
+        ``reset``: the board's line ending and reset line (its profile's), for a front end
+        that types to it or pulses its reset (the Run tab's send box)."""
         self.port = port
+        self.eol = eol
+        self.reset = reset
         self.settings = dict(settings or {})
         self.exclusive = exclusive
         self.reconnect = reconnect
