@@ -213,8 +213,11 @@ def tosa_layers(graph_data: bytes, inputs: list, where: str) -> list[TosaLayer]:
     for name, _op, _kind in ends:
         if name not in outputs:
             block.addOutput(name)
-    with quiet_stdout():
-        results, status = tosa_reference_model.run(serializer.serialize(), inputs)
+    try:
+        with quiet_stdout():
+            results, status = tosa_reference_model.run(serializer.serialize(), inputs)
+    except (ValueError, RuntimeError) as error:  # the model refuses the graph or its inputs
+        raise LayersError(f"{where}: the TOSA reference model: {error}") from None
     if status != tosa_reference_model.GraphStatus.TOSA_VALID:
         raise LayersError(f"{where}: the TOSA reference model ended with {status.name}")
     arrays = dict(zip(block.outputs, results, strict=False))
@@ -507,10 +510,11 @@ def program_layers(
                           "does not say: the float model cannot take the same inputs")  # fmt: skip
     try:
         data = read_regular(model_path, "a saved float model", 4 * GiB)
-        with quiet_stdout():
-            from io import BytesIO
+        from io import BytesIO
 
+        with quiet_stdout(silent=True):  # torch logs a traceback of its own for a bad file
             exported = torch.export.load(BytesIO(data))
+        with quiet_stdout():
             floats = float_nodes(exported, made)
     except (ParseError, OSError) as error:
         raise LayersError(f"{model_path}: {error}") from None

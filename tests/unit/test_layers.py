@@ -160,6 +160,21 @@ def test_a_program_without_a_float_model_or_a_graph_is_one_line(tmp_path, capsys
     assert "Traceback" not in captured.err
 
 
+def test_a_float_model_that_is_not_one_is_one_line_without_a_traceback(tmp_path):
+    import subprocess
+    import sys
+
+    program = _copy_demo(tmp_path, keep=(".json", ".tosa", ".pt2"))
+    (tmp_path / "vela" / "etu_float_model.pt2").write_bytes(b"not a zip archive")
+    done = subprocess.run([sys.executable, "-m", "etu.tui.cli", "compare", "--layers", "--pte",
+                           str(program)], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT)  # fmt: skip
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    (line,) = [text for text in done.stderr.splitlines() if text.startswith("etu: ")]
+    assert "etu_float_model.pt2" in line
+
+
 def test_the_cpu_twin_is_not_taken_for_the_delegated_compile(capsys):
     """demo_cnn_cpu.pte sits beside the delegated demo's compile record: that record's float
     model is not proven to be the twin's, so no layers (one line), rather than a guess."""
