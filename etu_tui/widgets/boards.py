@@ -71,6 +71,14 @@ class FlashFailed(Message):
 
 
 @dataclass
+class ResetPulsed(Message):
+    """A reset pulse on the picked port ended: what happened, in one line."""
+
+    text: str
+    error: bool = False
+
+
+@dataclass
 class BoardMonitorRequested(Message):
     """For the App: show the Run tab and feed its panes from ``source``."""
 
@@ -373,6 +381,52 @@ class BoardsPanel(Vertical):
             return
         self._status(f"flashed; monitoring {message.label} in the Run tab")
         self.post_message(BoardMonitorRequested(message.source, message.meta, message.label))
+
+    # -- reset -----------------------------------------------------------------------------
+
+    def action_pulse_reset(self) -> bool:
+        """Pulse the profile's reset line (else DTR) on the picked port, from a worker: the
+        board restarts (into its bootloader, for a flash by hand). False: nothing to pulse."""
+        if self.flashing:
+            self._status("flashing: the port is busy", error=True)
+            return False
+        picked = self.query_one("#boards-port", Select).value
+        if picked in (EMULATED_PORT, Select.BLANK):
+            self._status("pick a serial port to reset (the emulated board has no lines)",
+                         error=True)  # fmt: skip
+            return False
+        name = self.query_one("#boards-profile", Select).value
+        profile = self.profiles.get(name) if isinstance(name, str) else None
+        line = (profile.reset if profile else None) or "dtr"
+        settings = profile.serial_settings if profile else {"baudrate": 115200}
+        self._status(f"pulsing {line.upper()} on {printable(str(picked))}…")
+        self.run_worker(partial(self._pulse_in_thread, str(picked), settings, line),
+                        thread=True, group="boards-reset", exit_on_error=False)  # fmt: skip
+        return True
+
+    def _pulse_in_thread(self, port: str, settings: dict, line: str) -> None:
+        from etu.runner.boards.source import PortError, open_port
+        from etu.runner.boards.terminal import pulse_line
+
+        try:
+            handle = open_port(port, settings)
+        except PortError as error:
+            text = str(error)
+            if "held by" in text:
+                text += " (a session on the Run tab: ctrl+t there)"
+            self.post_message(ResetPulsed(text, error=True))
+            return
+        try:
+            pulse_line(handle, line)
+        except Exception as error:  # serial.SerialException, OSError: a pty has no lines
+            self.post_message(ResetPulsed(f"{port}: {line.upper()} not pulsed: {error}", True))
+            return
+        finally:
+            handle.close()
+        self.post_message(ResetPulsed(f"{line.upper()} pulsed on {port}: the board resets"))
+
+    def on_reset_pulsed(self, message: ResetPulsed) -> None:
+        self._status(message.text, error=message.error)
 
     def _status(self, text: str, *, error: bool = False) -> None:
         self.last_status = text

@@ -86,3 +86,41 @@ async def test_a_line_typed_in_the_send_box_reaches_the_board(workspace, peer, s
         assert not box.display and not box.attached  # the session ended: the box went
         await pilot.press("ctrl+t")
         assert len(peer.line_changes("dtr")) == before + 2
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_the_boards_tab_pulses_the_picked_ports_reset(workspace, peer, monkeypatch,
+                                                            size) -> None:  # fmt: skip
+    """ctrl+t on the Boards tab: the profile's reset line (else DTR) pulsed on the picked
+    port, opened and closed by a worker; a port without modem lines says so in one line."""
+    from etu.tui.widgets.boards import BoardsPanel
+    from textual.widgets import Select
+
+    from tests.board_peers import Pty, usb_port
+
+    pty = Pty()
+    monkeypatch.setattr("serial.tools.list_ports.comports",
+                        lambda: [usb_port(peer.url), usb_port(pty.path)])  # fmt: skip
+    app = EtuApp(workspace)
+    try:
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            await pilot.press("B")
+            panel = app.query_one(BoardsPanel)
+            await wait_until(pilot, lambda: len(panel.ports) == 2, what="the ports listed")
+            app.query_one("#boards-profile", Select).value = "wiseeye2"
+            app.query_one("#boards-port", Select).value = peer.url
+            await pilot.press("ctrl+t")
+            await wait_until(pilot, lambda: "pulsed" in panel.last_status,
+                             what=f"status: {panel.last_status}")  # fmt: skip
+            assert panel.last_status == f"DTR pulsed on {peer.url}: the board resets"
+            assert [state for state, _ in peer.line_changes("dtr")][-2:] == [False, True]
+
+            app.query_one("#boards-port", Select).value = pty.path
+            await pilot.press("ctrl+t")
+            await wait_until(pilot, lambda: "not pulsed" in panel.last_status,
+                             what=f"status: {panel.last_status}")  # fmt: skip
+            assert panel.last_status.startswith(f"{pty.path}: DTR not pulsed: ")
+            assert "\n" not in panel.last_status
+    finally:
+        pty.close()
