@@ -20,6 +20,7 @@ refused with one line.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -205,12 +206,14 @@ def check_operand_scaling(op: NpuOperation) -> None:
 
 @dataclass(slots=True)
 class Regions:
-    """Host copies of the request's regions; the written ones go back to the board."""
+    """Host copies of the request's regions; the written ones go back to the board. Regions
+    whose base addresses overlap (a runner may pass one buffer twice) share one copy."""
 
     memory: BoardMemory
     request: InvokeRequest
     data: dict[int, np.ndarray] = field(default_factory=dict)
-    written: set[int] = field(default_factory=set)
+    spans: dict[int, tuple[int, np.ndarray]] = field(default_factory=dict)  # start → copy
+    written: set[int] = field(default_factory=set)  # starts of written spans
     shram: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
 
     def region(self, number: int, what: str) -> np.ndarray:
@@ -220,9 +223,27 @@ class Regions:
                 raise BridgeError(f"{what}: region {number} has no base address (the invoke "
                                   f"passed {len(self.request.bases)})")  # fmt: skip
             base = self.request.bases[number]
-            raw = self.memory.read(base.address, base.size, f"{what} region {number}")
-            found = self.data[number] = np.frombuffer(raw, np.uint8).copy()
+            start, copy = self._span(base.address, base.size, f"{what} region {number}")
+            offset = base.address - start
+            found = self.data[number] = copy[offset : offset + base.size]
         return found
+
+    def _span(self, address: int, size: int, what: str) -> tuple[int, np.ndarray]:
+        """The copy of the DDR holding [address, address + size): the union of every base
+        that overlaps it, read once."""
+        start, end = address, address + size
+        grown = True
+        while grown:
+            grown = False
+            for base in self.request.bases:
+                low, high = base.address, base.address + base.size
+                overlaps = base.size > 0 and low < end and start < high
+                if overlaps and (low < start or high > end):
+                    start, end, grown = min(start, low), max(end, high), True
+        if start not in self.spans:
+            raw = self.memory.read(start, end - start, what)
+            self.spans[start] = (end - start, np.frombuffer(raw, np.uint8).copy())
+        return start, self.spans[start][1]
 
     def read(self, number: int, offset: int, size: int, what: str) -> np.ndarray:
         data = self.region(number, what)
@@ -233,12 +254,16 @@ class Regions:
 
     def write(self, number: int, offset: int, values: np.ndarray, what: str) -> None:
         self.read(number, offset, values.size, what)[:] = values
-        self.written.add(number)
+        self.mark_written(number)
+
+    def mark_written(self, number: int) -> None:
+        base = self.request.bases[number]
+        self.written.add(next(start for start, (size, _) in self.spans.items()
+                              if start <= base.address < start + max(size, 1)))  # fmt: skip
 
     def flush(self) -> None:
-        for number in sorted(self.written):
-            base = self.request.bases[number]
-            self.memory.write(base.address, self.data[number].tobytes(), f"region {number}")
+        for start in sorted(self.written):
+            self.memory.write(start, self.spans[start][1].tobytes(), "the NPU's regions")
 
 
 def element_offsets(fm: FeatureMap, height: int, width: int, depth: int) -> np.ndarray:
@@ -287,7 +312,7 @@ def write_feature_map(regions: Regions, fm: FeatureMap, values: np.ndarray, what
         data[offsets] = raw.view(np.uint8)
     else:
         data[offsets[..., None] + np.arange(size)] = raw.view(np.uint8).reshape(*values.shape, size)
-    regions.written.add(fm.region)
+    regions.mark_written(fm.region)
 
 
 def _check_offsets(offsets: np.ndarray, size: int, limit: int, region: int, what: str) -> None:
@@ -431,7 +456,8 @@ def load_weights(regions: Regions, op: NpuOperation, decoded: DecodedStream) -> 
         shape = (channels.size, kernel.height, kernel.width, in_depth)
         layout = (shape, ublocks, core_block, depthwise, part_kernel, ifm_bits, decomposition)
         key = (stream.tobytes(), layout)
-        volume = _DECODED_WEIGHTS.get(key)
+        with _DECODED_LOCK:
+            volume = _DECODED_WEIGHTS.get(key)
         if volume is None:
             order = brick_permutation(*layout)
             values = np.asarray(mlw_codec.decode(bytearray(key[0])), dtype=np.int64)
@@ -441,15 +467,17 @@ def load_weights(regions: Regions, op: NpuOperation, decoded: DecodedStream) -> 
             volume = np.zeros(int(np.prod(shape)), np.int64)
             used = order >= 0
             volume[order[used]] = values[: order.size][used]
-            if len(_DECODED_WEIGHTS) >= DECODED_WEIGHTS_KEPT:
-                _DECODED_WEIGHTS.pop(next(iter(_DECODED_WEIGHTS)))
-            _DECODED_WEIGHTS[key] = volume
+            with _DECODED_LOCK:  # bridges of parallel runs serve from their own threads
+                if len(_DECODED_WEIGHTS) >= DECODED_WEIGHTS_KEPT:
+                    _DECODED_WEIGHTS.pop(next(iter(_DECODED_WEIGHTS)))
+                _DECODED_WEIGHTS[key] = volume
         weights[channels] = volume.reshape(shape)
     return ChannelParams(weights, bias, scale, shift)
 
 
 DECODED_WEIGHTS_KEPT = 512  # weight streams: the same bytes decode the same at every invoke
 _DECODED_WEIGHTS: dict[tuple, np.ndarray] = {}
+_DECODED_LOCK = threading.Lock()
 
 
 # -- operations -------------------------------------------------------------------------------

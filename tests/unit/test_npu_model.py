@@ -399,3 +399,18 @@ def test_the_executor_can_be_chosen_and_a_refused_choice_says_why(monkeypatch):
     with pytest.raises(BridgeError) as raised:
         executor_for(DEMO, choice="model")
     assert str(raised.value) == f"{DEMO}: delegate 0: {reason}"
+
+
+def test_regions_that_share_memory_share_one_copy(memory):
+    """A runner may pass the same buffer as scratch and fast scratch: a write through one
+    region is read through the other, and both reach the board."""
+    from etu.runner.npu_model import Regions
+
+    memory.write(SCRATCH, bytes(range(64)), "test")
+    bases = (Base(WEIGHTS, 16, WEIGHTS), Base(SCRATCH, 64, SCRATCH), Base(SCRATCH + 32, 64, 0))
+    regions = Regions(memory, InvokeRequest(1, COMMANDS, 4, bases))
+    regions.write(2, 0, np.full(8, 0xEE, np.uint8), "test")
+    assert regions.read(1, 32, 8, "test").tolist() == [0xEE] * 8
+    assert regions.read(1, 0, 2, "test").tolist() == [0, 1]
+    regions.flush()
+    assert memory.read(SCRATCH + 30, 12, "test") == bytes([30, 31]) + b"\xee" * 8 + bytes([40, 41])
