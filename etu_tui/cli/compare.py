@@ -77,7 +77,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         if program is None:
             raise CommandError(f"{args.session}: the session names no program file; pass "
                                "--pte PROGRAM.pte")  # fmt: skip
-        layers = program_layers_record(program, args)
+        layers = program_layers_record(program, args, inputs=_session_inputs(args.session))
         record = {**record, "layers": layers["layers"], "layers_summary": layers["layers_summary"]}
     if args.json:
         out.write(json.dumps(record) + "\n")
@@ -88,14 +88,33 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     return 0 if record["passed"] else 1
 
 
-def program_layers_record(program: Path, args: argparse.Namespace) -> dict:
-    """The per-layer comparison of ``program`` (``--layers``), or a one-line error."""
+def _session_inputs(folder: Path) -> Path | None:
+    """The inputs the session's run read (its saved file; None: all ones), as the outputs'
+    comparison takes them: the layers are compared on the same ones."""
+    from etu.runner.compare import CompareError, inputs_file, session_inputs, session_outputs
+
+    try:
+        inputs = session_inputs(session_outputs(folder)[1])
+        if inputs["kind"] == "bundle":
+            raise CompareError("a BundleIO run whose inputs etu did not record: compare "
+                               "its layers with --layers --pte PROGRAM.pte (all ones)")  # fmt: skip
+        return inputs_file(inputs)
+    except CompareError as error:
+        raise CommandError(f"{folder}: {first_line(str(error))}") from None
+
+
+def program_layers_record(
+    program: Path, args: argparse.Namespace, inputs: Path | None = None
+) -> dict:
+    """The per-layer comparison of ``program`` (``--layers``) on ``inputs`` (None: all
+    ones), or a one-line error."""
     from etu.runner.layers import LayersError, program_layers
 
     if not Path(program).is_file():
         raise CommandError(f"{program}: no such program file")
     try:
-        return program_layers(Path(program), tosa=args.tosa, threshold_db=args.sqnr_threshold)
+        return program_layers(Path(program), tosa=args.tosa, inputs=inputs,
+                              threshold_db=args.sqnr_threshold)  # fmt: skip
     except (LayersError, OSError, ValueError, RuntimeError) as error:
         raise CommandError(first_line(str(error)) or describe_error(error)) from None
 

@@ -242,3 +242,17 @@ def test_a_session_compared_with_layers_keeps_its_outputs_and_adds_the_layers(tm
     main(["compare", str(session), "--layers"])
     text = capsys.readouterr().out
     assert "output 0 deployment" in text and "weakest layer: " in text
+    assert record["layers_summary"]["inputs"] == "all ones"
+    # a run on saved inputs: its layers are compared on those, as its outputs are
+    import numpy
+
+    saved = tmp_path / "inputs.npz"
+    numpy.savez(saved, numpy.random.default_rng(3).random((1, 3, 32, 32), dtype="float32"))
+    meta_path = session / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta["inputs"] = {"kind": "file", "source": "inputs.npz", "file": str(saved)}
+    meta_path.write_text(json.dumps(meta))
+    main(["compare", str(session), "--layers", "--json"])
+    record = json.loads(capsys.readouterr().out)
+    assert record["inputs"]["kind"] == "file"
+    assert record["layers_summary"]["inputs"] == f"from {saved}"
