@@ -64,18 +64,26 @@ def calibration_ranges(samples: Sequence[Sequence]) -> list[dict]:
     return [r for r in ranges if r["min"] is not None]
 
 
-def input_ranges(pte: Path, count: int) -> list[dict]:
-    """Where ``random:SEED`` draws each input: {index, min, max, basis}."""
+INTEGER_RANGES = {"Char": (-128, 127), "Byte": (0, 255), "Short": (-32768, 32767)}
+
+
+def input_ranges(pte: Path, specs: Sequence[tuple[tuple[int, ...], str]]) -> list[dict]:
+    """Where ``random:SEED`` draws each input (``specs``: shape, dtype per input):
+    {index, min, max, basis}."""
     recorded = {r["index"]: r for r in _recorded_calibration(pte)}
     quantized = _quantize_ranges(pte)
     ranges = []
-    for k in range(count):
+    for k, (_shape, dtype) in enumerate(specs):
         if k in recorded:
             r = recorded[k]
             basis = "the calibration range the compile recorded"
             ranges.append({"index": k, "min": r["min"], "max": r["max"], "basis": basis})
         elif k in quantized:
             ranges.append({"index": k, **quantized[k]})
+        elif dtype in INTEGER_RANGES:  # an integer input the NPU reads as it is
+            low, high = INTEGER_RANGES[dtype]
+            basis = f"the input's whole {dtype} range: no calibration range recorded"
+            ranges.append({"index": k, "min": low, "max": high, "basis": basis})
         else:
             low, high = DEFAULT_RANGE
             basis = "[0, 1): no calibration range recorded, no input quantisation known"
@@ -168,7 +176,7 @@ def random_inputs(pte: Path, seed: int) -> tuple[list, dict]:
     import torch
 
     specs = input_specs(pte)
-    ranges = input_ranges(pte, len(specs))
+    ranges = input_ranges(pte, specs)
     generator = torch.Generator().manual_seed(seed)
     tensors = []
     for (shape, dtype), r in zip(specs, ranges, strict=True):

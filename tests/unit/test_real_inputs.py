@@ -230,3 +230,14 @@ def test_a_session_on_the_emulated_board_records_the_firmwares_inputs(tmp_path):
     chosen = {"kind": "file", "source": "cat.npy", "file": str(tmp_path / "inputs.npz")}
     record.write_text(json.dumps({"options": {"bundleio": True, "inputs": chosen}}))
     assert qemu_meta(elf)["inputs"] == chosen
+
+
+def test_an_integer_input_with_no_recorded_range_is_drawn_over_its_whole_dtype(tmp_path):
+    from etu.runner.bundleio import input_ranges
+
+    pte = demo_copy(tmp_path, vela=False)
+    specs = [((1, 3, 32, 32), "Float"), ((1, 8), "Char"), ((1, 8), "Long")]
+    quantized, int8, other = input_ranges(pte, specs)
+    assert "quantisation range" in quantized["basis"]
+    assert (int8["min"], int8["max"]) == (-128, 127) and "whole Char range" in int8["basis"]
+    assert (other["min"], other["max"]) == (0.0, 1.0) and other["basis"].startswith("[0, 1)")
