@@ -41,8 +41,10 @@ def parse_inputs_option(text: str) -> tuple[str, Path | int]:
     path = Path(text)
     if path.suffix not in (".npy", ".npz"):
         raise BundleError(f"--inputs {text}: expected FILE.npy, FILE.npz or random:SEED")
-    if not path.is_file():
+    if not path.exists():
         raise BundleError(f"{path}: no such inputs file")
+    if not path.is_file():  # a FIFO, a device, a folder: read_regular would refuse it too
+        raise BundleError(f"{path}: not a regular file (an inputs file is read whole)")
     return "file", path
 
 

@@ -43,6 +43,17 @@ def test_a_bad_inputs_option_is_one_line(text: str, problem: str) -> None:
     assert "\n" not in str(caught.value)
 
 
+def test_an_inputs_path_that_is_not_a_regular_file_is_one_line(tmp_path) -> None:
+    import os
+
+    from etu.runner.bundleio import BundleError, parse_inputs_option
+
+    fifo = tmp_path / "inputs.npz"
+    os.mkfifo(fifo)  # opening it to read would wait for a writer forever
+    with pytest.raises(BundleError, match="not a regular file"):
+        parse_inputs_option(str(fifo))
+
+
 def test_random_inputs_of_a_program_compiled_elsewhere_use_its_quantisation_range(tmp_path):
     from etu.runner.bundleio import choose_inputs
 
