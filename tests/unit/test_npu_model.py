@@ -414,3 +414,16 @@ def test_regions_that_share_memory_share_one_copy(memory):
     assert regions.read(1, 0, 2, "test").tolist() == [0, 1]
     regions.flush()
     assert memory.read(SCRATCH + 30, 12, "test") == bytes([30, 31]) + b"\xee" * 8 + bytes([40, 41])
+
+
+def test_the_fallbacks_answer_says_why_in_one_short_line(monkeypatch, memory):
+    reason = "operation 3 (NPU_OP_POOL): activation tanh is not supported by " + MODEL_NAME
+    monkeypatch.setattr(npu_model, "unsupported_reason", lambda decoded: reason * 3)
+    executor = executor_for(DEMO)
+    delegate = demo_delegate()
+    weights, scratch_size = delegate_blocks(DEMO)[0]
+    request, _ = prepared_request(memory, delegate, weights, scratch_size, seed=3)
+    answer = executor.execute(request, memory)
+    assert answer.status == 0 and len(answer.text) <= 200 and "\n" not in answer.text
+    assert "computed by the TOSA reference model (command stream not executed); etu's Ethos-U " \
+           "model: delegate 0: operation 3 (NPU_OP_POOL)" in answer.text  # fmt: skip
