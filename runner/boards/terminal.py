@@ -38,6 +38,14 @@ def typed_line(text: str, eol: str = DEFAULT_EOL) -> bytes:
     return text.encode("utf-8") + LINE_ENDINGS[eol]
 
 
+def in_foreground(fd: int) -> bool:
+    """``fd`` is not the controlling terminal of a background job (reading it is safe)."""
+    try:
+        return os.tcgetpgrp(fd) == os.getpgrp()
+    except OSError:  # not our controlling terminal: no job control applies to it
+        return True
+
+
 class StdinPump:
     """Standard input passed through to the board (``etu monitor``) from a thread of its
     own: on a terminal, line by line, each line's ``\\n`` replaced by the board's ending;
@@ -60,7 +68,10 @@ class StdinPump:
         self.thread = threading.Thread(target=self._run, name="etu-stdin", daemon=True)
 
     def start(self) -> StdinPump:
-        self.thread.start()
+        """Start reading, unless stdin is the terminal of a job in the background: a read
+        there would stop etu (SIGTTIN) until it is brought to the foreground."""
+        if not self.lines or in_foreground(self.fd):
+            self.thread.start()
         return self
 
     def _run(self) -> None:

@@ -6,6 +6,7 @@ pyserial's own RFC 2217 server in front of one (the bytes and the modem-line cha
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import time
@@ -227,3 +228,22 @@ def test_monitor_json_output_is_not_timestamped(tmp_path: Path) -> None:
         board.close()
     assert etu.returncode == 0, err
     assert json.loads(out.decode().splitlines()[-1])["lines"] == 5
+
+
+def test_a_background_job_does_not_read_its_terminal(monkeypatch) -> None:
+    """`etu monitor ... &` on a terminal: reading it would stop etu (SIGTTIN), so stdin is
+    left alone; in the foreground (or when the terminal is not etu's own) it is read."""
+    from etu.runner.boards.terminal import StdinPump
+
+    terminal = Pty()
+    try:
+        monkeypatch.setattr(os, "tcgetpgrp", lambda fd: os.getpgrp() + 1)
+        assert not StdinPump(lambda data: None, fd=terminal.slave).start().thread.is_alive()
+        monkeypatch.setattr(os, "tcgetpgrp", lambda fd: os.getpgrp())
+        sent: list[bytes] = []
+        pump = StdinPump(sent.append, fd=terminal.slave, eol="lf").start()
+        terminal.write(b"ok\r\n")
+        assert wait_for(lambda: sent == [b"ok\n"], 5), sent
+        assert pump.thread.is_alive()
+    finally:
+        terminal.close()
