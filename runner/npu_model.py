@@ -41,7 +41,6 @@ MODEL_NAME = "etu's Ethos-U model"
 DTYPES = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16,
           "int32": np.int32}  # fmt: skip
 DTYPE_RANGE = {name: (int(np.iinfo(t).min), int(np.iinfo(t).max)) for name, t in DTYPES.items()}
-CLIP_DTYPE = {"force uint8": "uint8", "force int8": "int8", "force int16": "int16"}
 SCALE_RECORD = 10  # bytes per output channel in a scale stream
 LUT_SLOT = 256  # bytes per LUT slot in SHRAM; the 8 slots are its last 2 KiB
 LUT_BYTES = 2048
@@ -55,6 +54,9 @@ ELEMENTWISE_MODES = {"add", "sub", "mul", "min", "max"}
 # NATURAL rounding); the rest is refused rather than guessed
 ROUNDINGS = {"tfl", "natural"}
 MAP_DTYPES = {"int8", "int32"}
+# the 16-bit ACTIVATION_MIN/MAX registers' extremes: what Vela writes for an int32 OFM, whose
+# values the clamp does not limit
+INT16_LIMITS = (-32768, 32767)
 # add/sub: which operand the 32-bit OPA scale rescales; the other is shifted left
 OPERAND_SCALED = {"opa 32-bit": 0, "opb 32-bit": 1}
 UNSCALED_OPERAND_SHIFT = 19  # 8-bit operands: Vela's input shift 20, halved
@@ -160,6 +162,8 @@ def check_supported(op: NpuOperation, decoded: DecodedStream) -> None:
         raise Unsupported(op, f"activation {activation.function}")
     if activation.clip_range != "ofm precision":
         raise Unsupported(op, f"activation clip range {activation.clip_range}")
+    if op.ofm.dtype == "int32" and (activation.minimum, activation.maximum) != INT16_LIMITS:
+        raise Unsupported(op, f"an int32 OFM clamped to {activation.minimum}..{activation.maximum}")
     if activation.function == "lut" and op.ofm.dtype != "int8":
         raise Unsupported(op, f"LUT activation with OFM {op.ofm.dtype}")
     if op.kind == "pool":
@@ -345,11 +349,11 @@ def apply_scale(
 
 
 def clamp_output(op: NpuOperation, values: np.ndarray) -> np.ndarray:
-    """The activation's min/max, then the OFM (or forced) precision's range."""
+    """The activation's min/max (not for an int32 OFM), then the OFM precision's range."""
     assert op.activation is not None and op.ofm is not None
-    low, high = DTYPE_RANGE[CLIP_DTYPE.get(op.activation.clip_range, op.ofm.dtype)]
-    values = np.clip(values, max(low, op.activation.minimum), min(high, op.activation.maximum))
     low, high = DTYPE_RANGE[op.ofm.dtype]
+    if op.ofm.dtype != "int32":
+        low, high = max(low, op.activation.minimum), min(high, op.activation.maximum)
     return np.clip(values, low, high)
 
 

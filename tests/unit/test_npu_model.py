@@ -60,6 +60,7 @@ EXTRA_PROGRAMS = {
     "cnn_u55_32": ("cnn", "ethos-u55-32"),
     "cnn_u65_512": ("cnn", "ethos-u65-512"),
     "mix_u65_512": ("npu_mix", "ethos-u65-512"),
+    "reversed_u55": ("ops_reversed", "ethos-u55-128"),
 }
 OPS_MORE_SHAPES = [(1, 8, 12, 12)]
 OPS_MORE_SOURCE = """
@@ -88,6 +89,26 @@ class OpsMore(nn.Module):
         pooled = nn.functional.avg_pool2d(gate, 3, stride=1, padding=1)
         return self.wide(pooled + diff), summed
 """
+OPS_REVERSED_SOURCE = """
+import torch
+from torch import nn
+
+
+class OpsReversed(nn.Module):
+    \"\"\"Binary operations whose first operand is a scalar (Vela reverses the operands
+    when the first one is the broadcast one).\"\"\"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(8, 16, 3, padding=1)
+
+    def forward(self, x: torch.Tensor):
+        a = self.conv(x)
+        flipped = 0.75 - a
+        return torch.maximum(flipped, a), 0.5 - flipped
+"""
+SOURCES = {"ops_more": ("OpsMore", OPS_MORE_SOURCE),
+           "ops_reversed": ("OpsReversed", OPS_REVERSED_SOURCE)}  # fmt: skip
 # program → its target (the bit-exact test count per configuration is reported from these)
 PROGRAMS = {
     "demo": "ethos-u55-128",
@@ -115,8 +136,8 @@ def build_extra(name: str) -> Path:
     """``program.pte`` of an EXTRA_PROGRAMS entry with its ``vela/`` folder, lowered once."""
     model, target = EXTRA_PROGRAMS[name]
     folder = _extra_cache_dir() / f"{name}-{model}-{target}"
-    if model == "ops_more":  # its source is here: key on it too
-        source_key = hashlib.sha256(OPS_MORE_SOURCE.encode()).hexdigest()[:8]
+    if model in SOURCES:  # its source is here: key on it too
+        source_key = hashlib.sha256(SOURCES[model][1].encode()).hexdigest()[:8]
         folder = folder.with_name(f"{folder.name}-{source_key}")
     with cache_lock(f"npu_model-{name}"):
         if not (folder / "program.pte").is_file():
@@ -136,10 +157,11 @@ def _lower_extra(name: str, folder: Path) -> None:
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         factory, shapes = module.NpuMix, npu_programs.MIX_SHAPES
-    elif model_name == "ops_more":
+    elif model_name in SOURCES:
         namespace: dict = {}
-        exec(compile(OPS_MORE_SOURCE, "ops_more", "exec"), namespace)
-        factory, shapes = namespace["OpsMore"], OPS_MORE_SHAPES
+        class_name, source = SOURCES[model_name]
+        exec(compile(source, model_name, "exec"), namespace)
+        factory, shapes = namespace[class_name], OPS_MORE_SHAPES
     else:
         factory, shapes = EXAMPLES[model_name]
     work = folder.with_name(folder.name + ".partial")
