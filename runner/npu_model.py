@@ -670,6 +670,11 @@ def run_stream(decoded: DecodedStream, memory: BoardMemory, request: InvokeReque
             summary.macs += execute_operation(regions, op, decoded)
         except Unsupported as error:
             raise BridgeError(str(error)) from None
+        except BridgeError as error:  # every line names its operation
+            text = str(error)
+            if not text.startswith(f"operation {op.index}"):
+                text = f"operation {op.index} ({op.command}): {text}"
+            raise BridgeError(text) from None
         summary.operations += 1
         if op.kind not in WAITS:
             summary.counts[op.kind] = summary.counts.get(op.kind, 0) + 1
