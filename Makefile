@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 DEPS_KEY := $(shell cat pyproject.toml | sha256sum | cut -c1-16)
 STAMP  := $(VENV)/.installed-$(DEPS_KEY)
 
-.PHONY: setup system-deps run test demo bench screenshots lint clean fuzz
+.PHONY: setup system-deps run test test-all demo bench screenshots lint clean fuzz
 
 setup: $(STAMP) system-deps
 
@@ -59,7 +59,12 @@ run: setup
 TEST_WORKERS ?= 2
 test: setup
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=30
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal -m "not npu_matrix" --durations=30
+
+# Everything, with the NPU model's whole configuration matrix (ten more lowered programs).
+test-all: setup
+	$(BIN)/lint-imports
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal --durations=30
 
 demo: setup
 	$(BIN)/python etu_tui/demo/build_demo.py

@@ -26,7 +26,7 @@ from etu.parsers.program_facts import DelegateInfo
 from etu.parsers.pte import Program
 from etu.parsers.vela_debug_db import DebugDb
 
-# -- the tables (checked against ethosu.vela.ethos_u55_regs by tests/unit/test_ethosu_commands)
+# -- the tables (checked against ethosu.vela.ethos_u55_regs by tests/process/test_ethosu_commands)
 
 CMD0: dict[int, str] = {  # commands without a payload word: operations and 16-bit registers
     0x000: "NPU_OP_STOP", 0x001: "NPU_OP_IRQ", 0x002: "NPU_OP_CONV",

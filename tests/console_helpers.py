@@ -51,3 +51,39 @@ async def palette_search(pilot, query: str, title: str) -> None:
     await wait_until(
         pilot, lambda: title in screen_text(pilot.app), what=f"the palette to list {title!r}"
     )
+
+
+RUN_TIMEOUT = 60.0
+
+
+async def open_run_tab(pilot):
+    """Switch to the Run tab (key ``u``) and return its panel, settled."""
+    from etu.tui.app import RUN_TAB
+    from textual.widgets import TabbedContent
+
+    from tools.screenshots import settle
+
+    await settle(pilot)
+    await pilot.press("u")
+    await pilot.pause()
+    await settle(pilot)
+    app = pilot.app
+    assert isinstance(app, EtuApp)
+    assert app.query_one(TabbedContent).active == RUN_TAB
+    return app.run_panel
+
+
+async def wait_run(pilot, condition, timeout: float = RUN_TIMEOUT, what: str = "") -> None:
+    await wait_until(pilot, condition, timeout=timeout, what=what)
+
+
+async def wait_run_end(pilot, panel) -> None:
+    """Until the panel's live run has ended (an outcome) or failed to start."""
+    from tools.screenshots import settle
+
+    def ended() -> bool:
+        live = panel.live
+        return live is not None and (live.outcome is not None or live.failure is not None)
+
+    await wait_run(pilot, ended, what="the run did not end")
+    await settle(pilot)

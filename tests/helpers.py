@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -29,3 +30,13 @@ def etu(
         [*ETU, *map(os.fsdecode, args)], capture_output=True, text=text, cwd=cwd,
         env={**base, "PYTHONPATH": str(ROOT), **(env or {})}, timeout=timeout, check=False,
     )  # fmt: skip
+
+
+def demo_workspace(folder: Path, *parts: str) -> Path:
+    """A copy of the demo workspace in ``folder``: the program and the given sub-folders
+    (``firmware``, ``vela``)."""
+    folder.mkdir(parents=True)
+    shutil.copyfile(DEMO / "demo_cnn.pte", folder / "demo_cnn.pte")
+    for part in parts:
+        shutil.copytree(DEMO / part, folder / part)
+    return folder

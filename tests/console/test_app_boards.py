@@ -5,7 +5,6 @@ that cannot start saying why in one line."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from serial.tools import list_ports_common
 from textual.widgets import ProgressBar, Select, TabbedContent
 
 from tests.console_helpers import wait_until
+from tests.helpers import demo_workspace
 from tools.screenshots import settle
 
 pytestmark = pytest.mark.anyio
@@ -26,11 +26,8 @@ SMALL = (80, 24)
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    folder = tmp_path / "demo"
-    folder.mkdir()
-    shutil.copyfile(DEMO / "demo_cnn.pte", folder / "demo_cnn.pte")
-    shutil.copytree(DEMO / "firmware", folder / "firmware")
-    return folder
+    """The demo program and its firmware (no Vela folder)."""
+    return demo_workspace(tmp_path / "demo", "firmware")
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -28,6 +27,7 @@ from tests.board_peers import (
     usb_port,
 )
 from tests.console_helpers import wait_until
+from tests.helpers import demo_workspace
 from tools.screenshots import settle
 
 pytestmark = pytest.mark.anyio
@@ -39,11 +39,8 @@ PROGRAM_SHA256 = hashlib.sha256((DEMO / "demo_cnn.pte").read_bytes()).hexdigest(
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    folder = tmp_path / "demo"
-    folder.mkdir()
-    shutil.copyfile(DEMO / "demo_cnn.pte", folder / "demo_cnn.pte")
-    shutil.copytree(DEMO / "firmware", folder / "firmware")
-    return folder
+    """The demo program and its firmware (no Vela folder)."""
+    return demo_workspace(tmp_path / "demo", "firmware")
 
 
 @pytest.fixture

@@ -13,8 +13,7 @@ import pytest
 from etu.tui.app import EtuApp
 from textual.widgets import Select
 
-from tests.console.test_app_run import _run_tab, _wait, _wait_end
-from tests.console_helpers import SIZE
+from tests.console_helpers import SIZE, open_run_tab, wait_run, wait_run_end
 from tests.helpers import DEMO
 from tests.real_runner import build, runtime_environment
 
@@ -43,12 +42,12 @@ def bridged_workspace(tmp_path: Path) -> Path:
 async def test_the_run_tab_runs_the_delegated_demo_on_the_emulated_board(bridged_workspace):
     app = EtuApp(bridged_workspace)
     async with app.run_test(size=SIZE) as pilot:
-        panel = await _run_tab(pilot)
+        panel = await open_run_tab(pilot)
         app.query_one("#run-target", Select).value = "qemu-an547"
-        await _wait(pilot, lambda: panel.elf is not None and "qemu-an547" in str(panel.elf))
+        await wait_run(pilot, lambda: panel.elf is not None and "qemu-an547" in str(panel.elf))
         assert panel.preflight() == []  # a delegated program: this runner serves its NPU
         assert panel.start_run()
-        await _wait_end(pilot, panel)
+        await wait_run_end(pilot, panel)
         live = panel.live
         assert live.outcome is not None and live.outcome.reason == "success", live.outcome
         meta = json.loads((live.folder / "meta.json").read_text())
@@ -67,8 +66,8 @@ async def test_a_delegated_program_with_a_runner_without_the_bridge_is_flagged(t
     shutil.copytree(DEMO / "firmware", folder / "firmware")
     app = EtuApp(folder)
     async with app.run_test(size=SIZE) as pilot:
-        panel = await _run_tab(pilot)
+        panel = await open_run_tab(pilot)
         app.query_one("#run-target", Select).value = "qemu-an547"
-        await _wait(pilot, lambda: panel.elf is not None and panel.preflight() != [])
+        await wait_run(pilot, lambda: panel.elf is not None and panel.preflight() != [])
         (problem,) = panel.preflight()
         assert "no NPU driver layer" in problem and "--board qemu-an547" in problem

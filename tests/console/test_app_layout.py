@@ -4,11 +4,9 @@ maximised. Real demo files and a real stand-in run."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
-from etu.fvp.standin import install_standin
 from etu.tui.app import EtuApp
 from etu.tui.widgets import InstructionsTable, LayerTable, LogView
 from textual.pilot import Pilot
@@ -63,26 +61,6 @@ async def test_npu_tab_shows_5_layers_at_80x24() -> None:
         layers = app.query_one(LayerTable)
         assert layers.row_count >= 5
         assert _rows_shown(layers) >= 5
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    shutil.copyfile(DEMO_PROGRAM, folder / DEMO_PROGRAM.name)
-    for sub in ("firmware", "vela"):
-        shutil.copytree(DEMO_WORKSPACE / sub, folder / sub)
-    return folder
-
-
-@pytest.fixture
-def standin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "fvp"
-    install_standin(folder)
-    monkeypatch.setenv("ETU_FVP_DIR", str(folder))
-    for name in ("ETU_STANDIN_FAULT", "ETU_STANDIN_INFERENCES", "ETU_STANDIN_LINE_DELAY"):
-        monkeypatch.delenv(name, raising=False)
-    return folder
 
 
 async def _finish_run(pilot: Pilot) -> None:

@@ -18,7 +18,6 @@ from pathlib import Path
 import psutil
 import pytest
 from etu.fvp.command import format_command
-from etu.fvp.standin import install_standin
 from etu.parsers.program_facts import program_target
 from etu.parsers.runner_events import LogLine, MemoryReport, PmuReport
 from etu.parsers.runner_log import RunnerLogParser, parse_log_bytes
@@ -43,7 +42,14 @@ from textual.content import Content
 from textual.pilot import Pilot
 from textual.widgets import Input, Select, Static, TabbedContent
 
-from tests.console_helpers import SIZE, palette_search, screen_text, wait_until
+from tests.console_helpers import (
+    SIZE,
+    open_run_tab,
+    palette_search,
+    screen_text,
+    wait_run,
+    wait_run_end,
+)
 from tools.screenshots import settle
 
 pytestmark = pytest.mark.anyio
@@ -54,55 +60,10 @@ RUN_TIMEOUT = 60.0
 STANDIN_ENV = ("ETU_STANDIN_FAULT", "ETU_STANDIN_INFERENCES", "ETU_STANDIN_LINE_DELAY")
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    """A copy of the demo workspace: program, firmware, Vela output (sessions land here)."""
-    folder = tmp_path / "demo"
-    folder.mkdir()
-    shutil.copyfile(DEMO, folder / DEMO.name)
-    shutil.copytree(DEMO.parent / "firmware", folder / "firmware")
-    shutil.copytree(DEMO.parent / "vela", folder / "vela")
-    return folder
-
-
-@pytest.fixture
-def standin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "fvp"
-    install_standin(folder)
-    monkeypatch.setenv("ETU_FVP_DIR", str(folder))
-    for name in STANDIN_ENV:
-        monkeypatch.delenv(name, raising=False)
-    return folder
-
-
-async def _run_tab(pilot: Pilot) -> RunPanel:
-    await settle(pilot)
-    await pilot.press("u")
-    await pilot.pause()
-    await settle(pilot)
-    app = pilot.app
-    assert isinstance(app, EtuApp)
-    assert app.query_one(TabbedContent).active == RUN_TAB
-    return app.run_panel
-
-
-async def _wait(pilot: Pilot, condition, timeout: float = RUN_TIMEOUT, what: str = "") -> None:
-    await wait_until(pilot, condition, timeout=timeout, what=what)
-
-
-async def _wait_end(pilot: Pilot, panel: RunPanel) -> None:
-    def ended() -> bool:
-        live = panel.live
-        return live is not None and (live.outcome is not None or live.failure is not None)
-
-    await _wait(pilot, ended, what="the run did not end")
-    await settle(pilot)
-
-
 async def _start_and_wait(pilot: Pilot) -> RunPanel:
-    panel = await _run_tab(pilot)
+    panel = await open_run_tab(pilot)
     await pilot.press("r")
-    await _wait_end(pilot, panel)
+    await wait_run_end(pilot, panel)
     return panel
 
 
@@ -122,13 +83,13 @@ def _footer(app: EtuApp) -> str:
 async def test_run_on_the_demo_firmware_succeeds(workspace: Path, standin: Path) -> None:
     app = EtuApp(workspace)
     async with app.run_test(size=SIZE) as pilot:
-        panel = await _run_tab(pilot)
+        panel = await open_run_tab(pilot)
         assert "STAND-IN FVP — numbers are simulated" in screen_text(app)
         simulator = _plain(app, "#run-simulator")
         assert simulator.startswith(" STAND-IN FVP — numbers are simulated ")
         assert f"{standin}/FVP_Corstone_SSE-300_Ethos-U55 (found via ETU_FVP_DIR)" in simulator
         await pilot.press("r")
-        await _wait_end(pilot, panel)
+        await wait_run_end(pilot, panel)
         live = panel.live
         assert live is not None and live.outcome is not None
         assert live.outcome.reason == "success", live.outcome
@@ -218,19 +179,19 @@ async def test_stop_during_a_hang_ends_as_killed(
     monkeypatch.setenv("ETU_STANDIN_FAULT", "hang")
     app = EtuApp(workspace)
     async with app.run_test(size=SIZE) as pilot:
-        panel = await _run_tab(pilot)
+        panel = await open_run_tab(pilot)
         await pilot.press("r")
         log = app.query_one(LogView)
 
         def started() -> bool:
             return any("Starting running" in line.text for _, line in log.rows())
 
-        await _wait(pilot, started, what="the hang run did not reach the inference")
+        await wait_run(pilot, started, what="the hang run did not reach the inference")
         assert panel.running and panel.live.outcome is None
         assert "s Stop" in _footer(app)
         assert app.query_one(RunBanner).state == "-running"
         await pilot.press("s")
-        await _wait_end(pilot, panel)
+        await wait_run_end(pilot, panel)
         assert panel.live.outcome.reason == "killed"
         banner = app.query_one(RunBanner)
         assert banner.state == "-warning" and "killed" in banner.text
@@ -244,9 +205,9 @@ async def test_quitting_during_a_run_leaves_no_simulator(
     monkeypatch.setenv("ETU_STANDIN_FAULT", "hang")
     app = EtuApp(workspace)
     async with app.run_test(size=SIZE) as pilot:
-        panel = await _run_tab(pilot)
+        panel = await open_run_tab(pilot)
         await pilot.press("r")
-        await _wait(pilot, lambda: panel.live.store.total > 5, what="the run did not start")
+        await wait_run(pilot, lambda: panel.live.store.total > 5, what="the run did not start")
         simulators = [
             child
             for child in psutil.Process().children(recursive=True)
@@ -278,14 +239,14 @@ async def test_no_fvp_found_says_where_it_looked(
     monkeypatch.delenv("EXECUTORCH_ROOT", raising=False)
     app = EtuApp(workspace)
     async with app.run_test(size=SIZE) as pilot:
-        panel = await _run_tab(pilot)
+        panel = await open_run_tab(pilot)
         assert panel.header.preview is None and panel.header.preview_error
         assert "\n" not in panel.header.preview_error
         expected = "FVP_Corstone_SSE-300_Ethos-U55 not found (looked in ETU_FVP_DIR"
         assert expected in panel.header.preview_error
         assert expected in screen_text(app)
         await pilot.press("r")
-        await _wait_end(pilot, panel)
+        await wait_run_end(pilot, panel)
         banner = app.query_one(RunBanner)
         assert banner.state == "-error" and "could not start" in banner.text
         assert expected in banner.text
@@ -297,7 +258,7 @@ async def test_another_elf_and_target_change_the_command(workspace: Path, standi
     shutil.copyfile(workspace / "firmware" / "arm_executor_runner.elf", other)
     app = EtuApp(workspace)
     async with app.run_test(size=SIZE) as pilot:
-        panel = await _run_tab(pilot)
+        panel = await open_run_tab(pilot)
         assert program_target(app.facts) == panel.target == "ethos-u55-128"  # compile spec
         await pilot.press("e")
         await pilot.pause()
@@ -328,7 +289,7 @@ async def test_flood_of_lines_keeps_the_ring_and_the_keys(workspace: Path) -> No
     total, ring, per_read = 100_000, 50_000, 500
     app = EtuApp(workspace)
     async with app.run_test(size=SIZE) as pilot:
-        panel = await _run_tab(pilot)
+        panel = await open_run_tab(pilot)
         panel.capacity = ring
         bridge = panel.attach(LaunchInfo(["flood"]))
         lines = [
@@ -348,9 +309,9 @@ async def test_flood_of_lines_keeps_the_ring_and_the_keys(workspace: Path) -> No
         for _ in range(5):
             before = log.time_mode
             await pilot.press("w")
-            await _wait(pilot, lambda b=before: log.time_mode != b, timeout=30)
+            await wait_run(pilot, lambda b=before: log.time_mode != b, timeout=30)
         await asyncio.to_thread(feeder.join)
-        await _wait_end(pilot, panel)
+        await wait_run_end(pilot, panel)
         store = panel.live.store
         assert store.total == total
         assert len(store) == ring and store.first == total - ring
@@ -366,7 +327,7 @@ async def test_flood_of_lines_keeps_the_ring_and_the_keys(workspace: Path) -> No
 async def test_filter_levels_find_time_and_hex(workspace: Path) -> None:
     app = EtuApp(workspace)
     async with app.run_test(size=SIZE) as pilot:
-        panel = await _run_tab(pilot)
+        panel = await open_run_tab(pilot)
         bridge = panel.attach()
         t0 = 1_700_000_000.0
         panel.live.started = t0
@@ -451,10 +412,10 @@ async def test_filter_levels_find_time_and_hex(workspace: Path) -> None:
         await pilot.press("l")
         assert log.follow
         bridge.on_events([_line(7, "I [executorch:a.cpp:7 f()] one more")])
-        await _wait(pilot, lambda: log.row_count == 7, timeout=5)
+        await wait_run(pilot, lambda: log.row_count == 7, timeout=5)
         assert log.line(log.cursor)[1].line_no == 7
         bridge.on_end(RunOutcome("success", 0, "done", None))
-        await _wait_end(pilot, panel)
+        await wait_run_end(pilot, panel)
 
 
 async def test_device_escape_sequences_are_shown_neutralised(workspace: Path) -> None:
@@ -466,12 +427,12 @@ async def test_device_escape_sequences_are_shown_neutralised(workspace: Path) ->
     events = parser.feed(raw) + parser.close()
     app = EtuApp(workspace)
     async with app.run_test(size=SIZE) as pilot:
-        panel = await _run_tab(pilot)
+        panel = await open_run_tab(pilot)
         bridge = panel.attach()
         bridge.on_events(events)
         proof = next(e for e in events if isinstance(e, LogLine) and e.line_no == 2).text
         bridge.on_end(RunOutcome("runner_error", 1, proof, 2))
-        await _wait_end(pilot, panel)
+        await wait_run_end(pilot, panel)
         log = app.query_one(LogView)
         rendered = [log.render_line(y) for y in range(log.row_count)]
         for strip in rendered:
@@ -506,7 +467,7 @@ async def test_a_past_run_is_reopened_read_only(
         first_lines = first.store.total
         monkeypatch.setenv("ETU_STANDIN_FAULT", "missing-operator")
         await pilot.press("r")
-        await _wait_end(pilot, panel)
+        await wait_run_end(pilot, panel)
         assert panel.live.outcome.reason == "runner_error"
         assert panel.live is not first
         await settle(pilot)
@@ -547,7 +508,7 @@ async def test_a_session_cut_short_is_reopened_with_its_escapes_neutralised(
     folder = writer.folder  # never finished: the console was killed
     app = EtuApp(workspace)
     async with app.run_test(size=SIZE) as pilot:
-        panel = await _run_tab(pilot)
+        panel = await open_run_tab(pilot)
         panel.open_past_run(folder)
         await settle(pilot)
         shown = panel.shown
@@ -601,7 +562,7 @@ async def test_palette_starts_a_run_from_another_tab(workspace: Path, standin: P
         await pilot.press("enter")
         await pilot.pause()
         assert app.query_one(TabbedContent).active == RUN_TAB
-        await _wait_end(pilot, app.run_panel)
+        await wait_run_end(pilot, app.run_panel)
         assert app.run_panel.live.outcome.reason == "success"
 
 
@@ -609,7 +570,7 @@ async def test_palette_copies_select_ops_from_the_run_tab(workspace: Path) -> No
     """The Run tab hides the program's keys from its footer; the palette still has them."""
     app = EtuApp(workspace)
     async with app.run_test(size=SIZE) as pilot:
-        await _run_tab(pilot)
+        await open_run_tab(pilot)
         await pilot.press("c")  # hidden here, and inert
         await pilot.pause()
         assert app.clipboard == ""
@@ -630,7 +591,7 @@ async def test_preflight_stops_a_run_for_another_npu_and_runs_anyway_when_asked(
 
     app = EtuApp(workspace)
     async with app.run_test(size=SIZE) as pilot:
-        panel = await _run_tab(pilot)
+        panel = await open_run_tab(pilot)
         assert panel.preflight() == []  # the demo on its own firmware and target
         panel.query_one("#run-target", Select).value = "ethos-u85-256"
         await pilot.pause()
@@ -649,7 +610,7 @@ async def test_preflight_stops_a_run_for_another_npu_and_runs_anyway_when_asked(
         await pilot.press("r")  # run anyway
         await pilot.pause()
         assert panel.live is not None
-        await _wait_end(pilot, panel)
+        await wait_run_end(pilot, panel)
 
 
 async def test_preflight_names_a_firmware_with_another_program_baked_in(
@@ -659,7 +620,7 @@ async def test_preflight_names_a_firmware_with_another_program_baked_in(
     program.write_bytes(program.read_bytes() + bytes(4096))  # a bigger program, same graph
     app = EtuApp(workspace)
     async with app.run_test(size=SIZE) as pilot:
-        panel = await _run_tab(pilot)
+        panel = await open_run_tab(pilot)
         problems = panel.preflight()
         assert any("model_pte" in p for p in problems), problems
         await pilot.press("r")
@@ -672,14 +633,14 @@ async def test_the_emulated_board_is_a_run_target(workspace: Path) -> None:
     labelled as the emulated board; a delegated program is flagged before the run."""
     app = EtuApp(workspace)
     async with app.run_test(size=SIZE) as pilot:
-        panel = await _run_tab(pilot)
+        panel = await open_run_tab(pilot)
         app.query_one("#run-target", Select).value = "qemu-an547"
-        await _wait(pilot, lambda: "EMULATED BOARD" in _plain(app, "#run-simulator"))
+        await wait_run(pilot, lambda: "EMULATED BOARD" in _plain(app, "#run-simulator"))
         assert "qemu-system-arm" in _plain(app, "#run-command")
         (problem,) = panel.preflight()
         assert "no NPU" in problem and "--no-delegate" in problem
         assert panel.start_run()  # "run anyway": the stand-in firmware runs no model
-        await _wait_end(pilot, panel)
+        await wait_run_end(pilot, panel)
         live = panel.live
         assert live.outcome.reason == "success", live.outcome
         assert live.launch.emulated and not live.launch.simulated

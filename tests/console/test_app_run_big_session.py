@@ -14,8 +14,7 @@ from etu.tui.widgets.run_log import LogView
 from textual.widgets import Checkbox, Input, Static
 
 from tests.console.test_app import SIZE, screen_text
-from tests.console.test_app_run import _run_tab, workspace  # noqa: F401 (fixture)
-from tests.console_helpers import wait_until
+from tests.console_helpers import open_run_tab, wait_run_end, wait_until
 from tools.screenshots import settle
 
 pytestmark = pytest.mark.anyio
@@ -37,13 +36,13 @@ def _big_session(root: Path) -> Path:
 
 
 async def test_a_session_longer_than_the_ring_is_whole_searchable_and_filterable(
-    workspace: Path,  # noqa: F811 (fixture)
+    workspace: Path,
 ) -> None:
     assert LINES > RING_LINES
     folder = _big_session(workspace)
     app = EtuApp(workspace)
     async with app.run_test(size=SIZE) as pilot:
-        panel = await _run_tab(pilot)
+        panel = await open_run_tab(pilot)
         panel.open_past_run(folder)
         await pilot.app.workers.wait_for_complete()
         await settle(pilot)
@@ -121,7 +120,7 @@ async def _filtered(pilot, panel, text: str) -> None:
 
 
 async def test_a_live_run_that_outgrows_the_ring_reads_its_session_file(
-    workspace: Path,  # noqa: F811 (fixture)
+    workspace: Path,
 ) -> None:
     """A real process printing 30,000 lines into a 5,000-line ring: past the ring the Run
     tab reads the run's own session file, so the first line and a find over all of it
@@ -130,8 +129,6 @@ async def test_a_live_run_that_outgrows_the_ring_reads_its_session_file(
 
     from etu.runner.run_store import FileLogStore
 
-    from tests.console.test_app_run import _wait_end
-
     script = (
         "import sys\n"
         "for n in range(30000): print(f'I [executorch:t.cpp:1 f()] live line {n}')\n"
@@ -139,10 +136,10 @@ async def test_a_live_run_that_outgrows_the_ring_reads_its_session_file(
     )
     app = EtuApp(workspace)
     async with app.run_test(size=SIZE) as pilot:
-        panel = await _run_tab(pilot)
+        panel = await open_run_tab(pilot)
         panel.capacity = 5_000
         panel.run_command([sys.executable, "-c", script], sessions=sessions_root(workspace))
-        await _wait_end(pilot, panel)
+        await wait_run_end(pilot, panel)
         log = app.query_one(LogView)
         store = panel.live.store
         assert isinstance(store, FileLogStore) and store.folder == panel.live.folder
@@ -161,7 +158,7 @@ async def test_a_live_run_that_outgrows_the_ring_reads_its_session_file(
 
 
 async def test_a_filter_over_a_growing_session_file_takes_each_new_line_once(
-    workspace: Path,  # noqa: F811 (fixture)
+    workspace: Path,
 ) -> None:
     """A live run read from its file: a filter on, lines arrive (one cut mid-line by the
     read), and the rows are exactly the matching complete lines, none twice."""
@@ -184,7 +181,7 @@ async def test_a_filter_over_a_growing_session_file_takes_each_new_line_once(
 
 
 async def test_lines_that_arrive_while_a_filter_worker_reads_are_filtered_after_it(
-    workspace: Path,  # noqa: F811 (fixture)
+    workspace: Path,
 ) -> None:
     """A filter over a big file runs in a worker; lines appended meanwhile are held until
     it is done and then filtered from where it started: each matching line once, none lost.
@@ -229,7 +226,7 @@ async def _log_over(folder: Path, store):
     """The console on ``folder``'s Run tab, its log showing ``store``: (pilot, log)."""
     app = EtuApp(folder)
     async with app.run_test(size=SIZE) as pilot:
-        await _run_tab(pilot)
+        await open_run_tab(pilot)
         log = app.query_one(LogView)
         log.show(store, 1.0)
         yield pilot, log

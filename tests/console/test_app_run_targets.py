@@ -14,7 +14,6 @@ from etu.tui.widgets.run_launch import RunElfScreen
 from textual.widgets import Select, Static, TabbedContent
 
 from tests.board_peers import Pty, runner_log
-from tests.console.test_app_run import standin, workspace  # noqa: F401 (fixtures)
 from tests.console_helpers import SIZE, wait_until
 from tools.screenshots import settle
 
@@ -26,8 +25,8 @@ def _plain(app: EtuApp, selector: str) -> str:
 
 
 async def test_the_emulated_board_as_target_is_named_so(
-    workspace: Path,  # noqa: F811 (fixture)
-    standin: Path,  # noqa: F811 (fixture)
+    workspace: Path,
+    standin: Path,
 ) -> None:
     """Choosing the emulated board: the header's title and the pick-ELF dialog name it, not
     an FVP (both said "FVP" whatever the target)."""
@@ -59,8 +58,8 @@ def test_the_palette_names_every_run_target() -> None:
 
 
 async def test_after_a_board_session_the_header_shows_that_session(
-    workspace: Path,  # noqa: F811 (fixture)
-    standin: Path,  # noqa: F811 (fixture)
+    workspace: Path,
+    standin: Path,
 ) -> None:
     """The Boards tab hands a board's port to the Run tab: while it runs and after it ended,
     the header shows that board and its port (it showed the Arm FVP tag while running and

@@ -64,7 +64,7 @@ def test_json_fields_are_the_contract(demo_pte: Path) -> None:
     assert [(q["kind"], q["dtype"], q["integer_dtype"]) for q in quantization] == [
         ("input", "float32", "int8"), ("output", "float32", "int8")]  # fmt: skip
     assert all(q["scale"] > 0 and isinstance(q["zero_point"], int) for q in quantization)
-    # npu_operations[]: the decoded command stream (tests/unit/test_ethosu_commands.py)
+    # npu_operations[]: the decoded command stream (tests/process/test_ethosu_commands.py)
     assert len(delegate.pop("npu_operations")) == 48
     assert delegate.pop("npu_operations_note") is None
     assert delegate.pop("npu_operations_error") is None
