@@ -61,9 +61,10 @@ def write_session(root: Path, lines: int) -> Path:
 
 
 async def _etu(workspace: Path, folder: Path) -> dict:
+    from textual.widgets import Input
+
     from etu.tui.app import EtuApp
     from etu.tui.widgets.run_log import LogView
-    from textual.widgets import Input
 
     app = EtuApp(workspace)
     async with app.run_test(size=(140, 45)) as pilot:

@@ -92,7 +92,6 @@ async def _flood(
     workspace: Path, sessions: Path, rate: int, seconds: float, start=_start_process
 ) -> dict:
     from etu.tui.app import EtuApp
-
     from tools.screenshots import settle
 
     app = EtuApp(workspace)

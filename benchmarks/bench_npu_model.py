@@ -38,6 +38,7 @@ def mv2_program() -> Path:
     with cache_lock(f"bench-mv2-{MV2_TARGET}"):
         if not (folder / "vela").is_dir():
             import torch
+
             from etu.runner.aot import LoweringSpec, example_inputs_for, lower_to_pte
             from etu.runner.example_models import EXAMPLES
 
@@ -56,6 +57,7 @@ def mv2_program() -> Path:
 def model_throughput(pte: Path, repeats: int = 5) -> dict:
     """Best-of-``repeats`` wall time of every delegate's invoke, and MAC/s."""
     import numpy as np
+
     from etu.parsers.ethosu import decode_ethosu_payload
     from etu.parsers.pte import open_program
     from etu.runner.npu_bridge import DDR_START, Base, BoardMemory, InvokeRequest

@@ -51,6 +51,7 @@ def _etu(args: list, env: dict) -> float:
 def _second_program(out: Path) -> Path:
     """Another float CPU program (softmax: operators the first one lacks), lowered here."""
     import torch
+
     from etu.runner.aot import LoweringSpec, example_inputs_for, lower_to_pte
     from etu.runner.example_models import EXAMPLES
 

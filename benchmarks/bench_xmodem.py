@@ -28,8 +28,8 @@ GOAL_RELATIVE = 0.02
 
 def main(size: int = SIZE, block: int = BLOCK) -> dict:
     import serial
-    from etu.runner.boards.transfer import xmodem_send
 
+    from etu.runner.boards.transfer import xmodem_send
     from tests.board_peers import Pty, start_rx
 
     if not (shutil.which("rx") and shutil.which("socat")):

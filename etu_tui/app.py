@@ -14,6 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, NamedTuple
 
+from textual import actions, on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.content import Content
+from textual.css.query import NoMatches
+from textual.message import Message
+from textual.widget import Widget
+from textual.widgets import Header, Static, TabbedContent, TabPane
+from textual.worker import Worker, WorkerState, get_current_worker
+
 from etu.parsers.errors import describe_error
 from etu.parsers.program_facts import ProgramFacts, decode_facts, output_shapes, program_target
 from etu.parsers.pte import ExecutionPlan
@@ -54,15 +64,6 @@ from etu.tui.widgets.program_panels import (
     ProgramPanel,
     TensorsPanel,
 )
-from textual import actions, on, work
-from textual.app import App, ComposeResult
-from textual.binding import Binding, BindingType
-from textual.content import Content
-from textual.css.query import NoMatches
-from textual.message import Message
-from textual.widget import Widget
-from textual.widgets import Header, Static, TabbedContent, TabPane
-from textual.worker import Worker, WorkerState, get_current_worker
 
 DEMO_WORKSPACE = Path(__file__).resolve().parent / "demo"
 

@@ -9,11 +9,12 @@ terminal. The rules live in :mod:`etu.parsers.text` (pure, shared with the headl
 
 from __future__ import annotations
 
-from etu.parsers.text import is_printable, printable, printable_lines
 from rich.cells import cell_len
 from rich.segment import Segment
 from textual.color import Color
 from textual.filter import LineFilter
+
+from etu.parsers.text import is_printable, printable, printable_lines
 
 __all__ = ["PrintableFilter", "is_printable", "printable", "printable_lines"]
 

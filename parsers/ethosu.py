@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from construct import Array, Bytes, Int8ul, Int16ul, Int32sl, Int32ul, Struct
+
 from etu.parsers.errors import FormatError, TruncatedError, as_parse_errors
 
 ETHOSU_BACKEND_IDS = ("EthosUBackend", "ArmBackend")  # ArmBackend in ExecuTorch 0.4/0.5

@@ -206,6 +206,7 @@ class ElfSymbols:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ElfSymbols:
         from elftools.elf.elffile import ELFFile
+
         from etu.parsers.files import GiB, check_regular
 
         check_regular(path, "an ELF file", 2 * GiB)

@@ -15,6 +15,7 @@ import struct
 from functools import cache
 
 from construct import FormatField, Int8ul, Int32ul
+
 from etu.parsers.errors import FormatError, TruncatedError
 
 BufferLike = bytes | bytearray | memoryview | mmap.mmap

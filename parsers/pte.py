@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from construct import Float64l, Int8sl, Int8ul, Int32sl, Int32ul, Int64sl, Int64ul
+
 from etu.parsers.errors import (
     FormatError,
     ParseError,

@@ -73,7 +73,6 @@ def lower_to_pte(
     inputs and the eager model's outputs as a test case, as the runner's BundleIO mode uses.
     """
     import torch
-    from etu.runner.bundleio import calibration_ranges
     from executorch.backends.arm.ethosu import EthosUCompileSpec, EthosUPartitioner
     from executorch.backends.arm.quantizer import (
         EthosUQuantizer,
@@ -85,6 +84,8 @@ def lower_to_pte(
         to_edge_transform_and_lower,
     )
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    from etu.runner.bundleio import calibration_ranges
 
     stages: dict[str, float] = {}
     clock = [time.perf_counter()]

@@ -110,6 +110,7 @@ def load_model(request: CompileRequest):
 def make_inputs(request: CompileRequest, exported_inputs):
     """(example inputs, calibration samples) from the request, a file or the model."""
     import torch
+
     from etu.runner.example_models import EXAMPLES
 
     generator = torch.Generator().manual_seed(0)

@@ -485,6 +485,7 @@ def program_layers(
     single drop. Raises LayersError (one line)."""
     import numpy
     import torch
+
     from etu.parsers.files import GiB, read_regular
     from etu.runner.reference import ReferenceError, float_inputs, program_reference
     from etu.runner.segment_program import SegmentError

@@ -265,6 +265,7 @@ class TosaReferenceExecutor:
     def execute(self, request: InvokeRequest, memory: BoardMemory) -> InvokeAnswer:
         import numpy
         import tosa_reference_model
+
         from etu.runner.tosa_graphs import quiet_stdout
 
         delegate = self._delegate(request, memory)
@@ -387,6 +388,7 @@ def model_refusal(pte: Path, *, elf: Path | None = None) -> str | None:
     """Why etu's Ethos-U model cannot execute the program (one line), else None."""
     try:
         import numpy  # noqa: F401  (the model's one dependency beyond etu)
+
         from etu.runner import npu_model
     except ImportError as error:
         return f"needs {error.name}"

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
+
 from etu.parsers.errors import ParseError
 from etu.parsers.ethosu import NpuConfig, _read_command_stream
 from etu.parsers.ethosu_commands import (

@@ -172,6 +172,7 @@ def load_inputs(plan: ExecutionPlan, path: Path) -> list:
     the program's dtypes (integers only when every value survives the cast)."""
     import numpy
     import torch
+
     from etu.parsers.files import GiB, read_regular
 
     data = read_regular(path, "an inputs file", 4 * GiB)
@@ -618,6 +619,7 @@ def _float_outputs(reference: ProgramReference, tosa: Path | None, ones: bool) -
     saved = Path(folder) / FLOAT_OUTPUTS_FILE
     if ones and saved.is_file():
         import numpy
+
         from etu.parsers.files import GiB, read_regular
 
         data = read_regular(saved, "the float outputs", 4 * GiB)
@@ -658,6 +660,7 @@ def float_inputs(reference: ProgramReference) -> list | None:
     """The float model's inputs for the reference's: a float input as it is, an integer
     input dequantized with its scale and zero point; None when one cannot be made."""
     import torch
+
     from etu.runner.io_quantization import program_io_quantization
 
     quantization = {q.index: q for q in program_io_quantization(reference.plan)
@@ -676,6 +679,7 @@ def float_inputs(reference: ProgramReference) -> list | None:
 
 def _run_float_model(reference: ProgramReference, path: Path, entry: dict) -> None:
     import torch
+
     from etu.parsers.files import GiB, read_regular
 
     inputs = float_inputs(reference)

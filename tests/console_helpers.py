@@ -9,8 +9,9 @@ import io
 import time
 
 import pytest
-from etu.tui.app import EtuApp
 from rich.console import Console
+
+from etu.tui.app import EtuApp
 
 SIZE = (140, 45)
 
@@ -58,9 +59,9 @@ RUN_TIMEOUT = 60.0
 
 async def open_run_tab(pilot):
     """Switch to the Run tab (key ``u``) and return its panel, settled."""
-    from etu.tui.app import RUN_TAB
     from textual.widgets import TabbedContent
 
+    from etu.tui.app import RUN_TAB
     from tools.screenshots import settle
 
     await settle(pilot)

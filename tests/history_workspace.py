@@ -10,7 +10,6 @@ from functools import partial
 from pathlib import Path
 
 from etu.fvp.standin import install_standin
-
 from tests.helpers import etu as run_etu
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,8 +72,9 @@ def fallback_programs() -> tuple[Path, Path]:
 
 def _lower_fallback_programs(paths: tuple[Path, Path]) -> None:
     import torch
-    from etu.runner.aot import LoweringSpec, example_inputs_for, lower_to_pte
     from torch import nn
+
+    from etu.runner.aot import LoweringSpec, example_inputs_for, lower_to_pte
 
     class FallbackNet(nn.Module):
         """conv/relu/linear on the NPU; with ``fallback``, a top-k the Ethos-U cannot run."""

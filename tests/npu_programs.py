@@ -12,7 +12,6 @@ from importlib import metadata
 from pathlib import Path
 
 from etu.runner.aot import LoweringSpec
-
 from tests.real_programs import CACHE_ROOT, PROGRAMS, ROOT, cache_lock
 
 MIX_MODEL = ROOT / "tests" / "data" / "models" / "npu_mix.py"
@@ -54,6 +53,7 @@ def build(name: str) -> Path:
 
 def _lower(name: str, folder: Path) -> None:
     import torch
+
     from etu.runner.aot import example_inputs_for, lower_to_pte
     from etu.runner.example_models import EXAMPLES
 

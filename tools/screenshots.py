@@ -24,11 +24,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from textual.pilot import Pilot
+from textual.widgets import Input
+
 from etu.tui.app import DEMO_WORKSPACE, EtuApp
 from etu.tui.widgets import PickElfScreen
 from etu.tui.widgets.run_log import LogView
-from textual.pilot import Pilot
-from textual.widgets import Input
 
 SIZE = (140, 45)
 SETTLE_TIMEOUT = 10.0
@@ -290,8 +291,9 @@ def record_standin_runs(workspace: Path, drifts: tuple[int, ...] = (0, 0, 3)) ->
 
 async def history_steps(pilot: Pilot, timeout: float = RUN_TIMEOUT) -> None:
     """The History tab with the two newest sessions marked and compared."""
-    from etu.tui.widgets.history import HistoryPanel
     from textual.widgets import DataTable
+
+    from etu.tui.widgets.history import HistoryPanel
 
     app = pilot.app
     assert isinstance(app, EtuApp)

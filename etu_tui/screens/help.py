@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from etu.tui.keys import OWNERS, KeySpec, bindings, specs
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
+
+from etu.tui.keys import OWNERS, KeySpec, bindings, specs
 
 
 def key_text(spec: KeySpec, keymap: dict[str, str], display) -> str:

@@ -10,14 +10,15 @@ import os
 from pathlib import Path
 from typing import ClassVar
 
-from etu.tui.keys import bindings
-from etu.tui.safe_text import printable
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
+
+from etu.tui.keys import bindings
+from etu.tui.safe_text import printable
 
 MAX_LISTED = 8  # candidates listed under the input
 

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from etu.tui.keys import bindings
-from etu.tui.safe_text import printable
-from etu.tui.widgets.formatting import plural
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
+
+from etu.tui.keys import bindings
+from etu.tui.safe_text import printable
+from etu.tui.widgets.formatting import plural
 
 
 class PreflightScreen(ModalScreen[bool]):

@@ -14,12 +14,6 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from etu.parsers.errors import describe_error
-from etu.runner.workspace import FIRMWARE_BOARDS, Workspace
-from etu.tui.keys import bindings
-from etu.tui.numbers import transfer
-from etu.tui.safe_text import printable
-from etu.tui.screens.open_file import OpenFileScreen
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import BindingType
@@ -27,6 +21,13 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import Button, Input, Label, ProgressBar, Select, Static
+
+from etu.parsers.errors import describe_error
+from etu.runner.workspace import FIRMWARE_BOARDS, Workspace
+from etu.tui.keys import bindings
+from etu.tui.numbers import transfer
+from etu.tui.safe_text import printable
+from etu.tui.screens.open_file import OpenFileScreen
 
 if TYPE_CHECKING:  # runner.boards.transfer needs pyserial: imported when a flash starts
     from etu.runner.boards.ports import PortInfo

@@ -14,6 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.widgets import Button, DataTable, Input, Label, RichLog, Select, Static
+
 from etu.parsers.errors import describe_error, first_line
 from etu.runner.compile_job import (
     CompileJob,
@@ -45,12 +52,6 @@ from etu.tui.widgets.compile_messages import (
     SweepDone,
     SweepRow,
 )
-from textual import on, work
-from textual.app import ComposeResult
-from textual.binding import BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.content import Content
-from textual.widgets import Button, DataTable, Input, Label, RichLog, Select, Static
 
 DEFAULT_SOURCE = "cnn"
 DEFAULT_TARGET = "ethos-u55-128"

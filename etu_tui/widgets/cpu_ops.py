@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from etu.parsers.program_facts import CpuOperator
-from etu.tui.safe_text import printable
-from etu.tui.widgets.formatting import plural
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
+
+from etu.parsers.program_facts import CpuOperator
+from etu.tui.safe_text import printable
+from etu.tui.widgets.formatting import plural
 
 
 def operators_content(ops: list[CpuOperator]) -> Content:

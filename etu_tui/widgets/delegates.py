@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.widgets import Static
+
 from etu.parsers.errors import ParseError
 from etu.parsers.ethosu import EthosUPayload, VelaIO, is_ethosu_delegate
 from etu.parsers.program_facts import DelegateInfo
@@ -9,10 +14,6 @@ from etu.parsers.pte import Program
 from etu.runner.io_quantization import delegate_io_quantization
 from etu.tui.safe_text import printable
 from etu.tui.widgets.formatting import nbytes, shape
-from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.content import Content
-from textual.widgets import Static
 
 LABEL_WIDTH = 16
 

@@ -11,6 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+
 from etu.parsers.errors import describe_error
 from etu.parsers.program_facts import ProgramFacts, program_target
 from etu.runner.workspace import FirmwareResult, VelaResult, Workspace, load_firmware
@@ -28,11 +34,6 @@ from etu.tui.widgets.memory import (
     SymbolsTable,
     pools_height,
 )
-from textual import on, work
-from textual.app import ComposeResult
-from textual.binding import BindingType
-from textual.containers import Horizontal, Vertical
-from textual.message import Message
 
 
 @dataclass

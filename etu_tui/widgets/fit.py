@@ -6,14 +6,15 @@ firmware has and, for a shortfall, the build flag that fixes it.
 
 from __future__ import annotations
 
-from etu.parsers.fit import FAIL, OK, WARN, Verdict, worst_status
-from etu.runner.workspace import FirmwareResult
-from etu.tui.safe_text import printable
-from etu.tui.widgets.formatting import nbytes, plural
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
+
+from etu.parsers.fit import FAIL, OK, WARN, Verdict, worst_status
+from etu.runner.workspace import FirmwareResult
+from etu.tui.safe_text import printable
+from etu.tui.widgets.formatting import nbytes, plural
 
 MISSING = "–"
 MARKERS = {FAIL: "✗ FAIL", WARN: "! WARN", OK: "✓ ok"}

@@ -7,11 +7,12 @@ Help, the tab keys as one compact group) come first, then the shown panel's keys
 
 from __future__ import annotations
 
-from etu.tui.keys import specs
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey, FooterLabel, KeyGroup
+
+from etu.tui.keys import specs
 
 APP_ACTIONS = frozenset(spec.action for spec in specs("app"))
 

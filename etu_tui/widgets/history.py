@@ -15,10 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from etu.parsers.text import printable
-from etu.runner.history import SessionRow
-from etu.tui.keys import bindings
-from etu.tui.numbers import number, percent, seconds
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import BindingType
@@ -26,6 +22,11 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
+
+from etu.parsers.text import printable
+from etu.runner.history import SessionRow
+from etu.tui.keys import bindings
+from etu.tui.numbers import number, percent, seconds
 
 # (column title, key of SessionRow or a function of it, numeric)
 COLUMNS: tuple[tuple[str, str, bool], ...] = (

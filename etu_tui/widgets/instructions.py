@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+from textual.widgets import Static
+
 from etu.parsers.pte import ExecutionPlan
 from etu.tui.widgets.formatting import instruction_row
 from etu.tui.widgets.virtual_table import Column, VirtualTable
-from textual.widgets import Static
 
 MARKERS = {"NPU": "◆ NPU", "CPU": "○ CPU", "EXT": "◇ EXT"}
 ROW_CLASSES = {"NPU": "instructions--npu", "CPU": "instructions--cpu", "EXT": "instructions--ext"}

@@ -10,12 +10,6 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from etu.runner.run_model import LEVELS
-from etu.tui.commands import PaletteCommand
-from etu.tui.keys import KeySpec, bindings, specs
-from etu.tui.safe_text import printable
-from etu.tui.widgets.formatting import plural
-from etu.tui.widgets.run_log import TIME_MODES, HexView, LogView
 from textual import on
 from textual.actions import SkipAction
 from textual.app import ComposeResult
@@ -25,6 +19,13 @@ from textual.content import Content
 from textual.reactive import reactive
 from textual.timer import Timer
 from textual.widgets import Checkbox, Input, Label, Static
+
+from etu.runner.run_model import LEVELS
+from etu.tui.commands import PaletteCommand
+from etu.tui.keys import KeySpec, bindings, specs
+from etu.tui.safe_text import printable
+from etu.tui.widgets.formatting import plural
+from etu.tui.widgets.run_log import TIME_MODES, HexView, LogView
 
 FILTER_DELAY = 0.15  # seconds of typing before the filter is applied
 HEX_DELAY = 0.3  # seconds between hex view redraws while following a run

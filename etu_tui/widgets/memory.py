@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.widgets import Static
+
 from etu.parsers.elf_map import Symbol
 from etu.parsers.memory_map import MemoryMap, PlacedSection, Pool, Region
 from etu.runner.workspace import FirmwareResult
@@ -16,10 +21,6 @@ from etu.tui.screens.open_file import OpenFileScreen
 from etu.tui.widgets.error_panel import ProblemBox
 from etu.tui.widgets.formatting import nbytes
 from etu.tui.widgets.virtual_table import Column, VirtualTable, fit
-from textual.app import ComposeResult
-from textual.containers import VerticalScroll
-from textual.content import Content
-from textual.widgets import Static
 
 MISSING = "–"
 REGION_BAR = 40

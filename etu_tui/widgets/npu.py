@@ -10,16 +10,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.widgets import Static
+
 from etu.parsers.ethosu_commands import DelegateOperations, NpuOperation
 from etu.parsers.vela import LayerRow, VelaReport
 from etu.runner.workspace import VelaResult
 from etu.tui.screens.open_file import OpenFileScreen
 from etu.tui.widgets.error_panel import ProblemBox
 from etu.tui.widgets.virtual_table import Column, VirtualTable
-from textual.app import ComposeResult
-from textual.containers import VerticalScroll
-from textual.content import Content
-from textual.widgets import Static
 
 MISSING = "–"
 TARGET_MARKERS = {"NPU": "◆ NPU", "CPU": "○ CPU"}

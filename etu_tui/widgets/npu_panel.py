@@ -12,6 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import ContentSwitcher
+
 from etu.parsers.errors import describe_error
 from etu.parsers.ethosu_commands import DelegateOperations, program_operations
 from etu.parsers.program_facts import DelegateInfo
@@ -29,12 +36,6 @@ from etu.tui.widgets.npu import (
     VelaSummary,
     operations_title,
 )
-from textual import on, work
-from textual.app import ComposeResult
-from textual.binding import BindingType
-from textual.containers import Horizontal, Vertical
-from textual.message import Message
-from textual.widgets import ContentSwitcher
 
 
 @dataclass

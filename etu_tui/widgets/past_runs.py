@@ -13,6 +13,12 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from textual import on
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+
 from etu.parsers.errors import describe_error
 from etu.runner.isolated import ChildError
 from etu.runner.run import RunListener, RunOutcome
@@ -22,11 +28,6 @@ from etu.runner.session import RAW as RAW_LOG
 from etu.runner.session_events import EventsChild
 from etu.tui.widgets.run_messages import PastRunEvents, PastRunRead, PastRunsListed
 from etu.tui.widgets.run_panes import REASON_MARK, session_name
-from textual import on
-from textual.content import Content
-from textual.message import Message
-from textual.widgets import OptionList
-from textual.widgets.option_list import Option
 
 LIVE_OPTION = "live"
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 
+from textual.content import Content
+from textual.widgets import Static
+
 from etu.parsers.program_facts import planned_memory
 from etu.parsers.pte import ExecutionPlan, Tensor
 from etu.tui.widgets.formatting import nbytes, shape
-from textual.content import Content
-from textual.widgets import Static
 
 LABEL_WIDTH = 10
 MAX_IO_LINES = 4

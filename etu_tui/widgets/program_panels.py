@@ -9,6 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import Static
+
 from etu.parsers.program_facts import ProgramFacts
 from etu.parsers.pte import ExecutionPlan, Tensor
 from etu.tui.keys import bindings
@@ -19,12 +26,6 @@ from etu.tui.widgets.instructions import InstructionsLegend, InstructionsTable
 from etu.tui.widgets.plan import PlanFacts
 from etu.tui.widgets.summary import ProgramSummary
 from etu.tui.widgets.values import ValuesTable
-from textual.app import ComposeResult
-from textual.binding import BindingType
-from textual.containers import Horizontal, Vertical
-from textual.content import Content
-from textual.message import Message
-from textual.widgets import Static
 
 
 @dataclass

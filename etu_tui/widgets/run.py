@@ -18,6 +18,13 @@ from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.widgets import Button, Input, Select
+
 from etu.fvp.command import DEFAULT_TIMELIMIT
 from etu.fvp.launch import LaunchError
 from etu.fvp.targets import targets
@@ -57,12 +64,6 @@ from etu.tui.widgets.run_panes import (
 )
 from etu.tui.widgets.send_box import SendBox
 from etu.tui.widgets.triage import missing_fix, missing_operator_lines
-from textual import on
-from textual.app import ComposeResult
-from textual.binding import BindingType
-from textual.containers import Horizontal, Vertical
-from textual.content import Content
-from textual.widgets import Button, Input, Select
 
 HISTORY = 120  # PMU reports kept for the sparkline
 

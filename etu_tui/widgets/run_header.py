@@ -11,6 +11,11 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.widgets import Button, Input, Label, Select, Static
+
 from etu.fvp.command import DEFAULT_TIMELIMIT, FvpOptions, format_command
 from etu.fvp.launch import LaunchError, prepare_fvp_launch
 from etu.fvp.targets import targets
@@ -20,10 +25,6 @@ from etu.runner.runtime_run import QEMU_BOARD
 from etu.tui.safe_text import printable
 from etu.tui.widgets.run_launch import qemu_launch
 from etu.tui.widgets.run_messages import LaunchPreviewed
-from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
-from textual.content import Content
-from textual.widgets import Button, Input, Label, Select, Static
 
 DEFAULT_TARGET = "ethos-u55-128"  # what `etu run` uses when nothing says otherwise
 

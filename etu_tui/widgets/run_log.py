@@ -17,6 +17,19 @@ from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar
 
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import BindingType
+from textual.content import Content
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widgets import Static
+
 from etu.parsers.errors import describe_error
 from etu.parsers.runner_events import LogLine
 from etu.runner.run_model import (
@@ -31,18 +44,6 @@ from etu.runner.run_model import (
 )
 from etu.tui.keys import bindings
 from etu.tui.safe_text import printable
-from rich.cells import cell_len
-from rich.segment import Segment
-from rich.style import Style
-from textual import events
-from textual.binding import BindingType
-from textual.content import Content
-from textual.geometry import Size
-from textual.message import Message
-from textual.reactive import reactive
-from textual.scroll_view import ScrollView
-from textual.strip import Strip
-from textual.widgets import Static
 
 TIME_MODES = ("relative", "delta", "absolute", "off")
 _TIME_WIDTH = {"relative": 10, "delta": 10, "absolute": 13, "off": 0}

@@ -12,6 +12,11 @@ from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.widgets import Label, Sparkline, Static
+
 from etu.parsers.errors import describe_error
 from etu.parsers.runner_events import MemoryReport, OutputTensor, PmuReport
 from etu.runner.process import ProcessStats
@@ -21,10 +26,6 @@ from etu.tui.widgets.formatting import shape as shape_text
 from etu.tui.widgets.memory import gauge
 from etu.tui.widgets.run_messages import FaultDecoded, OperatorsRead, OutputsCompared
 from etu.tui.widgets.triage import fault_lines
-from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
-from textual.content import Content
-from textual.widgets import Label, Sparkline, Static
 
 MISSING = "–"
 GAUGE = 10

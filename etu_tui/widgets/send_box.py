@@ -13,8 +13,6 @@ import queue
 from dataclasses import dataclass
 from typing import ClassVar
 
-from etu.tui.keys import bindings
-from etu.tui.safe_text import printable
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import BindingType
@@ -22,6 +20,9 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Input, Label
 from textual.worker import get_current_worker
+
+from etu.tui.keys import bindings
+from etu.tui.safe_text import printable
 
 DEFAULT_RESET = "dtr"  # pulsed when the board's profile names no reset line
 POLL_SECONDS = 0.2  # how often an idle writer checks that its box is still there

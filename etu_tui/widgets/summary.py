@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from textual.content import Content
+from textual.widgets import Static
+
 from etu.parsers.program_facts import ProgramFacts
 from etu.tui.safe_text import printable
 from etu.tui.widgets.formatting import nbytes, plural
-from textual.content import Content
-from textual.widgets import Static
 
 
 def _field(label: str, value: str) -> Content:

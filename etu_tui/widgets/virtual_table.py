@@ -11,8 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar, Literal
 
-from etu.tui.keys import bindings
-from etu.tui.safe_text import printable
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
@@ -23,6 +21,9 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+from etu.tui.keys import bindings
+from etu.tui.safe_text import printable
 
 SEPARATOR = " "
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 import serial
+
 from etu.runner.boards.profiles import Prompt
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import serial
+
 from etu.parsers.errors import first_line
 
 READ_TIMEOUT = 0.05

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from etu.fvp.standin import install_standin
 
+from etu.fvp.standin import install_standin
 from tests.helpers import demo_workspace
 
 STANDIN_ENV = ("ETU_STANDIN_FAULT", "ETU_STANDIN_INFERENCES", "ETU_STANDIN_LINE_DELAY")

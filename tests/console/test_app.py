@@ -12,6 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from textual.message import Message
+from textual.notifications import Notify
+
 from etu.parsers.program_facts import decode_facts, select_ops_list
 from etu.parsers.pte import ExecutionPlan, Tensor, Value, open_program
 from etu.tui.app import EtuApp, ProgramFailed, ProgramLoaded
@@ -24,9 +27,6 @@ from etu.tui.widgets import (
     SelectOps,
     ValuesTable,
 )
-from textual.message import Message
-from textual.notifications import Notify
-
 from tests.console_helpers import SIZE, palette_search, screen_text
 from tools.screenshots import settle
 

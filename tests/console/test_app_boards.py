@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
-from etu.runner.session import list_sessions, sessions_root
-from etu.tui.app import BOARDS_TAB, RUN_TAB, EtuApp
-from etu.tui.widgets.boards import BoardsPanel
 from serial.tools import list_ports_common
 from textual.widgets import ProgressBar, Select, TabbedContent
 
+from etu.runner.session import list_sessions, sessions_root
+from etu.tui.app import BOARDS_TAB, RUN_TAB, EtuApp
+from etu.tui.widgets.boards import BoardsPanel
 from tests.console_helpers import wait_until
 from tests.helpers import demo_workspace
 from tools.screenshots import settle

@@ -13,11 +13,11 @@ import json
 from pathlib import Path
 
 import pytest
+from textual.widgets import Select, TabbedContent
+
 from etu.runner.session import list_sessions, sessions_root
 from etu.tui.app import BOARDS_TAB, RUN_TAB, EtuApp
 from etu.tui.widgets.boards import BoardsPanel
-from textual.widgets import Select, TabbedContent
-
 from tests.board_peers import (
     Pty,
     PyocdStandIn,

@@ -9,13 +9,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input, Select, Static, TabbedContent
+
 from etu.parsers.program_facts import program_target
 from etu.runner.compile_worker import STAGES
 from etu.tui.app import COMPILE_TAB, PROGRAM_TAB, EtuApp
 from etu.tui.widgets import CompilePanel
-from textual.pilot import Pilot
-from textual.widgets import Input, Select, Static, TabbedContent
-
 from tests.console_helpers import SIZE, screen_text, wait_until
 from tools.screenshots import settle
 

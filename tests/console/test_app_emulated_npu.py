@@ -10,9 +10,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from etu.tui.app import EtuApp
 from textual.widgets import Select
 
+from etu.tui.app import EtuApp
 from tests.console_helpers import SIZE, open_run_tab, wait_run, wait_run_end
 from tests.helpers import DEMO
 from tests.real_runner import build, runtime_environment

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from etu.tui.app import RUN_TAB, EtuApp
-from etu.tui.widgets.history import HistoryPanel
 from textual.widgets import DataTable, TabbedContent
 
+from etu.tui.app import RUN_TAB, EtuApp
+from etu.tui.widgets.history import HistoryPanel
 from tests.console_helpers import wait_until
 from tests.history_workspace import add_v1_sessions, make_workspace, record_run
 from tools.screenshots import history_steps, settle

@@ -11,11 +11,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from textual.widgets import TabbedContent
+
 from etu.tui.app import EtuApp
 from etu.tui.safe_text import PrintableFilter
 from etu.tui.widgets.history import HistoryPanel
-from textual.widgets import TabbedContent
-
 from tests.hostile import (
     FORBIDDEN,
     HOSTILE,

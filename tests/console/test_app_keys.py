@@ -13,15 +13,15 @@ import pkgutil
 from pathlib import Path
 
 import pytest
+from textual.binding import Binding
+from textual.widget import Widget
+from textual.widgets import Input, TabbedContent
+
 from etu.tui.app import EtuApp
 from etu.tui.keys import KEYS, OWNERS, PANELS, WIDGETS, bindings, specs
 from etu.tui.screens.help import HelpScreen
 from etu.tui.widgets import LogView
 from etu.tui.widgets.virtual_table import VirtualTable
-from textual.binding import Binding
-from textual.widget import Widget
-from textual.widgets import Input, TabbedContent
-
 from tests.console_helpers import palette_search, screen_text
 from tools.screenshots import settle
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from etu.tui.app import EtuApp
-from etu.tui.widgets import InstructionsTable, LayerTable, LogView
 from textual.pilot import Pilot
 from textual.widgets import TabbedContent
 
+from etu.tui.app import EtuApp
+from etu.tui.widgets import InstructionsTable, LayerTable, LogView
 from tests.console_helpers import screen_text, wait_until
 from tools.screenshots import DEMO_PROGRAM, DEMO_WORKSPACE, settle
 

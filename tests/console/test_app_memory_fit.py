@@ -12,6 +12,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from textual.message import Message
+from textual.notifications import Notify
+from textual.pilot import Pilot
+from textual.widgets import Input, TabbedContent
+
 from etu.parsers.elf_map import read_elf
 from etu.parsers.errors import ParseError
 from etu.parsers.fit import FAIL, OK, TEMP_POOL_FLAG, check_fit
@@ -33,11 +38,6 @@ from etu.tui.widgets import (
     SymbolsTable,
 )
 from etu.tui.widgets.formatting import nbytes
-from textual.message import Message
-from textual.notifications import Notify
-from textual.pilot import Pilot
-from textual.widgets import Input, TabbedContent
-
 from tests.console_helpers import SIZE, palette_search, screen_text
 from tools.screenshots import COMPARE_REPORT, settle
 

@@ -10,6 +10,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from textual.message import Message
+from textual.notifications import Notify
+from textual.pilot import Pilot
+from textual.widgets import Input, TabbedContent
+
 from etu.parsers.errors import ParseError
 from etu.parsers.vela import load_vela_report
 from etu.tui.app import NPU_TAB, PROGRAM_TAB, EtuApp
@@ -22,11 +27,6 @@ from etu.tui.widgets import (
     VelaError,
     VelaSummary,
 )
-from textual.message import Message
-from textual.notifications import Notify
-from textual.pilot import Pilot
-from textual.widgets import Input, TabbedContent
-
 from tests.console_helpers import SIZE, palette_search, screen_text
 from tools.screenshots import settle
 

@@ -9,13 +9,13 @@ import struct
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
+from textual.widgets import ContentSwitcher
+
 from etu.parsers.program_facts import delegates
 from etu.parsers.pte import open_program
 from etu.tui.app import EtuApp
 from etu.tui.widgets.npu import LayerTable, OperationTable
-from textual.pilot import Pilot
-from textual.widgets import ContentSwitcher
-
 from tests.console_helpers import SIZE
 from tools.screenshots import settle
 

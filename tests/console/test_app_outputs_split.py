@@ -12,11 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.widgets import TabbedContent
+
 from etu.runner.io_quantization import real_formula
 from etu.tui.app import RUN_TAB, EtuApp
 from etu.tui.widgets import OutputsPane, PastRunsList
-from textual.widgets import TabbedContent
-
 from tests.console_helpers import screen_text, wait_until
 from tests.history_workspace import make_workspace, record_run
 from tools.screenshots import settle

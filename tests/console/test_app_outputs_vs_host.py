@@ -12,12 +12,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from textual.widgets import TabbedContent
+
 from etu.runner.session import list_sessions, sessions_root
 from etu.tui.app import RUN_TAB, EtuApp
 from etu.tui.widgets import OperatorsPane, OutputsPane, PastRunsList
 from etu.tui.widgets.run_panes import comparison_line
-from textual.widgets import TabbedContent
-
 from tests.console_helpers import wait_until
 from tests.real_runner import build, run_qemu
 from tools.screenshots import settle

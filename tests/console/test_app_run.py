@@ -17,6 +17,10 @@ from pathlib import Path
 
 import psutil
 import pytest
+from textual.content import Content
+from textual.pilot import Pilot
+from textual.widgets import Input, Select, Static, TabbedContent
+
 from etu.fvp.command import format_command
 from etu.parsers.program_facts import program_target
 from etu.parsers.runner_events import LogLine, MemoryReport, PmuReport
@@ -38,10 +42,6 @@ from etu.tui.widgets import (
     RunPanel,
 )
 from etu.tui.widgets.run_messages import RunBatch
-from textual.content import Content
-from textual.pilot import Pilot
-from textual.widgets import Input, Select, Static, TabbedContent
-
 from tests.console_helpers import (
     SIZE,
     open_run_tab,

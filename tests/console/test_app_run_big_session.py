@@ -7,12 +7,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+from textual.widgets import Checkbox, Input, Static
+
 from etu.runner.run_model import LEVELS, RING_LINES
 from etu.runner.session import SessionWriter, sessions_root
 from etu.tui.app import EtuApp
 from etu.tui.widgets.run_log import LogView
-from textual.widgets import Checkbox, Input, Static
-
 from tests.console.test_app import SIZE, screen_text
 from tests.console_helpers import open_run_tab, wait_run_end, wait_until
 from tools.screenshots import settle

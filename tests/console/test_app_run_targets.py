@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.widgets import Select, Static, TabbedContent
+
 from etu.runner.boards.source import SerialSource
 from etu.tui.app import RUN_TAB, EtuApp
 from etu.tui.keys import KEYS
 from etu.tui.widgets.boards import BoardMonitorRequested
 from etu.tui.widgets.run_launch import RunElfScreen
-from textual.widgets import Select, Static, TabbedContent
-
 from tests.board_peers import Pty, runner_log
 from tests.console_helpers import SIZE, wait_until
 from tools.screenshots import settle

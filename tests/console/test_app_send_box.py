@@ -8,12 +8,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from textual.widgets import Input, TabbedContent
+
 from etu.runner.boards.source import SerialSource
 from etu.runner.run_model import LaunchInfo
 from etu.tui.app import RUN_TAB, EtuApp
 from etu.tui.widgets.send_box import SendBox
-from textual.widgets import Input, TabbedContent
-
 from tests.board_peers import Rfc2217Peer, runner_log
 from tests.console_helpers import wait_until
 from tools.screenshots import settle
@@ -93,9 +93,9 @@ async def test_the_boards_tab_pulses_the_picked_ports_reset(workspace, peer, mon
                                                             size) -> None:  # fmt: skip
     """ctrl+t on the Boards tab: the profile's reset line (else DTR) pulsed on the picked
     port, opened and closed by a worker; a port without modem lines says so in one line."""
-    from etu.tui.widgets.boards import BoardsPanel
     from textual.widgets import Select
 
+    from etu.tui.widgets.boards import BoardsPanel
     from tests.board_peers import Pty, usb_port
 
     pty = Pty()

@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from etu.tui.app import EtuApp
 from textual.widgets import Select
 
+from etu.tui.app import EtuApp
 from tools.screenshots import settle
 
 pytestmark = pytest.mark.anyio

@@ -12,14 +12,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from textual.widgets import Input, Select
+
 from etu.runner.session import sessions_root
 from etu.runner.workspace import RUNNER_ELF, firmware_dir
 from etu.tui.app import EtuApp
 from etu.tui.widgets import RunElfScreen
 from etu.tui.widgets.boards import BoardsPanel
 from etu.tui.widgets.history import HistoryPanel
-from textual.widgets import Input, Select
-
 from tests.console_helpers import SIZE
 from tools.screenshots import settle
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from etu.tui.widgets.history import FIGURES, HistoryPanel, ReplayRequested, replay_schedule
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
+from etu.tui.widgets.history import FIGURES, HistoryPanel, ReplayRequested, replay_schedule
 from tests.console_helpers import wait_until
 from tests.history_workspace import add_v1_sessions, make_workspace, record_run
 

@@ -10,9 +10,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from etu.tui.app import EtuApp
 from textual.pilot import Pilot
 
+from etu.tui.app import EtuApp
 from tools.screenshots import (
     COMPARE_REPORT,
     compile_steps,

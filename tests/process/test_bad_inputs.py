@@ -12,11 +12,11 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+
 from etu.parsers.errors import ParseError
 from etu.parsers.files import MiB, read_regular
 from etu.parsers.linker_script import evaluate, parse_linker_script
 from etu.parsers.memory_map import parse_region_spec
-
 from tests.helpers import etu as run_etu
 
 ROOT = Path(__file__).resolve().parent.parent.parent

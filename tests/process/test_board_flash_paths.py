@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from etu.runner.boards.flash import (
     FLASH_METHODS,
     BoardLink,
@@ -24,7 +25,6 @@ from etu.runner.boards.flash import (
 from etu.runner.boards.ports import PortInfo, pick_ports
 from etu.runner.boards.profiles import get_profile, load_profiles
 from etu.runner.session import board_session_meta, firmware_meta
-
 from tests.board_peers import Pty, VirtualWiseEye2, etu_argv, etu_env, runner_log
 
 ROOT = Path(__file__).resolve().parent.parent.parent

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-from etu.runner.session import read_session
 
+from etu.runner.session import read_session
 from tests.board_peers import Pty, etu_argv, etu_env, only_session, runner_log, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -267,7 +267,6 @@ def test_virtual_wiseeye2_bootloader_flash_then_the_boot_is_monitored(tmp_path: 
     .pte placed at its flash address (the placement block first), the end question, then
     the reboot: its runner log is recorded and parsed to a verdict."""
     from etu.runner.boards.flash import placement_block
-
     from tests.board_peers import VirtualWiseEye2
 
     image = bytes(range(256)) * 40 + b"tail"  # 10,244 bytes: the last block is padded
@@ -307,9 +306,9 @@ def test_mps3_drive_images_txt_and_the_mcc_reboot_dialogue(tmp_path: Path) -> No
     in SOFTWARE/, an images.txt whose entries are the ELF's load segments at the MCC's
     addresses, the reboot dialogue, then the application UART monitored to a verdict."""
     from elftools.elf.elffile import ELFFile
+
     from etu.runner.boards.flash import mcc_address
     from etu.runner.boards.profiles import get_profile
-
     from tests.board_peers import VirtualMps3
 
     profile = get_profile("mps3-an552")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import serial
+
 from etu.runner.boards.qemu import QemuBoard, QemuError, qemu_argv
 from etu.runner.firmware import build_stub_firmware
 

@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
+
 from etu.runner.boards.flash import BoardLink, FlashError, flash_board, parse_file_spec
 from etu.runner.boards.profiles import ProfileError, get_profile, load_profile
 from etu.runner.boards.source import PortError, SerialSource
 from etu.runner.boards.terminal import pulse_line, typed_line
 from etu.tui.widgets.run_log import time_text
-
 from tests.board_peers import (
     Pty,
     Rfc2217Peer,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import serial
-from etu.runner.boards.transfer import TransferError, xmodem_send
 
+from etu.runner.boards.transfer import TransferError, xmodem_send
 from tests.board_peers import FaultyRelay, Pty, random_faults, start_rx, wait_for
 
 pytestmark = pytest.mark.skipif(

@@ -13,7 +13,6 @@ import etu.parsers.runner_events as runner_events
 from etu.parsers.runner_events import EVENT_TYPES, Event
 from etu.parsers.vela_csv import LEGACY_PER_LAYER_COLUMNS, REGOR_PER_LAYER_COLUMNS
 from etu.parsers.vela_debug_db import REGOR_TABLES
-
 from tests.helpers import etu
 
 ROOT = Path(__file__).resolve().parent.parent.parent

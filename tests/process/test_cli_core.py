@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from etu.fvp.targets import targets
 from etu.parsers.program_facts import decode_facts
 from etu.runner.compile_request import MEMORY_MODES, SYSTEM_CONFIGS

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from etu.parsers.program_facts import inspect_record
 from etu.parsers.pte import open_program
 

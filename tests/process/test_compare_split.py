@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy
 import pytest
+
 from etu.parsers.pte import open_program
 from etu.runner.compare import grid_comparison, off_grid, to_integers, verdict
 from etu.runner.io_quantization import (
@@ -161,7 +162,6 @@ def test_the_compare_child_prints_one_json_line(tmp_path: Path) -> None:
     import subprocess
 
     from etu.runner.isolated import isolated_python
-
     from tests.history_workspace import make_workspace, record_run
 
     session = record_run(make_workspace(tmp_path / "ws"))
@@ -174,7 +174,6 @@ def test_the_compare_child_prints_one_json_line(tmp_path: Path) -> None:
 def test_a_missing_program_is_one_line(tmp_path: Path) -> None:
     """--pte naming no file: the compare says which, before any reference is built."""
     from etu.runner.compare import CompareError, compare_session
-
     from tests.history_workspace import V1_SESSIONS
 
     session = next(p for p in sorted(V1_SESSIONS.iterdir()) if p.is_dir())

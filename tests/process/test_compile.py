@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+
 from etu.parsers.program_facts import cpu_operators, delegates
 from etu.parsers.pte import open_program
 from etu.parsers.vela import load_vela_report
@@ -187,6 +188,7 @@ def test_pt2_archive_and_npy_inputs(tmp_path: Path, out_dir: Path) -> None:
     """The other two source forms: a torch.export archive, and inputs from a .npy file."""
     import numpy
     import torch
+
     from etu.runner.example_models import Add
 
     archive = tmp_path / "add.pt2"

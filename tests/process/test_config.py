@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from etu.fvp.discovery import find_fvps
 from etu.fvp.launch import prepare_fvp_launch
 from etu.fvp.standin import install_standin
@@ -19,7 +20,6 @@ from etu.runner.config import (
     user_config_file,
     workspace_template,
 )
-
 from tests.helpers import etu
 
 ROOT = Path(__file__).resolve().parent.parent.parent

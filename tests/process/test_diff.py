@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from etu.runner.diff import Tolerance, compare_outputs, first_divergence
 
+from etu.runner.diff import Tolerance, compare_outputs, first_divergence
 from tests.history_workspace import (
     DEMO,
     add_v1_sessions,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
 from etu.parsers.errors import FormatError, ParseError, TruncatedError
 from etu.parsers.ethosu import decode_ethosu_payload
 from etu.parsers.ethosu_commands import (
@@ -870,7 +871,6 @@ def test_operations_join_velas_debug_database() -> None:
     operator Vela scheduled, and that operator can run as the operation's kind."""
     from etu.parsers.ethosu_commands import join_debug_db
     from etu.parsers.vela_debug_db import parse_debug_db
-
     from tests.npu_programs import build
 
     folder = build("mix_u55")
@@ -892,7 +892,6 @@ def test_another_streams_debug_database_is_not_joined() -> None:
     operations are left without names rather than given wrong ones."""
     from etu.parsers.ethosu_commands import join_debug_db
     from etu.parsers.vela_debug_db import parse_debug_db
-
     from tests.two_delegates import build
 
     folder = build()

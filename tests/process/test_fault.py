@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from elftools.elf.elffile import ELFFile
+
 from etu.parsers.fault import decode_fault
 from etu.parsers.runner_log import parse_log_bytes
 from etu.runner.firmware import build_stub_firmware

@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from etu.parsers.elf_map import ElfImage, decode_elf, read_elf
 from etu.parsers.errors import ParseError, TruncatedError, WrongKindError
 from etu.parsers.ld_map import parse_ld_map, parse_memory_usage, read_ld_map
@@ -31,8 +34,6 @@ from etu.parsers.memory_map import (
 from etu.parsers.memory_presets import PRESETS, get_preset, match_preset
 from etu.runner import firmware
 from etu.runner.firmware import FirmwareBuild, FirmwareBuildError, build_stub_firmware
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SOURCES = ROOT / "runner" / "firmware_src"

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from etu.runner.firmware import build_stub_firmware, upstream_rebuild_command
 from etu.runner.runtime_build import auto_pools, program_facts
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from etu.parsers.fit import FAIL, OK, check_fit, fit_record
 from etu.parsers.memory_map import load_memory_map
 from etu.parsers.program_facts import delegates, select_ops_list

@@ -31,11 +31,11 @@ from pathlib import Path
 
 import psutil
 import pytest
+
 from etu.fvp.standin import install_standin
 from etu.runner.process import REAPER_NAME
 from etu.runner.run import RunController, install_stop_signals
 from etu.runner.session import read_session
-
 from tests.board_peers import Pty, runner_log
 
 ROOT = Path(__file__).resolve().parent.parent.parent

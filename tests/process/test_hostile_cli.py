@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from etu.runner.boards.profiles import ProfileError, load_profile
 from etu.runner.compile_request import InputSpec, RequestError
-
 from tests.helpers import etu
 
 ROOT = Path(__file__).resolve().parent.parent.parent

@@ -15,10 +15,10 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from etu.parsers.text import is_printable, printable, printable_lines
 from hypothesis import given
 from hypothesis import strategies as st
 
+from etu.parsers.text import is_printable, printable, printable_lines
 from tests.helpers import etu as run_etu
 from tests.hostile import (
     DEMO,

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from etu.fvp.discovery import find_fvps
 from etu.fvp.standin import install_standin
 from etu.runner.compile_job import CompileJob, CompileListener, _is_message

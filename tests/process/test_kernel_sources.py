@@ -18,9 +18,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from etu.runner.kernel_sources import load_index, select_kernels
 from etu.runner.runtime_build import RuntimeBuildError, kernel_plan
-
 from tests.real_runner import build, etu, run_qemu
 
 runtime_build = pytest.mark.runtime_build
@@ -128,6 +128,7 @@ def test_macro_kernels_build_run_on_the_emulated_board_and_match_pytorch(
     real_program, runtime_env, tmp_path
 ):
     import torch
+
     from etu.runner.example_models import EXAMPLES
 
     program = real_program("macro_cpu")

@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from etu.runner.layers import (
     Layer,
     LayersError,
@@ -22,7 +23,6 @@ from etu.runner.layers import (
     program_layers,
 )
 from etu.tui.cli import main
-
 from tests import two_delegates
 
 ROOT = Path(__file__).resolve().parent.parent.parent

@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from etu.parsers import pte
 from etu.parsers.errors import ParseError
 from etu.parsers.pte import open_program
@@ -147,7 +148,6 @@ def test_a_large_segmented_program_decodes_its_flatbuffer_from_memory(tmp_path) 
     cut short during decoding is a ParseError (the check after decoding); the decoded
     program equals the one read whole. In a child process, as above."""
     from etu.parsers.program_facts import inspect_record
-
     from tests.real_programs import build
 
     source = build("u55_segment")

@@ -94,6 +94,7 @@ def test_random_inputs_use_the_calibration_range_the_compile_recorded(tmp_path):
 
 def test_the_calibration_range_is_the_min_and_max_over_every_sample() -> None:
     import torch
+
     from etu.runner.bundleio import calibration_ranges
 
     samples = [(torch.tensor([0.5, 2.0]), torch.tensor([1.0])),
@@ -106,6 +107,7 @@ def test_the_calibration_range_is_the_min_and_max_over_every_sample() -> None:
 
 def test_the_compile_records_its_calibration_range(tmp_path):
     import torch
+
     from etu.runner.aot import LoweringSpec, lower_to_pte
     from etu.runner.bundleio import choose_inputs
     from etu.runner.example_models import EXAMPLES

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy
 import pytest
+
 from etu.parsers.pte import KernelCall, open_program
 from etu.runner.reference import integer_comparison, program_reference
-
 from tests.helpers import etu as run_etu
 from tests.history_workspace import make_workspace, record_run
 
@@ -113,6 +113,7 @@ def test_a_cpu_only_programs_reference_is_the_host_runtimes_output_exactly(
     real_program, name: str, split: bool
 ) -> None:
     import torch
+
     from etu.runner.compare import host_reference
 
     pte = real_program(name)

@@ -13,7 +13,6 @@ from etu.parsers.runner_events import LogLine, PmuReport
 from etu.parsers.runner_log import parse_log_bytes
 from etu.runner.replay import replay_session
 from etu.runner.run import RunListener
-
 from tests.history_workspace import V1_SESSIONS
 
 OLD = V1_SESSIONS / "20261123-213021-fvp-000"

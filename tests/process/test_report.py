@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 
 import pytest
-from etu.runner.report import SECTIONS
 from markdown_it import MarkdownIt
 
+from etu.runner.report import SECTIONS
 from tests.browser import chromium, console_errors, save_artifact
 from tests.history_workspace import add_v1_sessions, etu, make_workspace, record_run
 

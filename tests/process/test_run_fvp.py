@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+
 from etu.fvp.command import FvpOptions, build_command
 from etu.fvp.discovery import find_fvps, fvp_version
 from etu.fvp.launch import LaunchError, prepare_fvp_launch

@@ -17,9 +17,9 @@ import shlex
 from pathlib import Path
 
 import pytest
+
 from etu.parsers.runner_log import parse_log_bytes
 from etu.runner.compare import metrics
-
 from tests.real_runner import build, etu, run_qemu
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -216,6 +216,7 @@ def test_bundleio_passes_on_target_and_a_wrong_reference_fails_and_etdump_is_rea
 
     # A deliberately wrong reference: the host's outputs plus 0.5 on element 7.
     import numpy
+
     from etu.runner.compare import session_outputs
 
     host = numpy.array(session_outputs(_session_of(events))[0][0]["values"], dtype="float32")
@@ -258,6 +259,7 @@ def test_per_channel_quantized_cpu_program_matches_the_host(real_program, runtim
 def test_int32_per_channel_zero_points_are_widened():
     """The pass itself, on a converted graph: int32 zero points become int64, others stay."""
     import torch
+
     from etu.runner.aot import widen_per_channel_zero_points
 
     class Dequant(torch.nn.Module):

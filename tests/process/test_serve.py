@@ -21,8 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from etu.tui.cli.serve import console_command, is_loopback
 
+from etu.tui.cli.serve import console_command, is_loopback
 from tests.browser import ARTIFACTS, chromium, console_errors, save_artifact
 
 ROOT = Path(__file__).resolve().parent.parent.parent

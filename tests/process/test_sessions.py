@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from etu.runner.history import SUMMARY, list_rows, resolve_session
 
+from etu.runner.history import SUMMARY, list_rows, resolve_session
 from tests.history_workspace import add_v1_sessions, etu, make_workspace, record_run
 
 

@@ -12,6 +12,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from etu.parsers.errors import ParseError, TruncatedError, WrongKindError
 from etu.parsers.vela import (
     SUMMARY_COLUMNS,
@@ -25,8 +28,6 @@ from etu.parsers.vela import (
     parse_vela_stdout,
     vela_record,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DATA = Path(__file__).resolve().parent.parent / "data" / "vela"

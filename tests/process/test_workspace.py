@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from etu.runner import workspace as ws
 
 DEMO = Path(ws.__file__).resolve().parent.parent / "etu_tui" / "demo"

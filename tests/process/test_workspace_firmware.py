@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from etu.runner import workspace as ws
 from etu.runner.session import file_sha256
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from etu.parsers.errors import WrongKindError
 from etu.runner.workspace import find_workspace, resolve_target, workspace_of
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from etu.runner.boards.profiles import ProfileError, load_profile, load_profiles
 from etu.tui.cli import main
 

@@ -10,6 +10,7 @@ import json
 import types
 
 import pytest
+
 from etu.tui import cli
 from etu.tui.cli.errors import CommandError, notice
 

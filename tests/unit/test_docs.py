@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from etu.tui.cli import COMMAND_MODULES, CommandParser, command_module, main
 from etu.tui.keys import KEYS
 

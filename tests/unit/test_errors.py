@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from etu.parsers.errors import FormatError, ParseError, TruncatedError, describe_error
 from etu.runner.workspace import error_line, load_firmware, load_vela
 

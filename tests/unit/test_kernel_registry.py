@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from etu.parsers.elf_map import decode_elf
 from etu.parsers.kernel_registry import is_kernel_name
 from etu.parsers.memory_map import build_memory_map

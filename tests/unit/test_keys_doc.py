@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from etu.tui.keys import BEGIN, END, KEYS, binding_ids, key_label, main, markdown_table
 
 ROOT = Path(__file__).resolve().parent.parent.parent

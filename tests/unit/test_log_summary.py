@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import etu.parsers.runner_log as runner_log
 import pytest
+
+import etu.parsers.runner_log as runner_log
 from etu.parsers.log_summary import VERDICTS, LogSummary, summarize
 from etu.parsers.runner_log import parse_log_bytes
 

@@ -8,8 +8,9 @@ import inspect
 import pkgutil
 import re
 
-import etu.tui
 from textual.message import Message
+
+import etu.tui
 
 UNTYPED = re.compile(r"\bAny\b|\b(list|dict|tuple|set)\b(?!\[)")
 

@@ -8,6 +8,7 @@ import struct
 from pathlib import Path
 
 import pytest
+
 from etu.runner.npu_bridge import (
     ANSWER_MAGIC,
     DDR_START,

@@ -13,6 +13,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+
 from etu.runner.aot import LoweringSpec
 from etu.runner.npu_bridge import (
     DDR_START,
@@ -23,7 +24,6 @@ from etu.runner.npu_bridge import (
     TosaReferenceExecutor,
     executor_for,
 )
-
 from tests import npu_programs
 from tests.real_programs import CACHE_ROOT, ROOT, cache_lock
 
@@ -147,6 +147,7 @@ def build_extra(name: str) -> Path:
 
 def _lower_extra(name: str, folder: Path) -> None:
     import torch
+
     from etu.runner.aot import example_inputs_for, lower_to_pte
     from etu.runner.example_models import EXAMPLES
 

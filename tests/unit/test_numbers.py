@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from etu.runner.history import list_rows
 from etu.tui.cli.sessions import format_rows
 from etu.tui.numbers import nbytes, number, percent, plural, seconds, transfer

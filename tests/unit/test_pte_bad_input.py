@@ -7,11 +7,12 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from etu.parsers.errors import ParseError, WrongKindError
 from etu.parsers.program_facts import inspect_record
 from etu.parsers.pte import decode_program, open_program
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 
 def decode_fully(data: bytes) -> dict | None:

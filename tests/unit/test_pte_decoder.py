@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import pytest
+
 from etu.parsers.ethosu import decode_ethosu_payload
 from etu.parsers.program_facts import cpu_operators, inspect_record, select_ops_list
 from etu.parsers.pte import (

@@ -15,6 +15,9 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from etu.parsers.runner_events import (
     AssertFailed,
     BundleIOResult,
@@ -52,8 +55,6 @@ from etu.parsers.runner_log import (
     summarize,
 )
 from etu.parsers.status_codes import STATUS_NAMES, status_code, status_name
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 TRANSCRIPTS = Path(__file__).resolve().parent.parent / "data" / "transcripts"
 ALL_LOGS = sorted(p.name for p in TRANSCRIPTS.glob("*.log"))

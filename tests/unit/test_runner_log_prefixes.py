@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from etu.parsers.log_prefix import RUNTIME_PREFIX
 from etu.parsers.runner_events import LogLine, MethodLoaded, RunError, RunSucceeded
 from etu.parsers.runner_log import line_level, parse_log_bytes, summarize

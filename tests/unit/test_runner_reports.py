@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import base64
 
-import etu.parsers.runner_log as runner_log
 import pytest
+
+import etu.parsers.runner_log as runner_log
 from etu.parsers import log_prefix, runner_reports
 from etu.parsers.log_values import after, leading_float, leading_int, status_in
 from etu.parsers.runner_events import EtdumpBlock, EtdumpError, HardFault

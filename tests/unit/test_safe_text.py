@@ -1,8 +1,9 @@
 """Device text must not act on the terminal: every control character is shown, not sent."""
 
-from etu.tui.safe_text import printable
 from hypothesis import given
 from hypothesis import strategies as st
+
+from etu.tui.safe_text import printable
 
 
 def test_escape_sequences_are_made_visible() -> None:
