@@ -283,7 +283,9 @@ def test_integer_outputs_compare_exactly(tmp_path: Path, monkeypatch) -> None:
 
     def fake(values, dtype):
         host = HostReference([values], "fake", [dtype])
-        monkeypatch.setattr(reference, "compare_reference", lambda program, tosa=None: host)
+        monkeypatch.setattr(
+            reference, "compare_reference", lambda program, tosa=None, inputs=None: host
+        )
 
     fake([float(v) for v in printed], "Char")
     assert compare_session(session, pte=DEMO / "demo_cnn.pte")["outputs"][0]["differing"] == 0

@@ -209,5 +209,5 @@ def test_fit_finds_what_the_fit_tab_finds(program: Path) -> None:
     shutil.rmtree(elf.parent)
     missing = subprocess.run(etu, capture_output=True, text=True, timeout=120, check=False)
     assert missing.returncode == 2
-    (line,) = missing.stderr.splitlines()
+    line = json.loads(missing.stdout)["error"]  # with --json the error is JSON on stdout
     assert "no firmware found (looked for TinyNet.<board>/, firmware/*.elf, *.elf" in line
