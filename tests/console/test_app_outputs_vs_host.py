@@ -97,7 +97,7 @@ async def test_an_etdump_run_shows_its_operators_and_why_times_are_missing(
 ) -> None:
     """The runner built with BundleIO and the event tracer (the same tree as the unit
     test's): the Operators pane lists what ran, on the CPU, with no time on QEMU and the
-    reason; the outputs pane says a BundleIO run was checked on the target instead."""
+    reason; the outputs pane compares the run on the inputs it was bundled with."""
     firmware = build(float_program, tmp_path / "fw", runtime_env, "--bundleio", "--etdump",
                      "--seed", "3")  # fmt: skip
     session = _workspace_with_a_run(tmp_path, float_program, Path(firmware["elf"]), runtime_env)
@@ -126,5 +126,7 @@ async def test_an_etdump_run_shows_its_operators_and_why_times_are_missing(
             timeout=300,
             what="the comparison's verdict",
         )
-        assert panel.shown.comparison is None
-        assert "BundleIO" in panel.shown.comparison_note
+        # a BundleIO run is compared on the inputs it was bundled with (#22 §3), not all ones
+        comparison = panel.shown.comparison
+        assert comparison is not None, panel.shown.comparison_note
+        assert comparison["inputs"]["file"].endswith("inputs.npz")
