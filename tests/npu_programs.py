@@ -52,20 +52,32 @@ def build(name: str) -> Path:
 
 
 def _lower(name: str, folder: Path) -> None:
-    import torch
-
-    from etu.runner.aot import example_inputs_for, lower_to_pte
     from etu.runner.example_models import EXAMPLES
 
     model_name, spec = NPU_PROGRAMS[name]
     if model_name == "npu_mix":
-        module_spec = importlib.util.spec_from_file_location("npu_mix", MIX_MODEL)
-        assert module_spec is not None and module_spec.loader is not None
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
-        factory, shapes = module.NpuMix, MIX_SHAPES
+        factory, shapes = mix_model(), MIX_SHAPES
     else:
         factory, shapes = EXAMPLES[model_name]
+    lower_into(folder, factory, shapes, spec)
+
+
+def mix_model():
+    """tests/data/models/npu_mix.py's NpuMix class."""
+    module_spec = importlib.util.spec_from_file_location("npu_mix", MIX_MODEL)
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module.NpuMix
+
+
+def lower_into(folder: Path, factory, shapes, spec: LoweringSpec) -> None:
+    """``folder/program.pte`` with its ``vela/`` folder, lowered from seed 0; written whole
+    (a partial folder renamed) so a worker that waited on the lock finds it complete."""
+    import torch
+
+    from etu.runner.aot import example_inputs_for, lower_to_pte
+
     work = folder.with_name(folder.name + ".partial")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)

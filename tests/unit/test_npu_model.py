@@ -6,8 +6,6 @@ inputs (and random bytes everywhere else in the scratch region)."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import shutil
 import struct
 from importlib import metadata
 from pathlib import Path
@@ -146,18 +144,11 @@ def build_extra(name: str) -> Path:
 
 
 def _lower_extra(name: str, folder: Path) -> None:
-    import torch
-
-    from etu.runner.aot import example_inputs_for, lower_to_pte
     from etu.runner.example_models import EXAMPLES
 
     model_name, target = EXTRA_PROGRAMS[name]
     if model_name == "npu_mix":
-        spec = importlib.util.spec_from_file_location("npu_mix", npu_programs.MIX_MODEL)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        factory, shapes = module.NpuMix, npu_programs.MIX_SHAPES
+        factory, shapes = npu_programs.mix_model(), npu_programs.MIX_SHAPES
     elif model_name in SOURCES:
         namespace: dict = {}
         class_name, source = SOURCES[model_name]
@@ -165,14 +156,7 @@ def _lower_extra(name: str, folder: Path) -> None:
         factory, shapes = namespace[class_name], OPS_MORE_SHAPES
     else:
         factory, shapes = EXAMPLES[model_name]
-    work = folder.with_name(folder.name + ".partial")
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    torch.manual_seed(0)
-    lower_to_pte(factory(), example_inputs_for(shapes), LoweringSpec(target=target),
-                 work / "program.pte", vela_dir=work / "vela")  # fmt: skip
-    shutil.rmtree(folder, ignore_errors=True)
-    work.rename(folder)
+    npu_programs.lower_into(folder, factory, shapes, LoweringSpec(target=target))
 
 
 def program_path(name: str) -> Path:
