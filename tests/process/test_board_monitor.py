@@ -32,6 +32,15 @@ def raw_of(cwd: Path) -> bytes:
     return (folder / "raw.log").read_bytes() if folder and (folder / "raw.log").exists() else b""
 
 
+def logged_lines(cwd: Path) -> int:
+    """LogLine events written so far to the session's events.jsonl."""
+    folder = only_session(cwd)
+    events = folder / "events.jsonl" if folder else None
+    if events is None or not events.exists():
+        return 0
+    return events.read_bytes().count(b'"type": "LogLine"')
+
+
 def test_monitor_a_pty_records_every_byte(tmp_path: Path) -> None:
     pty = Pty()
     log = runner_log(200)
@@ -140,7 +149,8 @@ def test_kill_9_mid_monitor_leaves_the_session_complete_to_its_last_write(tmp_pa
         assert wait_for(lambda: only_session(tmp_path) is not None, 15)
         pty.write(log)
         assert wait_for(lambda: len(raw_of(tmp_path)) == len(log), 20)
-        time.sleep(0.3)  # let the parser's events reach events.jsonl too
+        complete = log.count(b"\n") - 1  # the parser's events of every complete line too
+        assert wait_for(lambda: logged_lines(tmp_path) >= complete, 20)
         os.kill(etu.pid, signal.SIGKILL)
         etu.wait(10)
     finally:

@@ -168,8 +168,9 @@ def test_console_in_the_browser(server: int) -> None:
         mark = len(driver.execute_script("return window.__etuText"))
         ActionChains(driver).send_keys("m").perform()  # the Memory tab
         wait_for_text(driver, "arm_executor_runner", since=mark)
+        mark = len(driver.execute_script("return window.__etuText"))
         ActionChains(driver).send_keys("n").perform()
-        time.sleep(2.0)
+        wait_for_text(driver, "Vela", since=mark)  # the NPU tab drawn again: the picture
         shot = save_artifact(driver, "serve.png")
         if os.environ.get("ETU_UPDATE_SCREENSHOTS"):  # docs/console.md's picture, on request only
             shutil.copyfile(shot, ROOT / "screenshots" / "serve.png")
