@@ -161,10 +161,9 @@ def firmware_options(meta: dict) -> dict:
     elf = meta.get("elf")
     if not isinstance(elf, str):
         return {}
-    from etu.runner.runtime_build import load_record
+    from etu.runner.runtime_build import firmware_options as recorded_options
 
-    options = (load_record(Path(elf).parent) or {}).get("options")
-    return options if isinstance(options, dict) else {}
+    return recorded_options(Path(elf))
 
 
 def session_program(meta: dict) -> Path | None:

@@ -320,9 +320,8 @@ def numpy_itemsize(dtype: str) -> int:
     return numpy.dtype(dtype).itemsize
 
 
-def bridge_for(elf: Path, record: dict | None) -> NpuBridge | None:
-    """The bridge a runner ELF needs (its build record says so), else None."""
-    options = (record or {}).get("options") or {}
+def bridge_for(elf: Path, options: dict) -> NpuBridge | None:
+    """The bridge a runner ELF needs (its recorded build ``options`` say so), else None."""
     if not options.get("npu_bridge"):
         return None
     program = options.get("program")

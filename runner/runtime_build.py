@@ -585,6 +585,13 @@ def load_record(folder: Path) -> dict | None:
     return record if isinstance(record, dict) else None
 
 
+def firmware_options(elf: Path) -> dict:
+    """The build options recorded beside a runner ELF (``etu_firmware.json``: the program,
+    the NPU bridge, the inputs...); {} for firmware etu did not build."""
+    options = (load_record(Path(elf).parent) or {}).get("options")
+    return options if isinstance(options, dict) else {}
+
+
 def _project_hash() -> str:
     digest = hashlib.sha256()
     for path in sorted(PROJECT.rglob("*")):

@@ -66,18 +66,17 @@ class BridgedSource(ProcessSource):
 
 def qemu_label(elf: Path) -> str:
     """What a run of ``elf`` on the emulated board is: with or without etu's NPU bridge."""
-    from etu.runner.runtime_build import load_record
+    from etu.runner.runtime_build import firmware_options
 
-    options = (load_record(Path(elf).parent) or {}).get("options") or {}
-    return NPU_LABEL if options.get("npu_bridge") else QEMU_LABEL
+    return NPU_LABEL if firmware_options(elf).get("npu_bridge") else QEMU_LABEL
 
 
 def npu_bridge_for(elf: Path) -> NpuBridge | None:
     """The bridge the runner ELF was built for (its build record beside it says), or None."""
     from etu.runner.npu_bridge import bridge_for
-    from etu.runner.runtime_build import load_record
+    from etu.runner.runtime_build import firmware_options
 
-    return bridge_for(Path(elf), load_record(Path(elf).parent))
+    return bridge_for(Path(elf), firmware_options(elf))
 
 
 @dataclass

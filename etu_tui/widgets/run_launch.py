@@ -107,10 +107,9 @@ def start_failure(error: Exception, root: Path) -> str:
 
 def serves_npu(elf: Path | None) -> bool:
     """Whether ``elf`` is a runner built with etu's NPU bridge (its build record says)."""
-    from etu.runner.runtime_build import load_record
+    from etu.runner.runtime_build import firmware_options
 
-    options = (load_record(elf.parent) or {}).get("options") if elf is not None else None
-    return bool(isinstance(options, dict) and options.get("npu_bridge"))
+    return elf is not None and bool(firmware_options(elf).get("npu_bridge"))
 
 
 def same_file(a: Path, b: Path) -> bool:
