@@ -14,7 +14,7 @@ from textual.widgets import Select
 
 from etu.tui.app import EtuApp
 from tests.console_helpers import SIZE, open_run_tab, wait_run, wait_run_end
-from tests.helpers import DEMO
+from tests.helpers import demo_workspace
 from tests.real_runner import build, runtime_environment
 
 pytestmark = [
@@ -29,10 +29,7 @@ pytestmark = [
 def bridged_workspace(tmp_path: Path) -> Path:
     """The demo program with its Vela folder and, where the rule looks first for the
     emulated board, its runner built with the NPU bridge."""
-    folder = tmp_path / "demo"
-    folder.mkdir()
-    shutil.copyfile(DEMO / "demo_cnn.pte", folder / "demo_cnn.pte")
-    shutil.copytree(DEMO / "vela", folder / "vela")
+    folder = demo_workspace(tmp_path / "demo", "vela")
     env = runtime_environment()
     record = build(folder / "demo_cnn.pte", folder / "demo_cnn.qemu-an547", env)
     assert record["options"]["npu_bridge"]
@@ -60,10 +57,7 @@ async def test_the_run_tab_runs_the_delegated_demo_on_the_emulated_board(bridged
 async def test_a_delegated_program_with_a_runner_without_the_bridge_is_flagged(tmp_path):
     """The workspace's stand-in firmware has no NPU driver layer: the pre-flight says what to
     build (before, the delegated program on the emulated board was refused outright)."""
-    folder = tmp_path / "demo"
-    folder.mkdir()
-    shutil.copyfile(DEMO / "demo_cnn.pte", folder / "demo_cnn.pte")
-    shutil.copytree(DEMO / "firmware", folder / "firmware")
+    folder = demo_workspace(tmp_path / "demo", "firmware")
     app = EtuApp(folder)
     async with app.run_test(size=SIZE) as pilot:
         panel = await open_run_tab(pilot)

@@ -16,10 +16,10 @@ import psutil
 import pytest
 
 from tests import two_delegates
+from tests.helpers import demo_workspace
 from tests.real_runner import build, etu, run_qemu, runtime_environment
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO = ROOT / "etu_tui" / "demo"
 pytestmark = [
     pytest.mark.runtime_build,
     pytest.mark.skipif(shutil.which("qemu-system-arm") is None, reason="no qemu-system-arm"),
@@ -42,9 +42,7 @@ def reference_outputs(pte: Path, env: dict) -> list[float]:
 
 def demo_copy(tmp_path: Path) -> Path:
     """The shipped demo with its Vela folder (TOSA graph, compile record), as a user has it."""
-    shutil.copyfile(DEMO / "demo_cnn.pte", tmp_path / "demo_cnn.pte")
-    shutil.copytree(DEMO / "vela", tmp_path / "vela")
-    return tmp_path / "demo_cnn.pte"
+    return demo_workspace(tmp_path / "demo", "vela") / "demo_cnn.pte"
 
 
 def session_lines(session: Path) -> str:
@@ -111,7 +109,7 @@ def test_a_program_whose_graph_is_missing_ends_with_a_named_error(tmp_path):
     env = runtime_environment()
     pte = demo_copy(tmp_path)
     record = build(pte, tmp_path / "fw", env)
-    shutil.rmtree(tmp_path / "vela")
+    shutil.rmtree(pte.parent / "vela")
     run = ["run", "--board", "qemu-an547", "--elf", record["elf"], "--timelimit", "30"]
     modelled = etu([*run, "--sessions", tmp_path / "m"], env, timeout=120)
     assert modelled.returncode == 0, modelled.stderr[-2000:]
