@@ -61,6 +61,7 @@ def start_rx(pty: Pty, out: Path, *, crc: bool = True, side: str = "master") -> 
             pass_fds=(fd,),
             stdout=subprocess.DEVNULL,
             stderr=log,
+            start_new_session=True,  # whatever rx signals on its way out stays in its group
         )
 
 
@@ -225,6 +226,8 @@ class VirtualWiseEye2:
                     answer = self._key(0.5)[-1:]
                 if answer == b"y":
                     break
+                if answer != b"n":  # stopped before the host answered: no second file
+                    return
             time.sleep(0.05)
             self.pty.write(b"\r\nreboot...\r\n" + self.boot_log)
         except BaseException as error:  # reported by the test

@@ -53,7 +53,7 @@ def etu(args: list, env: dict, cwd: Path | None = None, timeout: float = 1500):
 def build(pte: Path, out: Path, env: dict, *extra) -> dict:
     result = etu(["firmware", "build", pte, "--board", "qemu-an547", "--out", out, "--json",
                   *extra], env)  # fmt: skip
-    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.returncode == 0, f"status {result.returncode}: {result.stderr[-2000:]}"
     return json.loads(result.stdout)
 
 

@@ -191,7 +191,9 @@ def xmodem_send(
 
     def callback(total_packets: int, success_count: int, error_count: int) -> None:
         state["block"] = total_packets
-        if error_count and not port.all_acked:  # EOT re-sends are not block retries
+        # A resend is a call with errors and no new ACK (the package also reports the ACK
+        # that ends a block's errors with the count); EOT re-sends are not block retries.
+        if error_count and success_count == state["acked"] and not port.all_acked:
             state["retries"] += 1
         state["acked"] = success_count
         port.all_acked = success_count >= blocks

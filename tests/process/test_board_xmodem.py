@@ -49,9 +49,13 @@ def test_send_to_rx(tmp_path: Path, block: int) -> None:
         pty.close()
     received(out, data, block)
     assert stats.blocks == -(-len(data) // block)
-    # rx on a loaded machine may miss a block now and then (its own timing); the goodput
-    # must still be the block format's own within 2 %.
-    assert stats.goodput_share == pytest.approx(stats.format_share, rel=0.02)
+    # rx on a loaded machine misses a block now and then (its own timing) and etu resends
+    # it: every byte beyond the block format's own is a counted resend, nothing else.
+    per_block = block + 5
+    assert stats.wire_out >= stats.blocks * per_block + 1  # every block and an EOT
+    assert stats.wire_out <= (stats.blocks + stats.retries) * per_block + 3  # + up to 3 EOTs
+    if stats.retries == 0:
+        assert stats.goodput_share == pytest.approx(stats.format_share, rel=0.02)
     assert progress[-1].sent == len(data) and progress[-1].phase == "done"
     assert all(a.sent <= b.sent for a, b in itertools.pairwise(progress))
 
@@ -162,18 +166,21 @@ def test_a_receiver_that_falls_silent_mid_file_ends_in_bounded_time(tmp_path, mo
 
     from etu.runner.boards import transfer
 
-    monkeypatch.setattr(transfer._Port, "STALL", 2.0)
     data = payload(60_000, seed=9)
     pty = Pty()
     rx = start_rx(pty, tmp_path / "silent.bin")
     stopped = threading.Event()
+    frozen_at = []
 
     def freeze_the_receiver(progress) -> None:
+        # The 2 s bound starts here: a loaded machine may keep rx quiet for longer than
+        # that before 20 KB, which is a slow receiver, not the silence under test.
         if progress.sent >= 20_000 and not stopped.is_set():
+            monkeypatch.setattr(transfer._Port, "STALL", 2.0)
+            frozen_at.append(time.monotonic())
             stopped.set()
             os.kill(rx.pid, signal.SIGSTOP)
 
-    started = time.monotonic()
     try:
         with (
             serial.Serial(pty.path, 921600, timeout=1) as port,
@@ -185,8 +192,9 @@ def test_a_receiver_that_falls_silent_mid_file_ends_in_bounded_time(tmp_path, mo
         os.kill(rx.pid, signal.SIGCONT)
         rx.kill()
         pty.close()
-    elapsed = time.monotonic() - started
-    assert stopped.is_set() and elapsed < 8, elapsed
+    assert stopped.is_set()
+    elapsed = time.monotonic() - frozen_at[0]
+    assert elapsed < 8, elapsed
     text = str(caught.value)
     assert "fell silent at block" in text and "nothing for 2 s" in text
     assert "last received ACK for block" in text and "\n" not in text
