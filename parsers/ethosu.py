@@ -186,7 +186,7 @@ def _decode(view: memoryview, base_offset: int) -> EthosUPayload:
     if cmd is None:
         raise FormatError("no cmd_data block", field="vela_bin_stream", offset=base_offset)
     if not cmd.external:
-        fmt, words, cfg, npu_id, stream_at = _read_command_stream(
+        fmt, words, cfg, npu_id, stream_at = read_command_stream(
             payload(cmd), base_offset + cmd.payload_offset
         )
         stream_at = None if stream_at is None else cmd.payload_offset + stream_at
@@ -276,10 +276,11 @@ def _read_blocks(view: memoryview, base_offset: int) -> list[VelaBlock]:
     return blocks
 
 
-def _read_command_stream(
+def read_command_stream(
     cmd: memoryview, offset: int
 ) -> tuple[str, int | None, int | None, int | None, int | None]:
-    """(FourCC, stream words, config word, NPU id, where the stream starts in ``cmd``)."""
+    """(FourCC, stream words, config word, NPU id, where the stream starts in ``cmd``) of a
+    ``cmd_data`` payload; ``offset``: its position in the file, for errors."""
     if len(cmd) < 4:
         raise TruncatedError("cmd_data is shorter than its FourCC", field="cmd_data", offset=offset)
     fourcc = bytes(cmd[:4]).decode("ascii", "replace")
@@ -311,6 +312,9 @@ def _read_command_stream(
         elif action.action != ACTION_NOP:
             break  # an action we do not know: stop rather than guess its length
     return fourcc, words, cfg, npu_id, start
+
+
+_read_command_stream = read_command_stream  # the name runner/npu_model.py imports
 
 
 def _read_ios(
@@ -346,4 +350,5 @@ __all__ = [
     "VelaIO",
     "decode_ethosu_payload",
     "is_ethosu_delegate",
+    "read_command_stream",
 ]

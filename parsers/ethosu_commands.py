@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from etu.parsers.errors import FormatError, ParseError, TruncatedError
-from etu.parsers.ethosu import EthosUPayload
+from etu.parsers.ethosu import EthosUPayload, NpuConfig, read_command_stream
 from etu.parsers.program_facts import DelegateInfo
 from etu.parsers.pte import Program
 from etu.parsers.vela_debug_db import DebugDb
@@ -388,31 +388,45 @@ def decode_payload_operations(
     *,
     what: str = "delegate",
     base_offset: int = 0,
+    external: Mapping[str, bytes] | None = None,
 ) -> NpuCommandStream:
     """The operations of a decoded delegate payload (``blob`` is its bytes; ``base_offset``
-    its position in the file). U85 streams and external streams give a note instead."""
+    its position in the file). ``external``: the bytes of external blocks found in ``.ptd``
+    files (block name → payload). U85 streams and unresolved external streams give a note."""
+    external = external or {}
     npu = payload.npu
+    weights_size = payload.weights_size
+    if "weight_data" in payload.external_blocks:
+        weights_size = len(external["weight_data"]) if "weight_data" in external else None
+    if "cmd_data" in payload.external_blocks:
+        cmd = external.get("cmd_data")
+        if cmd is None:
+            return NpuCommandStream(note="the command stream is in an external .ptd file")
+        _fourcc, count, cfg, _npu_id, start = read_command_stream(memoryview(cmd), 0)
+        if cfg is not None:
+            npu = NpuConfig(cfg)
+        view, base, what = memoryview(cmd), None, f"{what} external cmd_data"
+    else:
+        start, count = payload.command_stream_offset, payload.command_stream_words
+        view, base = memoryview(blob), base_offset
     if npu is not None and npu.product == "ethos-u85":
         return NpuCommandStream(note=U85_NOTE)
-    if "cmd_data" in payload.external_blocks:
-        return NpuCommandStream(note="the command stream is in an external .ptd file")
-    start, count = payload.command_stream_offset, payload.command_stream_words
     if start is None or count is None:
         return NpuCommandStream(note="cmd_data holds no COMMAND_STREAM action")
-    view = memoryview(blob)
     if start < 0 or start + 4 * count > len(view):
         raise TruncatedError(
             f"{what} command stream of {count} words runs past the payload",
             field=f"{what} command stream",
-            offset=base_offset + start,
+            offset=None if base is None else base + start,
         )
     regions = {1: payload.scratch_size} if payload.scratch_size else {}
-    if "weight_data" not in payload.external_blocks:
-        regions[0] = payload.weights_size
+    if weights_size is not None:
+        regions[0] = weights_size
     words = read_words(view[start : start + 4 * count])
     return decode_command_stream(
-        words, what=f"{what} command stream", regions=regions, base_offset=base_offset + start
-    )
+        words, what=f"{what} command stream", regions=regions,
+        base_offset=None if base is None else base + start,
+    )  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -434,9 +448,12 @@ class DelegateOperations:
         }
 
 
-def delegate_operations(program: Program, info: DelegateInfo) -> DelegateOperations:
-    """Decode one delegate's stream (its payload was decoded into ``info``); never raises
-    for a bad stream: the error is kept, one line, naming the file, delegate and word."""
+def delegate_operations(
+    program: Program, info: DelegateInfo, external: Mapping[str, bytes] | None = None
+) -> DelegateOperations:
+    """Decode one delegate's stream (its payload was decoded into ``info``; ``external``:
+    its external blocks' bytes); never raises for a bad stream: the error is kept, one
+    line, naming the file, delegate and word."""
     plan = info.plan.name
     if info.payload is None:
         return DelegateOperations(plan, info.index, None, None)
@@ -444,16 +461,26 @@ def delegate_operations(program: Program, info: DelegateInfo) -> DelegateOperati
     try:
         stream = decode_payload_operations(
             bytes(program.read(span)), info.payload, what=f"delegate {info.index}",
-            base_offset=span.offset,
+            base_offset=span.offset, external=external,
         )  # fmt: skip
     except ParseError as error:
         return DelegateOperations(plan, info.index, None, str(error.with_source(program.source)))
     return DelegateOperations(plan, info.index, stream)
 
 
-def program_operations(program: Program, infos: list[DelegateInfo]) -> list[DelegateOperations]:
-    """Every Ethos-U delegate's operations, in the order of ``infos``."""
-    return [delegate_operations(program, info) for info in infos if info.payload is not None]
+def program_operations(
+    program: Program,
+    infos: list[DelegateInfo],
+    external: Mapping[tuple[str, int], Mapping[str, bytes]] | None = None,
+) -> list[DelegateOperations]:
+    """Every Ethos-U delegate's operations, in the order of ``infos``; ``external``: per
+    (plan name, delegate index), the bytes of its external blocks."""
+    external = external or {}
+    return [
+        delegate_operations(program, info, external.get((info.plan.name, info.index)))
+        for info in infos
+        if info.payload is not None
+    ]
 
 
 @dataclass(frozen=True, slots=True)

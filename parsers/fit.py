@@ -18,6 +18,7 @@ from etu.parsers.pte import Program, Tensor
 
 if TYPE_CHECKING:
     from etu.parsers.memory_map import MemoryMap
+    from etu.parsers.ptd import DataFile
     from etu.parsers.vela import VelaReport
 
 OK, WARN, FAIL = "ok", "warn", "fail"
@@ -89,8 +90,10 @@ def check_fit(
     vela: VelaReport | None = None,
     *,
     target: str | None = None,
+    data_files: list[DataFile] | None = None,
 ) -> list[Verdict]:
-    """All verdicts, failing ones first. ``target`` is the FVP/board NPU when one is chosen."""
+    """All verdicts, failing ones first. ``target`` is the FVP/board NPU when one is chosen;
+    ``data_files``: the ``.ptd`` files the program's external blocks are looked up in."""
     infos = [info for info in delegates(program) if info.payload is not None]
     flags = vela_flags(infos[0].delegate.spec("compile_flags")) if infos else {}
     verdicts = [
@@ -103,6 +106,8 @@ def check_fit(
         *_config_pair(flags.get("system-config"), flags.get("memory-mode"), memory_map),
         *_regions(memory_map),
         *_vela_consistency(vela, flags),
+        *_external_data(program, infos, memory_map, data_files or []),
+        *_buffer_devices(program),
     ]
     return sorted(verdicts, key=lambda v: _ORDER[v.status])
 
@@ -527,6 +532,90 @@ def _vela_consistency(vela: VelaReport | None, flags: dict[str, str]) -> list[Ve
             )
         ]
     return [Verdict("vela_report", OK, None, None, "the Vela report matches the program's config")]
+
+
+def _external_data(program: Program, infos, mm: MemoryMap, files: list[DataFile]) -> list:
+    """External Vela blocks: the ``.ptd`` bytes must live beside the program (in the region
+    its pool is in), and the runner etu builds does not load ``.ptd`` files."""
+    from etu.parsers.external_blocks import resolve
+
+    blocks = [block for info in infos for block in resolve(info.payload, info.delegate, files)]
+    if not blocks:
+        return []
+    bad = [block for block in blocks if not block.ok]
+    if bad:
+        return [
+            Verdict(
+                "external_data",
+                FAIL,
+                len(blocks),
+                len(blocks) - len(bad),
+                "; ".join(block.message for block in bad[:3]),
+                "give the program's .ptd (etu fit --data FILE.ptd, or put it beside the program)",
+            )
+        ]
+    used = {block.data_file for block in blocks}
+    need = sum(f.file_size for f in files if f.source in used)
+    pool = mm.pools.get("model_pte") or mm.pools.get("input_file_allocator")
+    region = _region_named(mm, pool.region.upper()) if pool and pool.region else None
+    names = ", ".join(sorted(f.name for f in files if f.source in used))
+    unloaded = (
+        "the runner etu builds does not load .ptd files (no NamedDataMap): it fails "
+        "with InvalidExternalData unless the firmware provides them"
+    )
+    if region is None:
+        return [
+            Verdict(
+                "external_data",
+                WARN,
+                need,
+                None,
+                f"{names}: {_kib(need)} of external blocks with no region to count them "
+                f"against; {unloaded}",
+            )
+        ]
+    status = WARN if region.free >= need else FAIL
+    message = (
+        f"{names}: {_kib(need)} of external blocks beside the program in {region.name} "
+        f"({_kib(region.free)} free); {unloaded}"
+    )
+    fix = None if status == WARN else f"free {_kib(need - region.free)} in {region.name}"
+    return [
+        Verdict(
+            "external_data",
+            status,
+            need,
+            region.free,
+            message,
+            fix or "compile without --external-blocks to run on this firmware",
+        )
+    ]
+
+
+def _buffer_devices(program: Program) -> list[Verdict]:
+    """A planned buffer or tensor placed on a device other than the CPU: a microcontroller
+    has no such device, and the runtime cannot allocate there."""
+    found = []
+    for plan in program.plans:
+        for entry in plan.non_const_buffer_device:
+            if not entry.is_cpu:
+                found.append(f"{plan.name} buffer {entry.buffer_idx} on {entry.device}")
+        devices = sorted({v.device for v in plan.values if isinstance(v, Tensor) and v.device_type})
+        if devices:
+            found.append(f"{plan.name} tensors on {', '.join(devices)}")
+    if not found:
+        return []
+    return [
+        Verdict(
+            "buffer_devices",
+            WARN,
+            None,
+            "cpu",
+            f"the program places memory off the CPU ({'; '.join(found[:4])}): a "
+            "microcontroller has only the CPU's memory",
+            "export without device placement (no CUDA or other device annotations)",
+        )
+    ]
 
 
 def _region_named(mm: MemoryMap, name: str):

@@ -131,6 +131,22 @@ def plan_summary(program: Program, plan: ExecutionPlan, infos: list[DelegateInfo
         "operators": sorted({op.qualified_name for op in plan.operators}),
         "non_const_buffer_sizes": list(plan.non_const_buffer_sizes),
         "planned_memory": {str(k): v for k, v in planned_memory(plan).items()},
+        "non_const_buffer_device": [
+            {
+                "buffer_idx": d.buffer_idx,
+                "device_type": d.device_type,
+                "device_index": d.device_index,
+                "device": d.device,
+            }
+            for d in plan.non_const_buffer_device
+        ],
+        "tensor_devices": dict(
+            sorted(
+                Counter(
+                    v.device for v in plan.values if isinstance(v, Tensor) and v.device_type
+                ).items()
+            )
+        ),
         "delegates": [delegate_summary(program, info) for info in infos if info.plan is plan],
     }
 

@@ -48,6 +48,7 @@ from etu.parsers.pte_schema import (
     CompileSpecSlot,
     DataSegmentSlot,
     DelegateCallSlot,
+    DeviceType,
     EValueSlot,
     ExecutionPlanSlot,
     ExtraTensorInfoSlot,
@@ -60,12 +61,14 @@ from etu.parsers.pte_schema import (
     ListSlot,
     MoveCallSlot,
     NamedDataSlot,
+    NonConstBufferDeviceSlot,
     OperatorSlot,
     ProgramSlot,
     ScalarBoxSlot,
     SubsegmentOffsetsSlot,
     TensorDataLocation,
     TensorSlot,
+    device_name,
 )
 
 # --------------------------------------------------------------------------- values
@@ -85,8 +88,15 @@ class Tensor:
     layout: int = 0
     external_name: str | None = None
     external: bool = False
+    device_type: int = 0  # ExtraTensorInfo.device_type (DeviceType; CPU when absent)
+    device_index: int = 0
 
     kind = "Tensor"
+
+    @property
+    def device(self) -> str:
+        """``cpu``, ``cuda``, ``cuda:1``: where the program asks for the tensor to live."""
+        return device_name(self.device_type, self.device_index)
 
     @property
     def dtype(self) -> str:
@@ -234,6 +244,24 @@ class Chain:
     instructions: tuple[Instruction, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class BufferDevice:
+    """``NonConstBufferDevice``: the device a planned buffer (``buffer_idx`` indexes
+    ``non_const_buffer_sizes``) is to be allocated on."""
+
+    buffer_idx: int
+    device_type: int = 0
+    device_index: int = 0
+
+    @property
+    def device(self) -> str:
+        return device_name(self.device_type, self.device_index)
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device_type == DeviceType.CPU
+
+
 @dataclass(slots=True)
 class ExecutionPlan:
     name: str
@@ -244,6 +272,8 @@ class ExecutionPlan:
     operators: list[Operator]
     delegates: list[BackendDelegate]
     non_const_buffer_sizes: tuple[int, ...]
+    # absent (empty) in CPU-only programs and in every program before ExecuTorch 2026-05
+    non_const_buffer_device: tuple[BufferDevice, ...] = ()
     instructions: list[Instruction] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -813,9 +843,24 @@ def _decode_plan(table: Table) -> ExecutionPlan:
         non_const_buffer_sizes=table.scalar_vector(
             ExecutionPlanSlot.NON_CONST_BUFFER_SIZES, Int64sl, "non_const_buffer_sizes"
         ),
+        non_const_buffer_device=_decode_buffer_devices(table),
     )
     _check_indices(plan, table)
     return plan
+
+
+def _decode_buffer_devices(table: Table) -> tuple[BufferDevice, ...]:
+    """``ExecutionPlan.non_const_buffer_device`` (absent before ExecuTorch 2026-05)."""
+    return tuple(
+        BufferDevice(
+            t.scalar(NonConstBufferDeviceSlot.BUFFER_IDX, Int32sl, what="buffer_idx"),
+            t.scalar(NonConstBufferDeviceSlot.DEVICE_TYPE, Int8sl, what="device_type"),
+            t.scalar(NonConstBufferDeviceSlot.DEVICE_INDEX, Int8sl, what="device_index"),
+        )
+        for t in table.table_vector(
+            ExecutionPlanSlot.NON_CONST_BUFFER_DEVICE, "NonConstBufferDevice"
+        )
+    )
 
 
 def _check_indices(plan: ExecutionPlan, table: Table) -> None:
@@ -832,6 +877,10 @@ def _check_indices(plan: ExecutionPlan, table: Table) -> None:
     for index in (*plan.inputs, *plan.outputs):
         if not 0 <= index < n_values:
             raise bad("input/output value", index, n_values)
+    for entry in plan.non_const_buffer_device:
+        if not 0 <= entry.buffer_idx < len(plan.non_const_buffer_sizes):
+            raise bad("non_const_buffer_device buffer_idx", entry.buffer_idx,
+                      len(plan.non_const_buffer_sizes))  # fmt: skip
     for instr in plan.instructions:
         if isinstance(instr, KernelCall):
             if not 0 <= instr.op_index < len(plan.operators):
@@ -959,8 +1008,15 @@ def _decode_tensor(t: Table) -> Tensor:
         memory_offset = low | (high << 32)
     external_name = None
     external = False
+    device_type = device_index = 0
     extra = t.table(TensorSlot.EXTRA_TENSOR_INFO, "Tensor.extra_tensor_info")
     if extra is not None:
+        device_type = extra.scalar(
+            ExtraTensorInfoSlot.DEVICE_TYPE, Int8sl, what="ExtraTensorInfo.device_type"
+        )
+        device_index = extra.scalar(
+            ExtraTensorInfoSlot.DEVICE_INDEX, Int8sl, what="ExtraTensorInfo.device_index"
+        )
         external_name = extra.string(
             ExtraTensorInfoSlot.FULLY_QUALIFIED_NAME, "ExtraTensorInfo.fully_qualified_name"
         )
@@ -983,4 +1039,6 @@ def _decode_tensor(t: Table) -> Tensor:
         shape_dynamism=t.scalar(TensorSlot.SHAPE_DYNAMISM, Int8sl, what="Tensor.shape_dynamism"),
         external_name=external_name,
         external=external,
+        device_type=device_type,
+        device_index=device_index,
     )

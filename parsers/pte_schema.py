@@ -101,6 +101,13 @@ class ExecutionPlanSlot(IntEnum):
     OPERATORS = 6
     DELEGATES = 7
     NON_CONST_BUFFER_SIZES = 8
+    NON_CONST_BUFFER_DEVICE = 9  # ExecuTorch 2026-05 (PR 19500)
+
+
+class NonConstBufferDeviceSlot(IntEnum):
+    BUFFER_IDX = 0
+    DEVICE_TYPE = 1
+    DEVICE_INDEX = 2
 
 
 class OperatorSlot(IntEnum):
@@ -198,6 +205,8 @@ class ExtraTensorInfoSlot(IntEnum):
     MUTABLE_DATA_SEGMENTS_IDX = 0
     FULLY_QUALIFIED_NAME = 1
     LOCATION = 2
+    DEVICE_TYPE = 3  # ExecuTorch 2026-03 (PR 18391)
+    DEVICE_INDEX = 4
 
 
 class InstructionArguments(IntEnum):
@@ -240,6 +249,22 @@ class TensorDataLocation(IntEnum):
 
     INTERNAL = 0
     EXTERNAL = 1
+
+
+class DeviceType(IntEnum):
+    """``DeviceType``: where a tensor or planned buffer lives (default CPU)."""
+
+    CPU = 0
+    CUDA = 1
+
+
+DEVICE_TYPES = {DeviceType.CPU: "cpu", DeviceType.CUDA: "cuda"}
+
+
+def device_name(device_type: int, device_index: int = 0) -> str:
+    """``cpu``, ``cuda:1``, or ``device(7)`` for a type this schema does not name."""
+    name = DEVICE_TYPES.get(device_type, f"device({device_type})")
+    return f"{name}:{device_index}" if device_index else name
 
 
 SHAPE_DYNAMISM = {0: "static", 1: "dynamic_bound", 2: "dynamic_unbound"}

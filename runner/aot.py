@@ -40,6 +40,25 @@ class LoweringSpec:
     delegate: bool = True
     extract_delegate_segments: bool = False  # the Arm examples keep the payload inline
     extra_vela_flags: tuple[str, ...] = ()
+    # Vela blocks moved to a .ptd beside the program ("cmd", "weights"; ExecuTorch PR 21893)
+    external_blocks: tuple[str, ...] = ()
+
+
+EXTERNAL_BLOCKS = {"cmd": "cmd_data", "weights": "weight_data"}
+
+
+def external_placements(spec: LoweringSpec, tag: str):
+    """``VelaExternalBlockPlacements`` putting ``spec.external_blocks`` under ``tag`` (so
+    ExecuTorch writes them to ``TAG.ptd``), or None for none."""
+    if not spec.external_blocks:
+        return None
+    from executorch.backends.arm.ethosu import VelaExternalBlockPlacements
+
+    unknown = sorted(set(spec.external_blocks) - set(EXTERNAL_BLOCKS))
+    if unknown:
+        raise ValueError(f"unknown external blocks {unknown}; use {', '.join(EXTERNAL_BLOCKS)}")
+    blocks = {EXTERNAL_BLOCKS[name]: tag for name in spec.external_blocks}
+    return VelaExternalBlockPlacements(**blocks)
 
 
 @dataclass
@@ -108,6 +127,7 @@ def lower_to_pte(
         system_config=spec.system_config,
         memory_mode=spec.memory_mode,
         extra_flags=list(spec.extra_vela_flags) or None,
+        external_block_placements=external_placements(spec, Path(out_pte).stem),
     )
     scratch_dir: Path | None = None
     calibration_record: dict | None = None  # per input: the range calibration saw
@@ -155,6 +175,8 @@ def lower_to_pte(
         done("serialize")
 
     _write_atomically(Path(out_pte), program.buffer)
+    if spec.external_blocks:  # TAG.ptd beside the program (the tag is the program's name)
+        _write_data_files(program, Path(out_pte).parent)
     if bundled_out is not None:
         _write_atomically(Path(bundled_out), _bundle(program, example_inputs, expected_outputs))
     kept_vela = _keep_vela_outputs(scratch_dir, Path(vela_dir)) if scratch_dir else None
@@ -302,6 +324,22 @@ def widen_per_channel_zero_points(graph_module) -> int:
             setattr(owner, name, value.to(torch.int64))
             widened += 1
     return widened
+
+
+def _write_data_files(program, folder: Path) -> list[Path]:
+    """The program's ``.ptd`` files (its external named data), each written whole."""
+    partial = folder / ".etu-ptd.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir()
+    try:
+        program.write_tensor_data_to_file(str(partial))
+        written = []
+        for path in sorted(partial.glob("*.ptd")):
+            path.replace(folder / path.name)
+            written.append(folder / path.name)
+        return written
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

@@ -549,6 +549,7 @@ def load_comparison(folder: Path) -> dict | None:
 _TORCH_DTYPES = {
     "Float": "float32", "Double": "float64", "Int": "int32", "Long": "int64",
     "Char": "int8", "Byte": "uint8", "Short": "int16", "Bool": "bool", "Half": "float16",
+    "BFloat16": "bfloat16",
 }  # fmt: skip
 
 

@@ -41,8 +41,16 @@ class CompileResult:
     log: str = ""
     seconds: float = 0.0
 
+    @property
+    def data_files(self) -> list[Path]:
+        """The ``.ptd`` files beside the program (external Vela blocks)."""
+        if self.pte is None:
+            return []
+        return sorted(self.pte.parent.glob("*.ptd"))
+
     def to_json(self) -> dict:
         return {
+            "data_files": [str(path) for path in self.data_files],
             "status": self.status,
             "cached": self.cached,
             "key": self.key,

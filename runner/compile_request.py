@@ -87,6 +87,9 @@ class InputSpec:
         return "x".join(map(str, self.shape)) + f":{self.dtype}"
 
 
+EXTERNAL_BLOCK_NAMES = ("cmd", "weights")  # → Vela's cmd_data, weight_data blocks
+
+
 @dataclass(frozen=True)
 class CompileRequest:
     source: str  # model.py:Name | file.pt2 | a built-in name
@@ -100,6 +103,7 @@ class CompileRequest:
     delegate: bool = True
     delegate_segments: bool = False
     vela_flags: tuple[str, ...] = ()
+    external_blocks: tuple[str, ...] = ()  # "cmd", "weights": Vela blocks put in a .ptd
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -156,6 +160,13 @@ class CompileRequest:
             raise RequestError(
                 f"the runner builds {config} only with {', '.join(modes)}, not {mode}"
             )
+        unknown = [b for b in self.external_blocks if b not in EXTERNAL_BLOCK_NAMES]
+        if unknown:
+            raise RequestError(
+                f"unknown external block {unknown[0]!r}; use {', '.join(EXTERNAL_BLOCK_NAMES)}"
+            )
+        if self.external_blocks and not self.delegate:
+            raise RequestError("external blocks are the NPU delegate's: not with --no-delegate")
         has_inputs = self.inputs or self.input_file
         if not has_inputs and self.source not in BUILTIN_MODELS and ".py:" in self.source:
             raise RequestError("give example inputs (--input 1x3x224x224:float32) or a file")
@@ -164,6 +175,8 @@ class CompileRequest:
         data = asdict(self)
         data["inputs"] = [str(spec) for spec in self.inputs]
         data.pop("extra")
+        if not self.external_blocks:
+            data.pop("external_blocks")  # so earlier jobs' cache keys stay what they were
         return data
 
     @classmethod
@@ -171,6 +184,7 @@ class CompileRequest:
         data = dict(data)
         data["inputs"] = tuple(InputSpec.parse(text) for text in data.get("inputs", ()))
         data["vela_flags"] = tuple(data.get("vela_flags", ()))
+        data["external_blocks"] = tuple(data.get("external_blocks", ()))
         return cls(**data)
 
 

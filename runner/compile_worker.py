@@ -186,6 +186,7 @@ def run(request: CompileRequest, out_dir: Path, stages: Stages) -> dict:
             delegate=request.delegate,
             extract_delegate_segments=request.delegate_segments,
             extra_vela_flags=("--verbose-performance", "--enable-debug-db", *request.vela_flags),
+            external_blocks=request.external_blocks,
         )
         result = aot.lower_to_pte(
             model,

@@ -32,7 +32,7 @@ MEMBER_CAP = 1 << 20  # the quantization members are a few hundred bytes
 DTYPE_NAMES = {
     "Byte": "uint8", "Char": "int8", "Short": "int16", "Int": "int32", "Long": "int64",
     "Half": "float16", "Float": "float32", "Double": "float64", "Bool": "bool",
-    "UInt16": "uint16",
+    "UInt16": "uint16", "BFloat16": "bfloat16",
 }  # fmt: skip
 QUANTIZE = "quantized_decomposed::quantize_per_tensor.out"
 DEQUANTIZE = "quantized_decomposed::dequantize_per_tensor.out"

@@ -174,6 +174,7 @@ class ProgramFacts:
     scratch: int
     memory_mode: str | None
     all_ops: list[str] = field(default_factory=list)  # every operator table entry, prim too
+    external_blocks: list[str] = field(default_factory=list)  # Vela blocks kept in a .ptd
 
 
 def program_facts(pte: Path) -> ProgramFacts:
@@ -194,6 +195,7 @@ def program_facts(pte: Path) -> ProgramFacts:
             targets = sorted({i.payload.target for i in infos if i.payload and i.payload.target})
             ids = [i.delegate.id for i in infos]
             flags = vela_flags(infos[0].delegate.spec("compile_flags")) if infos else {}
+            external = sorted({b for i in infos if i.payload for b in i.payload.external_blocks})
     except ParseError as error:  # an unreadable program is a refused input (2), not a build
         raise BuildInputError(str(error)) from None
     need = planned + inputs + metadata
@@ -202,7 +204,7 @@ def program_facts(pte: Path) -> ProgramFacts:
         f"{metadata:,} B"
     )
     mode = flags.get("memory-mode")
-    return ProgramFacts(ops, bool(ids), ids, targets, need, detail, scratch, mode, every)
+    return ProgramFacts(ops, bool(ids), ids, targets, need, detail, scratch, mode, every, external)
 
 
 def auto_pools(facts: ProgramFacts) -> tuple[dict[str, int], str]:
@@ -249,6 +251,16 @@ BRIDGED_NPUS = ("ethos-u55", "ethos-u65")
 def npu_bridged(facts: ProgramFacts, board: str) -> bool:
     """A delegated program on the emulated board: its NPU part runs in etu, over UART1."""
     return board == "qemu-an547" and facts.delegated
+
+
+def refuse_external_blocks(pte: Path, facts: ProgramFacts) -> None:
+    """The pinned runner creates no NamedDataMap: a program whose Vela blocks are in a
+    ``.ptd`` would fail at init with InvalidExternalData, so it is refused before a build."""
+    if facts.external_blocks:
+        raise BuildInputError(
+            f"{pte}: its Ethos-U {' and '.join(facts.external_blocks)} are in a .ptd file and "
+            "the runner etu builds does not load .ptd files; compile without --external-blocks"
+        )
 
 
 def refuse_delegated(pte: Path, facts: ProgramFacts, board: str) -> None:
@@ -350,6 +362,24 @@ def venv_tool(name: str) -> Path:
     return Path(found)
 
 
+def compiler_launcher() -> list[str]:
+    """ccache in front of the cross compiler, when it is installed (``ETU_CCACHE=0`` turns it
+    off). Build trees that differ only in options (BundleIO, the NPU bridge, another board)
+    then compile the objects they share once: paths under the build cache are made relative
+    (``CCACHE_BASEDIR``), so one tree's object is another's cache hit. The cache lives in
+    etu's build cache, beside the trees it serves. The settings ride on the launcher itself,
+    so the recorded rebuild command is complete."""
+    if os.environ.get("ETU_CCACHE", "1") == "0":
+        return []
+    ccache = shutil.which("ccache")
+    env = shutil.which("env")
+    if ccache is None or env is None:
+        return []
+    root = cache_root()
+    return [env, f"CCACHE_BASEDIR={root}", f"CCACHE_DIR={root / 'ccache'}",
+            "CCACHE_NOHASHDIR=true", ccache]  # fmt: skip
+
+
 def build_runner(
     pte: Path,
     board: str,
@@ -382,6 +412,7 @@ def build_runner(
     pte = Path(pte).resolve()
     started = time.monotonic()
     facts = program_facts(pte)
+    refuse_external_blocks(pte, facts)
     refuse_delegated(pte, facts, board)
     program_pte = pte
     inputs_record: dict | None = None
@@ -492,6 +523,10 @@ def build_runner(
             "FETCH_ETHOS_U_CONTENT": "OFF",
             "ETU_NPU_BRIDGE": "ON" if bridged else "OFF",
         })  # fmt: skip
+    launcher = compiler_launcher()
+    if launcher:
+        defines["CMAKE_C_COMPILER_LAUNCHER"] = ";".join(launcher)
+        defines["CMAKE_CXX_COMPILER_LAUNCHER"] = ";".join(launcher)
     configure = ["cmake", "-S", str(PROJECT), "-B", str(build_dir), "-G", "Ninja",
                  *[f"-D{name}={value}" for name, value in defines.items()]]  # fmt: skip
     build = ["cmake", "--build", str(build_dir), "--target", "arm_executor_runner",

@@ -397,10 +397,12 @@ def load_firmware(
     if program is None:
         result.fit_error = "no program open to check"
         return result
+    from etu.parsers.external_blocks import data_files_beside
     from etu.parsers.fit import check_fit
 
     try:
-        result.verdicts = check_fit(program, memory_map, vela)
+        data_files = data_files_beside(program)
+        result.verdicts = check_fit(program, memory_map, vela, data_files=data_files)
     except Exception as error:
         result.fit_error = _firmware_error(error, names, program_name or "program")
     return result

@@ -37,6 +37,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--vela-flag", action="append", default=[], help="an extra Vela flag (repeatable)"
     )
     parser.add_argument(
+        "--external-blocks", default="", metavar="cmd,weights",
+        help="move Vela's command stream (cmd) and/or weights out of the .pte into NAME.ptd "
+        "beside it (ExecuTorch's external_block_placements); the runner etu builds does not "
+        "load .ptd files",
+    )  # fmt: skip
+    parser.add_argument(
         "--sweep", help="e.g. targets=ethos-u55-128,ethos-u85-256;memory-modes=Sram_Only"
     )
     parser.add_argument("--workers", type=int, default=1, help="sweep jobs at once")
@@ -77,6 +83,9 @@ def compile_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> in
             delegate=not args.no_delegate,
             delegate_segments=args.segments,
             vela_flags=tuple(args.vela_flag),
+            external_blocks=tuple(
+                dict.fromkeys(b.strip() for b in args.external_blocks.split(",") if b.strip())
+            ),
         )
         if args.sweep:
             axes = dict(part.split("=", 1) for part in args.sweep.split(";") if "=" in part)
@@ -121,6 +130,8 @@ def compile_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> in
         out.write(json.dumps(result.to_json()) + "\n")
     elif result.status == "ok":
         out.write(f"{p(str(result.pte))}{'  (cached)' if result.cached else ''}\n")
+        for path in result.data_files:
+            out.write(f"{p(str(path))}\n")
     else:
         stage, message = p(str(result.failed_stage)), p(str(result.message))
         notice(err, f"compile failed in {stage}: {message}")

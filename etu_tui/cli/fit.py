@@ -26,6 +26,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--vela", type=Path,
         help="Vela's output folder for the program (default: vela/ beside it, if any)",
     )  # fmt: skip
+    parser.add_argument(
+        "--data", action="append", type=Path, default=None, metavar="FILE.ptd",
+        help="a .ptd holding the program's external Vela blocks (repeatable; default: the "
+        "*.ptd files beside the program)",
+    )  # fmt: skip
     add_target_option(parser, "the NPU the run will use")
     add_region_options(parser)
     parser.add_argument("--json", action="store_true", help="one JSON object")
@@ -37,7 +42,9 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 def fit_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     """Exit 1 when any check fails, 2 when an input cannot be read."""
+    from etu.parsers.external_blocks import data_files_beside
     from etu.parsers.fit import FAIL, check_fit, fit_record
+    from etu.parsers.ptd import open_data_file
     from etu.parsers.pte import open_program
     from etu.parsers.vela import load_vela_report
 
@@ -56,7 +63,13 @@ def fit_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         memory_map = memory_map_from_args(args)
         vela = load_vela_report(args.vela) if args.vela else None
         with open_program(args.pte) as program:
-            verdicts = check_fit(program, memory_map, vela, target=args.target)
+            if args.data is not None:
+                data_files = [open_data_file(path) for path in args.data]
+            else:
+                data_files = data_files_beside(program)
+            verdicts = check_fit(
+                program, memory_map, vela, target=args.target, data_files=data_files
+            )
     except ParseError as error:
         raise CommandError(f"{p(str(error))}") from None
     record = fit_record(verdicts)

@@ -17,24 +17,41 @@ from etu.tui.numbers import nbytes
 NPU_OPERATION_LINES = 200  # per delegate, in the text form
 
 HELP = "decode .pte files: plans, delegates, Ethos-U payloads, CPU operators"
+DATA_HELP = (
+    "a .ptd data file holding the programs' external Vela blocks (repeatable; default: the "
+    "*.ptd files beside each program that has external blocks)"
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "files", nargs="+", type=Path, metavar="FILE",
-        help="programs to decode (.pte, .bpte, or a firmware ELF: the program baked into it)",
+        help="programs to decode (.pte, .bpte, or a firmware ELF: the program baked into it);"
+        " a .ptd data file shows its named data",
     )  # fmt: skip
+    parser.add_argument(
+        "--data", action="append", type=Path, default=None, metavar="FILE.ptd", help=DATA_HELP
+    )
     parser.add_argument(
         "--json", action="store_true", help="one JSON object per file per line (JSON Lines)"
     )
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    return inspect_command(args.files, as_json=args.json, out=out, err=err)
+    return inspect_command(args.files, as_json=args.json, out=out, err=err, data=args.data)
 
 
-def inspect_command(files: Sequence[Path], *, as_json: bool, out: TextIO, err: TextIO) -> int:
-    """Print one record per file in argument order; a bad file never stops the others."""
+def inspect_command(
+    files: Sequence[Path],
+    *,
+    as_json: bool,
+    out: TextIO,
+    err: TextIO,
+    data: Sequence[Path] | None = None,
+) -> int:
+    """Print one record per file in argument order; a bad file never stops the others.
+    ``data``: the ``.ptd`` files external blocks are looked up in (else those beside each
+    program)."""
     from etu.parsers.firmware_program import (
         decode_embedded_program,
         find_embedded_program,
@@ -46,11 +63,19 @@ def inspect_command(files: Sequence[Path], *, as_json: bool, out: TextIO, err: T
     failed = 0
     for path in files:
         try:
+            if is_data_path(path):
+                record = data_file_record(path)
+                if as_json:
+                    out.write(json.dumps(record) + "\n")
+                else:
+                    out.write(format_data_file(record) + "\n")
+                continue
             found = find_embedded_program(path) if is_elf(path) else None
             opened = decode_embedded_program(path, found) if is_elf(path) else open_program(path)
             with opened as program:
                 record = inspect_record(program)
-                add_npu_operations(record, program)
+                external = add_external_data(record, program, path, data, embedded=found)
+                add_npu_operations(record, program, external)
                 record["io_quantization"] = io_quantization_record(program, path, found)
             if found is not None:  # where in the firmware the program is
                 record["firmware"] = found.to_json()
@@ -70,14 +95,94 @@ def inspect_command(files: Sequence[Path], *, as_json: bool, out: TextIO, err: T
     return 1 if failed else 0
 
 
-def add_npu_operations(record: dict, program) -> None:
+def is_data_path(path: Path) -> bool:
+    """A ``.ptd`` (identifier ``FT01``), whatever its name."""
+    from etu.parsers.ptd import is_data_file
+
+    try:
+        with open(path, "rb") as handle:
+            return path.is_file() and is_data_file(handle.read(8))
+    except OSError:
+        return False
+
+
+def data_file_record(path: Path) -> dict:
+    """The ``etu inspect --json`` record of a ``.ptd``. Raises ParseError."""
+    from etu.parsers.ptd import open_data_file
+
+    return open_data_file(path).to_json()
+
+
+def format_data_file(record: dict) -> str:
+    lines = [
+        f"{p(record['file'])}  {nbytes(record['file_size'])}  {record['file_identifier']}"
+        "  (ExecuTorch data file)",
+        f"  {len(record['segments'])} segments, "
+        f"{nbytes(record['header']['segment_data_size'])} of segment data",
+    ]
+    for entry in record["named_data"]:
+        layout = entry["tensor_layout"]
+        shape = f"  {p(layout['dtype'])} {layout['sizes']}" if layout else ""
+        lines.append(
+            f"  {p(entry['key'][:80])}  segment {entry['segment_index']}  "
+            f"{nbytes(entry['size'])} at {entry['offset']:#x}{shape}"
+        )
+    lines.extend(f"  warning: {p(w)}" for w in record["warnings"])
+    return "\n".join(lines)
+
+
+def add_external_data(
+    record: dict, program, path: Path, data: Sequence[Path] | None, *, embedded=None
+) -> dict:
+    """Resolve each delegate's external Vela blocks against the ``.ptd`` files: the record
+    gains ``data_files`` (the files looked in, with any error), each Ethos-U delegate
+    ``external_data`` (one entry per external block: key, status, file, size). Returns
+    (plan name, delegate index) → {block: bytes} for the blocks found."""
+    from etu.parsers.external_blocks import (
+        external_payloads,
+        find_data_files,
+        open_data_files,
+        resolve,
+    )
+    from etu.parsers.program_facts import delegates
+
+    infos = [info for info in delegates(program) if info.payload is not None]
+    has_external = any(info.payload.external_blocks for info in infos)
+    if data is not None:
+        paths = list(data)
+    elif has_external and embedded is None:
+        paths = find_data_files(path)
+    else:
+        paths = []
+    files, errors = open_data_files(paths)
+    record["data_files"] = [
+        {"file": f.source, "file_size": f.file_size, "keys": len(f.entries)} for f in files
+    ]
+    record["data_file_errors"] = errors
+    found: dict = {}
+    by_key = {(plan["name"], d["index"]): d for plan in record["plans"] for d in plan["delegates"]}
+    for info in infos:
+        blocks = resolve(info.payload, info.delegate, files)
+        delegate = by_key.get((info.plan.name, info.index))
+        if delegate is not None:
+            delegate["external_data"] = [block.to_json() for block in blocks]
+        found[(info.plan.name, info.index)] = external_payloads(blocks, files)
+        record["warnings"].extend(block.message for block in blocks if not block.ok)
+    record["warnings"].extend(errors)
+    return found
+
+
+def add_npu_operations(record: dict, program, external: dict | None = None) -> None:
     """Each Ethos-U delegate's record gains ``npu_operations`` (its decoded command stream),
     ``npu_operations_note`` (why there are none: U85, external stream) and
-    ``npu_operations_error`` (a stream that does not decode, one line)."""
+    ``npu_operations_error`` (a stream that does not decode, one line). ``external``: the
+    bytes of external blocks (:func:`add_external_data`)."""
     from etu.parsers.ethosu_commands import program_operations
     from etu.parsers.program_facts import delegates
 
-    decoded = {(d.plan, d.index): d for d in program_operations(program, delegates(program))}
+    decoded = {
+        (d.plan, d.index): d for d in program_operations(program, delegates(program), external)
+    }
     operators = _debug_db_operators(program, list(decoded.values()))
     for plan in record["plans"]:
         for delegate in plan["delegates"]:
@@ -144,6 +249,18 @@ def io_quantization_record(program, path: Path, found) -> list[dict]:
     return [q.to_json() for q in io_quantization(program.plans[0], folder)]
 
 
+def _block_text(payload: dict, external: dict, block: str, label: str) -> str:
+    """``COP1 command stream 3,300 B``, or for an external block where its bytes are."""
+    if block not in payload.get("external_blocks", {}):
+        size = payload["command_stream_size" if block == "cmd_data" else "weights_size"]
+        prefix = f"{payload['command_stream_format']} " if block == "cmd_data" else ""
+        return f"{prefix}{label} {nbytes(size)}"
+    entry = external.get(block) or {}
+    if entry.get("size") is not None:
+        return f"{label} {nbytes(entry['size'])} in {p(Path(entry['data_file']).name)}"
+    return f"{label} external (key {p(payload['external_blocks'][block][:12])}…)"
+
+
 def format_inspect(record: dict) -> str:
     """The readable form of an inspect record, for a terminal."""
     header = record["extended_header"]
@@ -174,6 +291,11 @@ def format_inspect(record: dict) -> str:
         lines.append(f"    inputs {plan['inputs']}  outputs {plan['outputs']}")
         planned = ", ".join(f"mem_id {k}: {nbytes(v)}" for k, v in plan["planned_memory"].items())
         lines.append(f"    planned memory: {planned or 'none'}")
+        devices = [d for d in plan.get("non_const_buffer_device") or [] if d["device_type"]]
+        if devices or plan.get("tensor_devices"):
+            where = [f"buffer {d['buffer_idx']} on {p(d['device'])}" for d in devices]
+            where += [f"{n} tensors on {p(k)}" for k, n in plan["tensor_devices"].items()]
+            lines.append(f"    devices: {', '.join(where)} (not the CPU)")
         for delegate in plan["delegates"]:
             specs = delegate["compile_specs"]
             lines.append(
@@ -183,12 +305,15 @@ def format_inspect(record: dict) -> str:
             )
             payload = delegate["ethosu"]
             if payload:
+                external = {e["block"]: e for e in delegate.get("external_data") or []}
                 lines.append(
-                    f"      {payload['command_stream_format']} command stream "
-                    f"{nbytes(payload['command_stream_size'])}, "
-                    f"weights {nbytes(payload['weights_size'])}, "
+                    f"      {_block_text(payload, external, 'cmd_data', 'command stream')}, "
+                    f"{_block_text(payload, external, 'weight_data', 'weights')}, "
                     f"scratch {nbytes(payload['scratch_size'])}"
                 )
+                for entry in external.values():
+                    mark = "" if entry["status"] == "ok" else f"{entry['status'].upper()}: "
+                    lines.append(f"      external {p(entry['block'])}: {mark}{p(entry['message'])}")
                 for role in ("inputs", "outputs"):
                     for io in payload[role]:
                         lines.append(
