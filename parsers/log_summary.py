@@ -25,6 +25,7 @@ from etu.parsers.runner_events import (
     MethodLoaded,
     MethodSelected,
     MissingKernel,
+    NpuInvoke,
     OutputTensor,
     PmuReport,
     ProgramLoaded,
@@ -48,6 +49,30 @@ class SummaryError(TypedDict):
 
 
 VERDICTS = ("success", "error", "hard_fault", "timeout", "incomplete")
+NPU_DELEGATES_KEPT = 256  # delegates a summary tells apart (a device prints the indices)
+
+
+def npu_delegate(entry: dict[str, Any] | None, event: NpuInvoke) -> dict[str, Any]:
+    """One delegate's entry of ``npu`` with ``event`` counted: its invokes and failures, the
+    figures of its last answered invoke (each invoke runs the same stream), the first error."""
+    if entry is None:
+        entry = {"delegate": event.delegate, "invokes": 0, "failed": 0, "executor": None,
+                 "operations": None, "kinds": None, "macs": None, "bytes_read": None,
+                 "bytes_written": None, "fallback": None, "error": None, "operation": None,
+                 "command": None, "line": event.line_no}  # fmt: skip
+    entry["invokes"] += 1
+    if event.executor is not None:
+        entry["executor"] = event.executor
+    if event.ok:
+        entry.update(operations=event.operations, kinds=dict(event.kinds or {}) or None,
+                     macs=event.macs, bytes_read=event.bytes_read,
+                     bytes_written=event.bytes_written, fallback=event.fallback)  # fmt: skip
+    else:
+        entry["failed"] += 1
+        if entry["error"] is None:
+            entry.update(error=event.error, operation=event.operation, command=event.command,
+                         line=event.line_no)  # fmt: skip
+    return entry
 
 
 @dataclass(slots=True)
@@ -77,6 +102,8 @@ class LogSummary:
     faulted: bool = False
     timed_out: bool = False
     stops: list[FvpStopped] = field(default_factory=list)
+    # the emulated board's NPU, per delegate (None: an invoke that named none), in order
+    npu: dict[int | None, dict[str, Any]] = field(default_factory=dict)
     _missing_seen: set[str] = field(default_factory=set, repr=False)
 
     @classmethod
@@ -136,6 +163,10 @@ class LogSummary:
             self.etdump.append(event)
         elif kind is EtdumpError:
             self.etdump_errors.append(event)
+        elif kind is NpuInvoke:
+            key = event.delegate
+            if key in self.npu or len(self.npu) < NPU_DELEGATES_KEPT:
+                self.npu[key] = npu_delegate(self.npu.get(key), event)
         elif kind is FvpStopped:
             self.stops.append(event)
             if event.kind == "time_limit":
@@ -221,6 +252,9 @@ class LogSummary:
                 for b in self.bundleio
             ],
             "etdump_blocks": len(self.etdump),
+            # the Ethos-U invokes etu answered on the emulated board, per delegate: the
+            # functional model's figures per invoke (operations, MACs, bytes), no timing
+            "npu": [dict(entry) for entry in self.npu.values()],
         }
 
 

@@ -390,6 +390,38 @@ class EtdumpError(Event):
     file_name: str | None = None
 
 
+@_event
+class NpuInvoke(Event):
+    """One Ethos-U invoke etu answered on the emulated board: the line etu's driver layer
+    prints for each (``etu-npu: delegate 0: …``; runner/npu_bridge.py writes its text).
+
+    ``executor`` is ``model`` (etu's Ethos-U model executed the command stream: ``operations``
+    with their ``kinds``, ``macs``, ``bytes_read``/``bytes_written`` of the regions) or
+    ``reference`` (the TOSA reference model computed the delegate's outputs: the bytes are
+    its inputs and outputs; ``fallback`` says why the model did not run). A failed invoke
+    (``ok`` False, an ``E`` line) carries the answer's ``error`` and, when it names one, the
+    ``operation`` (its index in the stream) and its ``command`` (``NPU_OP_POOL``).
+    ``delegate`` is the program's delegate index, None when the answer did not name it
+    (``invoke`` then numbers the request). Figures are the functional model's: no timing.
+    Sessions recorded by earlier etu printed MACs rounded (``2.2 M MACs``) and no bytes.
+    """
+
+    delegate: int | None
+    ok: bool
+    executor: str | None = None
+    operations: int | None = None
+    kinds: dict[str, int] | None = None
+    macs: int | None = None
+    bytes_read: int | None = None
+    bytes_written: int | None = None
+    error: str | None = None
+    operation: int | None = None
+    command: str | None = None
+    fallback: str | None = None
+    invoke: int | None = None
+    text: str = ""
+
+
 # --------------------------------------------------------------------------- failures
 
 
@@ -477,6 +509,6 @@ class RunSucceeded(Event):
 EVENT_TYPES: tuple[type[Event], ...] = (
     LogLine, PteLoaded, ProgramLoaded, MethodSelected, MethodAllocatorSetUp, PlannedBuffers,
     MethodLoaded, InputsPrepared, InferenceStarted, InferenceFinished, PmuReport, MemoryReport,
-    OutputTensor, BundleIOResult, EtdumpBlock, EtdumpError, RunError, MissingKernel,
+    OutputTensor, BundleIOResult, EtdumpBlock, EtdumpError, NpuInvoke, RunError, MissingKernel,
     AssertFailed, HardFault, FvpBanner, FvpStopped, RunSucceeded,
 )  # fmt: skip

@@ -4,9 +4,10 @@ The bytes come from a UART: an FVP's stdout or a board's serial port, in chunks 
 :class:`RunnerLogParser` turns them into :mod:`etu.parsers.runner_events`: a ``LogLine`` for every
 physical line (the exact bytes, never one dropped), then what the line means when it is
 recognised: program and method loading, planned buffers, the PMU report, the memory summary,
-output tensors, BundleIO results, ETDump blocks, errors with their ``error.h`` names, faults
-and FVP start/stop lines. Formats of ExecuTorch 0.1 to 1.5 are read (with or without the
-function name, ``%zu`` printed literally as ``zu``); lines it does not know stay plain.
+output tensors, BundleIO results, ETDump blocks, errors with their ``error.h`` names, faults,
+FVP start/stop lines and the Ethos-U invokes etu answered on the emulated board. Formats of
+ExecuTorch 0.1 to 1.5 are read (with or without the function name, ``%zu`` printed literally
+as ``zu``); lines it does not know stay plain.
 Messages are recognised by what they say whatever is in front: ExecuTorch's prefix after a
 timestamp or trace tag, a platform's own prefix (Zephyr's ``[time] <inf> module:``), or no
 prefix at all (a plain printf PAL: then a message is an error only when it says so).
@@ -50,6 +51,8 @@ from etu.parsers.log_prefix import (
 )
 from etu.parsers.log_summary import VERDICTS, LogSummary, summarize
 from etu.parsers.log_values import after, leading_float, leading_int, status_in
+from etu.parsers.npu_log import PREFIX as NPU_PREFIX
+from etu.parsers.npu_log import npu_invoke
 from etu.parsers.runner_events import (
     AssertFailed,
     BundleIOResult,
@@ -240,6 +243,7 @@ class RunnerLogParser:
             "cpu_wait_for_npu_cntr": self._h_pmu,
             "Ethos-U": self._h_pmu,
             "ethosu_pmu_cycle_cntr": self._h_pmu,
+            NPU_PREFIX: self._h_npu,
         }
         for key in MEMORY_KEYS:
             self._runtime_handlers[key] = self._h_memory
@@ -868,6 +872,19 @@ class RunnerLogParser:
         if group.add(body):  # the event list: the report's last line
             self._group = None
             out.append(group.finish())
+        return True
+
+    def _h_npu(self, n: int, level: str, body: str, out: list[Event]) -> bool:
+        """An Ethos-U invoke etu answered on the emulated board; a failed one is also the
+        run's error (its line names the operation)."""
+        if self._group is not None:
+            self._settle(None, out)
+        event = npu_invoke(n, level, body)
+        if event is None:
+            return False
+        out.append(event)
+        if not event.ok:
+            out.append(RunError(n, None, None, body, "runtime"))
         return True
 
     def _h_memory(self, n: int, level: str, body: str, out: list[Event]) -> bool:

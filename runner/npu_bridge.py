@@ -338,19 +338,23 @@ def executor_for(pte: Path, *, elf: Path | None = None, choice: str | None = Non
     """etu's Ethos-U model (runner/npu_model.py) when it executes every operation of every
     delegate of the program (checked up front, by decoding); else the TOSA reference model,
     whose ``fallback`` names the first operation the model lacks (the run's log shows it).
-    ``choice`` (else $ETU_NPU_EXECUTOR): ``model`` or ``reference`` insists on one."""
+    ``choice`` (else $ETU_NPU_EXECUTOR): ``model`` or ``reference`` insists on one; the
+    model insisted on runs even what it lacks: that invoke fails naming the operation, the
+    runner prints it and the run ends ``runner_error`` (``refusal`` says so up front)."""
     choice = choice or os.environ.get(EXECUTOR_CHOICE) or "auto"
     if choice not in ("auto", "model", "reference"):
         raise BridgeError(f"{EXECUTOR_CHOICE}={choice!r}: expected auto, model or reference")
     if choice == "reference":
         return TosaReferenceExecutor(pte, elf=elf)
     reason = model_refusal(pte, elf=elf)
-    if reason is None:
-        from etu.runner.npu_model import CommandStreamExecutor
-
-        return CommandStreamExecutor(program_command_streams(pte, elf=elf))
-    if choice == "model":
-        raise BridgeError(f"{elf if elf is not None else pte}: {reason}")
+    if reason is None or choice == "model":
+        try:
+            from etu.runner.npu_model import CommandStreamExecutor
+        except ImportError:  # numpy is missing: model_refusal said so
+            raise BridgeError(f"{elf if elf is not None else pte}: {reason}") from None
+        model = CommandStreamExecutor(program_command_streams(pte, elf=elf))
+        model.refusal = reason
+        return model
     executor = TosaReferenceExecutor(pte, elf=elf)
     executor.fallback = reason
     return executor

@@ -36,7 +36,13 @@ from etu.parsers.ethosu_commands import (
     decode_command_stream,
     read_words,
 )
-from etu.runner.npu_bridge import BoardMemory, BridgeError, InvokeAnswer, InvokeRequest
+from etu.runner.npu_bridge import (
+    MAX_TEXT,
+    BoardMemory,
+    BridgeError,
+    InvokeAnswer,
+    InvokeRequest,
+)
 
 MODEL_NAME = "etu's Ethos-U model"
 DTYPES = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16,
@@ -220,6 +226,10 @@ class Regions:
     spans: dict[int, tuple[int, np.ndarray]] = field(default_factory=dict)  # start → copy
     written: set[int] = field(default_factory=set)  # starts of written spans
     shram: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
+    # what the operations read from and wrote to the regions (feature map elements, weight
+    # and scale streams, DMA), each element once per operation; SHRAM is not counted
+    bytes_read: int = 0
+    bytes_written: int = 0
 
     def region(self, number: int, what: str) -> np.ndarray:
         found = self.data.get(number)
@@ -250,15 +260,21 @@ class Regions:
             self.spans[start] = (end - start, np.frombuffer(raw, np.uint8).copy())
         return start, self.spans[start][1]
 
-    def read(self, number: int, offset: int, size: int, what: str) -> np.ndarray:
+    def _slice(self, number: int, offset: int, size: int, what: str) -> np.ndarray:
         data = self.region(number, what)
         if offset < 0 or size < 0 or offset + size > data.size:
             raise BridgeError(f"{what}: {size} B at offset {offset:#x} is outside region "
                               f"{number} ({data.size} B)")  # fmt: skip
         return data[offset : offset + size]
 
+    def read(self, number: int, offset: int, size: int, what: str) -> np.ndarray:
+        found = self._slice(number, offset, size, what)
+        self.bytes_read += size
+        return found
+
     def write(self, number: int, offset: int, values: np.ndarray, what: str) -> None:
-        self.read(number, offset, values.size, what)[:] = values
+        self._slice(number, offset, values.size, what)[:] = values
+        self.bytes_written += values.size
         self.mark_written(number)
 
     def mark_written(self, number: int) -> None:
@@ -300,6 +316,7 @@ def read_feature_map(
     offsets = element_offsets(fm, *shape)
     size = fm.element_size
     _check_offsets(offsets, size, data.size, fm.region, what)
+    regions.bytes_read += offsets.size * size
     dtype = np.dtype(DTYPES[fm.dtype]).newbyteorder("<")
     if size == 1:
         return data[offsets].view(dtype).astype(np.int64)
@@ -313,6 +330,7 @@ def write_feature_map(regions: Regions, fm: FeatureMap, values: np.ndarray, what
     size = fm.element_size
     _check_offsets(offsets, size, data.size, fm.region, what)
     raw = np.ascontiguousarray(values.astype(np.dtype(DTYPES[fm.dtype]).newbyteorder("<")))
+    regions.bytes_written += values.size * size
     if size == 1:
         data[offsets] = raw.view(np.uint8)
     else:
@@ -553,10 +571,12 @@ def run_convolution(regions: Regions, op: NpuOperation, decoded: DecodedStream) 
     return macs
 
 
-def run_pool(regions: Regions, op: NpuOperation) -> None:
+def run_pool(regions: Regions, op: NpuOperation) -> int:
     """Max pooling (padding never wins), average and sum pooling with the global OFM scale
     (Vela sets it whenever there is no padding; padded averages are refused up front); a
-    sum into one channel (Vela's REDUCE_SUM) adds the channels up too."""
+    sum into one channel (Vela's REDUCE_SUM) adds the channels up too. Returns its MACs as
+    Vela counts them: the kernel's elements per output (per input channel for a sum into
+    one channel); a 1×1 pool is a move (Vela's transposes, copies, concatenations): 0."""
     assert op.ifm is not None and op.ofm is not None and op.kernel is not None
     low = np.iinfo(np.int64).min // 4
     patches = windows(op, padded_ifm(regions, op, low if op.mode == "max" else 0))
@@ -566,6 +586,8 @@ def run_pool(regions: Regions, op: NpuOperation) -> None:
     scale, shift = (op.ofm_scale.scale, op.ofm_scale.shift) if op.ofm_scale else (1, 0)
     values = finish(regions, op, acc, scale, shift)
     write_feature_map(regions, op.ofm, values, f"operation {op.index} OFM")
+    moved = op.kernel.height * op.kernel.width == 1 and op.ofm.depth == op.ifm.depth
+    return 0 if moved else int(patches.size)
 
 
 def run_elementwise(regions: Regions, op: NpuOperation, decoded: DecodedStream) -> None:
@@ -626,13 +648,14 @@ def run_dma(regions: Regions, op: NpuOperation) -> None:
 
 
 def execute_operation(regions: Regions, op: NpuOperation, decoded: DecodedStream) -> int:
-    """Run one operation; its MACs (convolutions only; 0 for the rest)."""
+    """Run one operation; its MACs as Vela counts them (convolutions and pooling; 0 for the
+    rest), so a run's figure stands beside Vela's ``nn_macs``."""
     check_supported(op, decoded)
     if op.kind in CONVOLUTIONS:
         return run_convolution(regions, op, decoded)
     if op.kind == "pool":
-        run_pool(regions, op)
-    elif op.kind == "elementwise":
+        return run_pool(regions, op)
+    if op.kind == "elementwise":
         run_elementwise(regions, op, decoded)
     elif op.kind == "dma":
         run_dma(regions, op)
@@ -647,18 +670,21 @@ class RunSummary:
     operations: int = 0
     counts: dict[str, int] = field(default_factory=dict)
     macs: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
 
-    def text(self) -> str:
+    def text(self, where: str) -> str:
+        """The answer's line (at most MAX_TEXT characters: the kinds go first):
+        ``delegate 0: 48 operations (4 conv, 36 pool), 2234567 MACs, 9000 B read,
+        3000 B written, executed by etu's Ethos-U model``. The log parser reads it
+        (``parsers.runner_log``: NpuInvoke); both change together."""
         kinds = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in self.counts.items())
-        return (f"{self.operations} operations ({kinds}), {format_macs(self.macs)} MACs, "
-                f"executed by {MODEL_NAME}")  # fmt: skip
-
-
-def format_macs(macs: int) -> str:
-    for unit, size in (("G", 10**9), ("M", 10**6), ("k", 10**3)):
-        if macs >= size:
-            return f"{macs / size:.1f} {unit}"
-    return str(macs)
+        figures = (f"{self.macs} MACs, {self.bytes_read} B read, {self.bytes_written} B "
+                   f"written, executed by {MODEL_NAME}")  # fmt: skip
+        text = f"{where}: {self.operations} operations ({kinds}), {figures}"
+        if len(text) > MAX_TEXT:
+            text = f"{where}: {self.operations} operations, {figures}"
+        return text
 
 
 def run_stream(decoded: DecodedStream, memory: BoardMemory, request: InvokeRequest) -> RunSummary:
@@ -680,6 +706,7 @@ def run_stream(decoded: DecodedStream, memory: BoardMemory, request: InvokeReque
         if op.kind not in WAITS:
             summary.counts[op.kind] = summary.counts.get(op.kind, 0) + 1
     regions.flush()
+    summary.bytes_read, summary.bytes_written = regions.bytes_read, regions.bytes_written
     return summary
 
 
@@ -687,6 +714,7 @@ class CommandStreamExecutor:
     """The NPU's part computed by executing each delegate's command stream."""
 
     name = MODEL_NAME
+    refusal: str | None = None  # what the model lacks, when it was insisted on all the same
 
     def __init__(self, delegates: Sequence[tuple[int, bytes]] = ()) -> None:
         """``delegates``: (index, cmd_data) of the program's delegates, to name them."""
@@ -708,7 +736,7 @@ class CommandStreamExecutor:
             summary = run_stream(decoded, memory, request)
         except BridgeError as error:
             raise BridgeError(f"{where}: {error}") from None
-        return InvokeAnswer(0, f"{where}: {summary.text()}")
+        return InvokeAnswer(0, summary.text(where))
 
 
 __all__ = [

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 QEMU = "qemu-system-arm"
 QEMU_BOARD = "qemu-an547"  # also the Run tab's target for the emulated board
 QEMU_LABEL = "emulated board (QEMU, no NPU): timings are not cycles"
-NPU_LABEL = "emulated board (QEMU) + etu's Ethos-U bridge: outputs exact, no timing"
+NPU_LABEL = "emulated board (QEMU) + functional Ethos-U model: outputs exact, no timing"
 DEFAULT_TIME_LIMIT = 60.0
 
 

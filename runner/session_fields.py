@@ -101,7 +101,12 @@ FIGURE_FIELDS: dict[str, Check] = {
 SUMMARY_FIELDS: dict[str, Check] = {
     "format": _int, "lines": _int, "verdict": _str, "model": _dict, "pmu": _list,
     "allocators": _dict, "outputs": _dict, "errors": _list, "bundleio": _list,
-    "etdump_blocks": _int, "output_values": _dict,
+    "etdump_blocks": _int, "output_values": _dict, "npu": _list,
+}  # fmt: skip
+NPU_FIELDS: dict[str, Check] = {
+    "delegate": _int, "invokes": _int, "failed": _int, "executor": _str, "operations": _int,
+    "kinds": _dict, "macs": _int, "bytes_read": _int, "bytes_written": _int, "fallback": _str,
+    "error": _str, "operation": _int, "command": _str, "line": _int,
 }  # fmt: skip
 PMU_FIELDS: dict[str, Check] = {
     "npu_inferences": _int, "npu_cycles": _int, "cpu_cycles": _int, "counters": _dict,
@@ -143,7 +148,8 @@ def _int_key(key: Any) -> bool:
 
 def check_summary(summary: Any) -> tuple[dict, list[str]]:
     """``summary.json`` (or a re-parse's summary) with every field a reader uses checked:
-    the PMU reports, the allocators, the errors and each output's values."""
+    the PMU reports, the allocators, the errors, the emulated NPU's invokes and each
+    output's values."""
     if not isinstance(summary, dict):
         return {}, [f"is {_kind(summary)}, not a JSON object; ignored"]
     notes: list[str] = []
@@ -179,6 +185,12 @@ def check_summary(summary: Any) -> tuple[dict, list[str]]:
             notes.append("errors: entries that are not objects ignored")
         clean["errors"] = [_checked(e, ERROR_FIELDS, f"errors[{n}].", notes)
                            for n, e in enumerate(errors)]  # fmt: skip
+    if "npu" in clean:
+        entries = [e for e in clean["npu"] if isinstance(e, dict)]
+        if len(entries) != len(clean["npu"]):
+            notes.append("npu: entries that are not objects ignored")
+        clean["npu"] = [_checked(e, NPU_FIELDS, f"npu[{n}].", notes)
+                        for n, e in enumerate(entries)]  # fmt: skip
     if "output_values" in clean:
         outputs = {}
         for key, item in clean["output_values"].items():

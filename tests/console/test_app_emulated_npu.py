@@ -48,7 +48,7 @@ async def test_the_run_tab_runs_the_delegated_demo_on_the_emulated_board(bridged
         live = panel.live
         assert live.outcome is not None and live.outcome.reason == "success", live.outcome
         meta = json.loads((live.folder / "meta.json").read_text())
-        assert "Ethos-U bridge" in meta["label"] and meta["npu_model"]
+        assert "functional Ethos-U model" in meta["label"] and meta["npu_model"]
         lines = [live.store.entry(i)[4] for i in range(live.store.total)]
         assert any("etu-npu: delegate 0:" in line for line in lines)
         assert sum(line.startswith("Output[0][") for line in lines) == 10

@@ -13,7 +13,7 @@ from etu.parsers.runner_log import parse_log_bytes
 TRANSCRIPTS = Path(__file__).resolve().parent.parent / "data" / "transcripts"
 FIELDS = {
     "lines", "verdict", "model", "pmu", "allocators", "outputs", "errors", "bundleio",
-    "etdump_blocks",
+    "etdump_blocks", "npu",
 }  # fmt: skip
 
 

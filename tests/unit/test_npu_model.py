@@ -12,9 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from etu.parsers.log_summary import LogSummary
+from etu.parsers.runner_events import NpuInvoke, RunError
+from etu.parsers.runner_log import parse_log_bytes
 from etu.runner.aot import LoweringSpec
 from etu.runner.npu_bridge import (
+    ANSWER_MAGIC,
     DDR_START,
+    REQUEST_MAGIC,
     Base,
     BoardMemory,
     BridgeError,
@@ -268,6 +273,9 @@ def check_against_reference(pte: Path, target: str, memory: BoardMemory, seeds) 
             assert answer.status == 0 and answer.text.endswith(f"executed by {MODEL_NAME}")
             assert answer.text.startswith(f"delegate {delegate.index}: ")
             assert len(answer.text) <= 200
+            event = answered(answer)  # the log parser reads every figure back
+            assert event.ok and event.delegate == delegate.index and event.executor == "model"
+            assert event.operations and event.macs is not None and event.bytes_written
             assert outputs(memory, delegate) == expected, f"{pte} seed {seed}"
 
 
@@ -308,6 +316,84 @@ def test_an_unsupported_field_stops_the_run_with_the_operation_and_field_named(m
                        f"by {MODEL_NAME}")  # fmt: skip
     assert outputs(memory, delegate) == before  # nothing half-written
     assert npu_model.unsupported_reason(decode_cmd_data(tanh)) == message.split(": ", 1)[1]
+
+
+def answered(answer) -> NpuInvoke:
+    """The event the runner-log parser makes of the line the board prints for ``answer``."""
+    level = "I" if answer.status == 0 else "E"
+    line = f"{level} [executorch:etu_npu_bridge.c:176 ethosu_invoke_v3()] etu-npu: {answer.text}"
+    (event,) = [e for e in parse_log_bytes(line.encode()) if isinstance(e, NpuInvoke)]
+    return event
+
+
+def test_the_models_answer_counts_operations_macs_and_the_bytes_it_moved(memory):
+    """The demo's delegate: its MACs equal Vela's count for the network; it reads at least
+    its input and the weights it decodes, and writes at least its output."""
+    from etu.parsers.vela import load_vela_report
+
+    delegate = demo_delegate()
+    weights, scratch_size = delegate_blocks(DEMO)[0]
+    request, _ = prepared_request(memory, delegate, weights, scratch_size, seed=0)
+    answer = CommandStreamExecutor([(0, delegate.command_stream)]).execute(request, memory)
+    event = answered(answer)
+    decoded = decode_cmd_data(delegate.command_stream)
+    assert event.operations == len(decoded.stream.operations)
+    assert sum(event.kinds.values()) <= event.operations and event.kinds["conv"] >= 1
+    assert event.macs == load_vela_report(DEMO.parent / "vela").nn_macs
+    inputs = sum(io.nbytes for io in delegate.inputs)
+    outputs_size = sum(io.nbytes for io in delegate.outputs)
+    assert event.bytes_read >= inputs + len(weights) // 2
+    assert event.bytes_written >= outputs_size
+
+
+def test_an_unsupported_operation_insisted_on_fails_the_invoke_and_the_run_names_it(memory):
+    """ETU_NPU_EXECUTOR=model on a stream with an operation the model lacks: the bridge
+    answers the invoke with a failure naming the operation; the line the board prints for
+    it is the run's error (a runner_error ending whose proof names the operation)."""
+    from etu.runner.npu_bridge import NpuBridge
+    from etu.runner.run import classify
+
+    delegate = demo_delegate()
+    tanh = patched_first(delegate.command_stream, "NPU_SET_ACTIVATION", 3)  # 3: tanh
+    bridge = NpuBridge(CommandStreamExecutor([(0, tanh)]))
+    weights, scratch_size = delegate_blocks(DEMO)[0]
+    request, _ = prepared_request(bridge.memory, delegate, weights, scratch_size, seed=4)
+    bridge.memory.write(COMMANDS, tanh, "test")
+    status, text = served(bridge, request)
+    assert status == -1 and "\n" not in text
+    line = f"E [executorch:etu_npu_bridge.c:176 ethosu_invoke_v3()] etu-npu: {text}"
+    events = parse_log_bytes(f"{line}\n".encode())
+    (event,) = [e for e in events if isinstance(e, NpuInvoke)]
+    assert not event.ok and (event.delegate, event.operation, event.command) == (
+        0, 0, "NPU_OP_POOL")  # fmt: skip
+    (error,) = [e for e in events if isinstance(e, RunError)]
+    outcome = classify(LogSummary.from_events(events).to_json(), [(error, line)], 0, False)
+    assert outcome.reason == "runner_error" and "operation 0 (NPU_OP_POOL)" in outcome.proof
+    assert "activation tanh is not supported" in outcome.proof
+
+
+def served(bridge, request: InvokeRequest) -> tuple[int, str]:
+    """The status and line the bridge's serving loop answers ``request`` with, on the wire
+    the board reads (an executor error becomes a failed invoke with its one line)."""
+    board = bridge._board  # the end QEMU holds in a run
+    words = [request.sequence, request.command_address, request.command_size,
+             len(request.bases)]  # fmt: skip
+    for base in request.bases:
+        words += [base.address, base.size, base.board_address]
+    try:
+        bridge.start()
+        board.sendall(REQUEST_MAGIC + struct.pack(f"<{len(words)}I", *words))
+        data = b""
+        while len(data) < 20 or len(data) < 20 + struct.unpack_from("<I", data, 16)[0]:
+            chunk = board.recv(4096)
+            assert chunk, "the bridge closed without answering"
+            data += chunk
+    finally:
+        bridge.close()
+    assert data.startswith(ANSWER_MAGIC)
+    sequence, status, length = struct.unpack_from("<IiI", data, 8)
+    assert sequence == request.sequence
+    return status, data[20 : 20 + length].decode()
 
 
 def test_an_out_of_region_feature_map_is_a_named_error(memory):
@@ -412,9 +498,11 @@ def test_the_executor_can_be_chosen_and_a_refused_choice_says_why(monkeypatch):
         executor_for(DEMO)
     reason = "operation 3 (NPU_OP_POOL): activation tanh is not supported by " + MODEL_NAME
     monkeypatch.setattr(npu_model, "unsupported_reason", lambda decoded: reason)
-    with pytest.raises(BridgeError) as raised:
-        executor_for(DEMO, choice="model")
-    assert str(raised.value) == f"{DEMO}: delegate 0: {reason}"
+    # the model insisted on runs all the same: the invoke fails naming the operation (the
+    # runner prints it, the run ends runner_error)
+    insisted = executor_for(DEMO, choice="model")
+    assert isinstance(insisted, CommandStreamExecutor)
+    assert insisted.refusal == f"delegate 0: {reason}"
 
 
 def test_regions_that_share_memory_share_one_copy(memory):

@@ -1108,6 +1108,7 @@ def test_summary_contract_keys():
         "errors",
         "bundleio",
         "etdump_blocks",
+        "npu",
     ]
     assert list(summary["model"]) == ["pte_size", "methods", "method"]
     assert list(summary["pmu"][0]) == ["npu_inferences", "npu_cycles", "cpu_cycles", "counters"]
