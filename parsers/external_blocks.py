@@ -134,8 +134,8 @@ def _resolve_one(block: str, key: str, tag: str | None, files: list[DataFile]) -
                              f"{block} is external but holds {shown!r}, not a 64-character "
                              "sha256 key", tag=tag)  # fmt: skip
     if not files:
-        message = (f"{block} is in a .ptd file (key {key[:12]}…); none was given or found "
-                   "beside the program (give --data FILE.ptd)")  # fmt: skip
+        message = (f"{block} is in a .ptd file (key {key[:12]}…); no readable one was given "
+                   "or found beside the program (give --data FILE.ptd)")  # fmt: skip
         return ExternalBlock(block, key, NO_DATA, message, tag=tag)
     for data in files:
         entry = data.entry(key)
