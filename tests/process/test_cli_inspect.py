@@ -69,6 +69,9 @@ def test_json_fields_are_the_contract(demo_pte: Path) -> None:
     assert len(delegate.pop("npu_operations")) == 48
     assert delegate.pop("npu_operations_note") is None
     assert delegate.pop("npu_operations_error") is None
+    # external Vela blocks (.ptd, tests/process/test_ptd.py): none in an inline program
+    assert delegate.pop("external_data") == []
+    assert record.pop("data_files") == [] and record.pop("data_file_errors") == []
     with open_program(demo_pte) as program:
         expected = inspect_record(program)
     assert record == json.loads(json.dumps(expected))
