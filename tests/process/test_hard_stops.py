@@ -245,6 +245,60 @@ def test_signals_end_a_run_on_the_emulated_board(sig, endless_elf, family, tmp_p
     signal_and_check(etu, sig, family, sessions, children=("qemu-system-arm",))
 
 
+@pytest.fixture(scope="module")
+def bridged_elf(tmp_path_factory) -> Path:
+    """The delegated demo's real runner built with etu's NPU bridge (the build tree is
+    cached like the other real-runner tests')."""
+    from tests.helpers import demo_workspace
+    from tests.real_runner import build, runtime_environment
+
+    if not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")):
+        pytest.skip("needs qemu-system-arm and arm-none-eabi-gcc (make system-deps)")
+    folder = demo_workspace(tmp_path_factory.mktemp("bridged") / "demo", "vela")
+    record = build(folder / "demo_cnn.pte", folder / "fw", runtime_environment())
+    assert record["options"]["npu_bridge"]
+    return Path(record["elf"])
+
+
+BOARD_DDR = "memfd:etu-board-ddr"  # the name of the board's DDR file (runner.npu_bridge)
+
+
+def shared_files() -> set[str]:
+    return {p.name for p in Path("/dev/shm").iterdir()} if Path("/dev/shm").is_dir() else set()
+
+
+@pytest.mark.runtime_build
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+def test_signals_end_a_bridged_run_on_the_emulated_board(
+    sig, bridged_elf, family, tmp_path
+) -> None:
+    """`etu run --board qemu-an547` of a runner whose NPU etu serves: TERM or KILL of etu in
+    the middle of the run (QEMU frozen while its DDR is etu's memory file, so the run cannot
+    end first) leaves no QEMU, no memory file and nothing on disk."""
+    before = shared_files()
+    sessions = tmp_path / "sessions"
+    etu = start_etu(["run", "--board", "qemu-an547", "--elf", bridged_elf, "--sessions",
+                     sessions], tmp_path, env=env())  # fmt: skip
+    deadline = time.monotonic() + 60
+    qemu = None
+    while qemu is None:
+        assert etu.poll() is None, etu.communicate()
+        assert time.monotonic() < deadline, "QEMU never started"
+        with contextlib.suppress(psutil.Error):
+            qemu = next((c for c in psutil.Process(etu.pid).children()
+                         if c.name().startswith("qemu-system")), None)  # fmt: skip
+        time.sleep(0.01)
+    deadline = time.monotonic() + 30
+    while not any(BOARD_DDR in m.path for m in qemu.memory_maps()):
+        assert time.monotonic() < deadline, "QEMU never mapped the board's DDR file"
+        time.sleep(0.01)
+    qemu.suspend()  # the board stops in the middle of the run, its DDR mapped from etu's file
+    assert "memory-backend-file" in " ".join(qemu.cmdline())
+    signal_and_check(etu, sig, family, sessions, children=("qemu-system-arm",))
+    assert shared_files() == before
+    assert {p.name for p in tmp_path.iterdir()} <= {"sessions"}
+
+
 @needs_qemu
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
 def test_signals_end_flash_and_monitor_of_the_emulated_board(
