@@ -17,13 +17,14 @@ system-deps:
 	  $$SUDO apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q \
 	    gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi; }
-	@# cmake and ninja build ExecuTorch's real runner; QEMU runs it on the emulated board.
+	@# cmake and ninja build ExecuTorch's real runner (ccache shares objects between its build
+	@# trees); QEMU runs it on the emulated board.
 	@command -v cmake >/dev/null && command -v ninja >/dev/null && \
-	  command -v qemu-system-arm >/dev/null || { \
+	  command -v qemu-system-arm >/dev/null && command -v ccache >/dev/null || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q \
-	    cmake ninja-build qemu-system-arm; }
+	    cmake ninja-build qemu-system-arm ccache; }
 	@# The board tests' peers: lrzsz's rx (XMODEM), ser2net (RFC 2217), socat.
 	@command -v rx >/dev/null && command -v ser2net >/dev/null && command -v socat >/dev/null || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \

@@ -150,17 +150,21 @@ class RuntimeBuild:
     warnings: list[str] = field(default_factory=list)
     kernel_libraries: dict = field(default_factory=dict)
     kernel_notes: list[str] = field(default_factory=list)
+    build_env: dict[str, str] = field(default_factory=dict)  # ccache's settings, if any
 
     def to_json(self) -> dict:
         data = asdict(self)
         for key in ("elf", "map_file", "build_dir"):
             data[key] = str(data[key])
-        data["rebuild"] = rebuild_text(self.configure_command, self.build_command)
+        data["rebuild"] = rebuild_text(self.configure_command, self.build_command,
+                                       self.build_env)  # fmt: skip
         return data
 
 
-def rebuild_text(configure: list[str], build: list[str]) -> str:
-    return f"{shlex.join(configure)}\n{shlex.join(build)}\n"
+def rebuild_text(configure: list[str], build: list[str], env: dict[str, str] | None = None) -> str:
+    """The two commands as a shell would run them, with the build's environment first."""
+    prefix = "".join(f"export {name}={shlex.quote(value)}\n" for name, value in (env or {}).items())
+    return f"{prefix}{shlex.join(configure)}\n{shlex.join(build)}\n"
 
 
 @dataclass(frozen=True)
@@ -362,22 +366,21 @@ def venv_tool(name: str) -> Path:
     return Path(found)
 
 
-def compiler_launcher() -> list[str]:
-    """ccache in front of the cross compiler, when it is installed (``ETU_CCACHE=0`` turns it
-    off). Build trees that differ only in options (BundleIO, the NPU bridge, another board)
-    then compile the objects they share once: paths under the build cache are made relative
-    (``CCACHE_BASEDIR``), so one tree's object is another's cache hit. The cache lives in
-    etu's build cache, beside the trees it serves. The settings ride on the launcher itself,
-    so the recorded rebuild command is complete."""
-    if os.environ.get("ETU_CCACHE", "1") == "0":
-        return []
-    ccache = shutil.which("ccache")
-    env = shutil.which("env")
-    if ccache is None or env is None:
-        return []
+def ccache_settings() -> dict[str, str]:
+    """ccache's settings for a build, empty when ccache is not installed or ``ETU_CCACHE=0``.
+
+    ExecuTorch's CMake puts ccache in front of the compiler whenever it finds one; etu's own
+    targets get it too. With paths under the build cache made relative (``CCACHE_BASEDIR``),
+    build trees that differ only in options (BundleIO, the NPU bridge, another board)
+    compile the objects they share once: one tree's object is another's cache hit. The
+    cache lives in etu's build cache beside the trees it serves, unless ``CCACHE_DIR`` says
+    otherwise."""
+    if os.environ.get("ETU_CCACHE", "1") == "0" or shutil.which("ccache") is None:
+        return {}
     root = cache_root()
-    return [env, f"CCACHE_BASEDIR={root}", f"CCACHE_DIR={root / 'ccache'}",
-            "CCACHE_NOHASHDIR=true", ccache]  # fmt: skip
+    return {"CCACHE_BASEDIR": str(root),
+            "CCACHE_DIR": os.environ.get("CCACHE_DIR") or str(root / "ccache"),
+            "CCACHE_NOHASHDIR": "true"}  # fmt: skip
 
 
 def build_runner(
@@ -523,10 +526,11 @@ def build_runner(
             "FETCH_ETHOS_U_CONTENT": "OFF",
             "ETU_NPU_BRIDGE": "ON" if bridged else "OFF",
         })  # fmt: skip
-    launcher = compiler_launcher()
-    if launcher:
-        defines["CMAKE_C_COMPILER_LAUNCHER"] = ";".join(launcher)
-        defines["CMAKE_CXX_COMPILER_LAUNCHER"] = ";".join(launcher)
+    ccache = ccache_settings()
+    if ccache:
+        defines["CMAKE_C_COMPILER_LAUNCHER"] = defines["CMAKE_CXX_COMPILER_LAUNCHER"] = "ccache"
+    else:
+        defines["CCACHE_PROGRAM"] = "OFF"  # ExecuTorch's CMake would pick ccache up itself
     configure = ["cmake", "-S", str(PROJECT), "-B", str(build_dir), "-G", "Ninja",
                  *[f"-D{name}={value}" for name, value in defines.items()]]  # fmt: skip
     build = ["cmake", "--build", str(build_dir), "--target", "arm_executor_runner",
@@ -539,14 +543,15 @@ def build_runner(
         fcntl.flock(lock, fcntl.LOCK_EX)
         reused = (build_dir / "build.ninja").is_file()
         stage_program(pte, staged)
-        say(f"configure ({'reusing the cached libraries' if reused else 'new library build'})")
-        t0 = time.monotonic()
-        _run_step(configure, "configure", build_dir, say)
-        seconds["configure"] = time.monotonic() - t0
-        t0 = time.monotonic()
-        say("build")
-        _run_step(build, "build", build_dir, say)
-        seconds["build"] = time.monotonic() - t0
+        with _cold_builds_take_turns(build_dir.parent, not reused and bool(ccache), say):
+            say(f"configure ({'reusing the cached libraries' if reused else 'new library build'})")
+            t0 = time.monotonic()
+            _run_step(configure, "configure", build_dir, say, ccache)
+            seconds["configure"] = time.monotonic() - t0
+            t0 = time.monotonic()
+            say("build")
+            _run_step(build, "build", build_dir, say, ccache)
+            seconds["build"] = time.monotonic() - t0
         out = Path(out).resolve()
         out.mkdir(parents=True, exist_ok=True)
         elf = out / ELF_NAME
@@ -563,7 +568,7 @@ def build_runner(
         kernel_libraries=kernels.libraries, kernel_notes=kernels.notes,
         source={"root": str(root), "origin": source.origin, "given": source.given,
                 "commit": source.commit},
-        cache_key=key, seconds=seconds, reused_tree=reused,
+        cache_key=key, seconds=seconds, reused_tree=reused, build_env=ccache,
         options={**options, "fault_on_start": fault_on_start, "compiler": gcc_version,
                  "program": str(program_pte), "baked": str(pte),
                  **({"inputs": inputs_record} if inputs_record else {})},
@@ -638,7 +643,26 @@ def _project_hash() -> str:
 _NINJA_STEP = re.compile(rb"^\[(\d+)/(\d+)\] (.*)$")
 
 
-def _run_step(argv: list[str], step: str, cwd: Path, say: Progress) -> None:
+@contextlib.contextmanager
+def _cold_builds_take_turns(trees: Path, cold: bool, say: Progress):
+    """New library builds of different trees run one after another: the second then finds
+    the objects the two share in ccache instead of compiling them beside the first (on a
+    machine's few cores, two cold builds at once are no faster than one after the other)."""
+    if not cold:
+        yield
+        return
+    with open(trees / "cold-build.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say("waiting for another new library build to finish (its objects are shared)")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _run_step(
+    argv: list[str], step: str, cwd: Path, say: Progress, env: dict[str, str] | None = None
+) -> None:
     """Run one step, reporting ninja's ``[n/N]`` lines; keep the tail for the error."""
     from etu.runner.process import kill_group, spawn
 
@@ -647,7 +671,8 @@ def _run_step(argv: list[str], step: str, cwd: Path, say: Progress) -> None:
         # its own process group, the parent-death signal and etu's reaper: a stopped or
         # killed etu takes cmake, ninja and every compiler they started with it
         process = spawn(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                        stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+                        stdin=subprocess.DEVNULL, start_new_session=True,
+                        env={**os.environ, **(env or {})})  # fmt: skip
     except FileNotFoundError:
         raise RuntimeBuildError(f"{argv[0]}: not found ({step})") from None
     deadline = time.monotonic() + BUILD_TIMEOUT
