@@ -125,6 +125,52 @@ def test_a_program_whose_graph_is_missing_ends_with_a_named_error(tmp_path):
     assert not [p for p in mine if "qemu" in (p.info["name"] or "")]
 
 
+def program_with_tanh(tmp_path: Path) -> Path:
+    """The demo (with its Vela folder) whose delegate's first activation says tanh: a
+    command etu's Ethos-U model does not execute (Vela writes the int8 tanh as a LUT)."""
+    import struct
+
+    from etu.parsers.ethosu import _read_command_stream, decode_ethosu_payload
+    from etu.parsers.pte import open_program
+    from etu.runner.npu_model import decode_cmd_data
+
+    pte = demo_copy(tmp_path)
+    with open_program(pte) as program:
+        blob = bytes(program.delegate_payload(program.plans[0].delegates[0]))
+    cmd = next(b for b in decode_ethosu_payload(blob).blocks if b.name == "cmd_data")
+    cmd_data = blob[cmd.payload_offset : cmd.payload_offset + cmd.size]
+    *_, start = _read_command_stream(memoryview(cmd_data), 0)
+    command = next(c for c in decode_cmd_data(cmd_data).stream.commands
+                   if c.name == "NPU_SET_ACTIVATION")  # fmt: skip
+    patched = bytearray(cmd_data)
+    (word,) = struct.unpack_from("<I", patched, start + 4 * command.word)
+    struct.pack_into("<I", patched, start + 4 * command.word, (word & 0xFFFF) | (3 << 16))
+    data = pte.read_bytes()
+    assert data.count(cmd_data) == 1
+    pte.write_bytes(data.replace(cmd_data, bytes(patched)))
+    return pte
+
+
+def test_an_operation_the_model_lacks_ends_the_run_with_a_runner_error_naming_it(tmp_path):
+    """ETU_NPU_EXECUTOR=model on a program with an operation etu's Ethos-U model does not
+    execute: the invoke fails, the runner prints the line naming the operation and the
+    field, the run ends runner_error with it as proof, and the NpuInvoke event says so."""
+    env = {**runtime_environment(), "ETU_NPU_EXECUTOR": "model"}
+    pte = program_with_tanh(tmp_path)
+    record = build(pte, tmp_path / "fw", env)
+    code, lines, session = run_qemu(Path(record["elf"]), tmp_path / "sessions", env)
+    end = lines[-1]
+    assert code != 0 and end["reason"] == "runner_error", end
+    assert "etu-npu: delegate 0: operation 0 (NPU_OP_POOL): activation tanh is not supported" \
+        in end["proof"]  # fmt: skip
+    (invoke,) = [e for e in lines if e.get("type") == "NpuInvoke"]
+    assert not invoke["ok"] and (invoke["delegate"], invoke["operation"], invoke["command"]) \
+        == (0, 0, "NPU_OP_POOL")  # fmt: skip
+    summary = json.loads((session / "summary.json").read_text())
+    assert summary["verdict"] == "error" and summary["npu"][0]["failed"] == 1
+    assert not printed_outputs(session)  # no wrong tensor printed
+
+
 def test_u85_programs_are_refused_for_the_emulated_board_before_building(real_program, tmp_path):
     env = {**runtime_environment(), "ETU_NO_DOWNLOAD": "1"}
     env.pop("ETU_EXECUTORCH_SRC", None)
