@@ -293,6 +293,7 @@ class EtuApp(App[int]):
             shapes=output_shapes(facts),
             program=facts.program,
             select_ops=facts.select_ops,
+            pte=facts.path,
         )
         self.compile_panel.set_program(facts.path, program_target(facts), workspace.root)
         self.query_one(HistoryPanel).set_workspace(workspace.root)

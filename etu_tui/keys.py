@@ -43,6 +43,7 @@ WIDGETS: dict[str, str] = {
     "send_box": "Run send box (a line to the board)",
     "open_file": "Open dialog",
     "preflight": "Pre-flight dialog",
+    "layers_screen": "Layers view",
     "help_screen": "Help screen",
 }
 OWNERS: dict[str, str] = PANELS | WIDGETS
@@ -200,6 +201,15 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("pulse_reset", "ctrl+t", "pulse_reset", ("run",), "Reset",
             "Run: pulse the board's reset line (DTR/RTS)",
             "A board session: the profile's reset line (else DTR) inverted for 100 ms"),
+    KeySpec("show_layers", "L", "show_layers", ("run",), "Layers",
+            "Run: layers of the shown session's program (SQNR per layer)",
+            "Each layer against the float model on the session's inputs (all ones without "
+            "a session): the first below the threshold and the largest drop marked",
+            footer=False),
+    KeySpec("choose_inputs", "I", "choose_inputs", ("run",), "Inputs",
+            "Run: choose the inputs of the next run…",
+            "All ones (the fallback), a .npy/.npz file or random:SEED, bundled into the runner",
+            footer=False),
     _hidden("leave_send", "escape", "leave_send", ("send_box",), "Back to the log",
             "Run: back to the log", "From the send box"),
     # -- compile -----------------------------------------------------------------------
@@ -265,6 +275,8 @@ KEYS: tuple[KeySpec, ...] = (
             "Pre-flight: cancel the run", footer=True),
     _hidden("preflight_run_anyway", "r", "run_anyway", ("preflight",), "Run anyway",
             "Pre-flight: run anyway", "Despite the failed checks", footer=True),
+    _hidden("layers_close", "escape", "close", ("layers_screen",), "Close", "Layers: close",
+            footer=True),
     _hidden("help_close", "escape,q,question_mark,f1", "close", ("help_screen",), "Close",
             "Help: close"),
 )  # fmt: skip

@@ -632,3 +632,66 @@ def layers_record(
             "note": LAYERS_NOTE,
         },
     }
+
+
+def session_layers(
+    pte: Path | None,
+    session: Path | None = None,
+    *,
+    threshold_db: float = DEFAULT_SQNR_THRESHOLD_DB,
+) -> dict:
+    """The layers of ``pte`` (or of the program ``session`` ran) on the inputs the session
+    ran on, all ones without a session: what the console's Layers view shows. The record
+    says which program and which inputs; raises LayersError (one line)."""
+    from etu.runner.compare import (
+        CompareError,
+        inputs_file,
+        session_inputs,
+        session_outputs,
+        session_program_path,
+    )
+
+    inputs = None
+    if session is not None:
+        try:
+            program = session_program_path(Path(session), None) or pte
+            recorded = session_inputs(session_outputs(Path(session))[1])
+            if recorded["kind"] == "bundle":
+                raise LayersError(f"{session}: a BundleIO run whose inputs etu did not record: "
+                                  "its layers cannot be compared on the same inputs")  # fmt: skip
+            inputs = inputs_file(recorded)
+        except CompareError as error:
+            raise LayersError(str(error).splitlines()[0] if str(error) else "no session") from None
+        pte = program
+    if pte is None or not Path(pte).is_file():
+        raise LayersError(f"{pte or 'the session'}: no program file to compare layer by layer")
+    return program_layers(Path(pte), inputs=inputs, threshold_db=threshold_db)
+
+
+def layers_in_child(
+    pte: Path | None, session: Path | None = None, *, timeout: float = 600.0
+) -> dict:
+    """:func:`session_layers` in an isolated child process (the console never imports
+    torch itself). Raises LayersError with one line."""
+    from etu.runner.isolated import ChildError, json_child
+
+    try:
+        return json_child("etu.runner.layers", str(pte or ""), str(session or ""),
+                          what="the per-layer comparison", timeout=timeout)  # fmt: skip
+    except ChildError as error:
+        raise LayersError(str(error)) from None
+
+
+def _child(pte: str, session: str) -> dict:
+    try:
+        return session_layers(Path(pte) if pte else None, Path(session) if session else None)
+    except LayersError as error:  # already one line: no "unexpected" prefix
+        return {"error": str(error)}
+
+
+if __name__ == "__main__":
+    import sys
+
+    from etu.runner.isolated import print_json_record
+
+    raise SystemExit(print_json_record(_child, *[*sys.argv[1:3], "", ""][:2]))

@@ -207,25 +207,19 @@ def _explain_fault(controller, elf: Path, err: TextIO) -> None:
 
 
 def _build_if_needed(args: argparse.Namespace, *, err: TextIO):
-    from etu.runner.runtime_build import RuntimeBuildError, load_record
+    from etu.runner.run_inputs import build_request, built_firmware, save_request
+    from etu.runner.runtime_build import RuntimeBuildError
     from etu.runner.runtime_source import SourceError
-    from etu.runner.session import file_sha256
     from etu.runner.workspace import firmware_dir
     from etu.tui.cli.firmware import build_from_args
 
     folder = args.build_dir or firmware_dir(args.pte, args.board)
-    record = load_record(folder)
-    wanted = {"program_sha256": file_sha256(args.pte), "pools": args.pools,
-              "select_ops": args.select_ops}  # fmt: skip
     chosen = getattr(args, "inputs", None)
-    if chosen is not None:  # a file's content, not only its name, decides a rebuild
-        named = Path(chosen)
-        wanted["inputs"] = chosen
-        if not chosen.startswith("random:") and named.is_file():
-            wanted["inputs_sha256"] = file_sha256(named)
-    if record and record.get("request") == wanted and Path(record["elf"]).is_file():
-        notice(err, f"firmware up to date: {record['elf']}")
-        return Path(record["elf"])
+    wanted = build_request(args.pte, chosen, pools=args.pools, select_ops=args.select_ops)
+    elf = built_firmware(folder, wanted)
+    if elf is not None:
+        notice(err, f"firmware up to date: {elf}")
+        return elf
     build_args = argparse.Namespace(
         pte=args.pte, board=args.board, pools=args.pools, select_ops=args.select_ops,
         bundleio=False, etdump=False, fault_on_start=False, inputs=chosen,
@@ -236,8 +230,6 @@ def _build_if_needed(args: argparse.Namespace, *, err: TextIO):
         raise CommandError(f"{args.pte}: {error}") from None
     except RuntimeBuildError as error:  # the run could not start: 2, whatever stopped the build
         raise CommandError(str(error)) from None
-    data = result.to_json()
-    data["request"] = wanted
-    (Path(folder) / "etu_firmware.json").write_text(json.dumps(data, indent=2) + "\n")
+    save_request(folder, result, wanted)
     notice(err, f"firmware built: {result.elf}")
     return result.elf

@@ -23,6 +23,7 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.message import Message
 from textual.widgets import Button, Input, Select
 
 from etu.fvp.command import DEFAULT_TIMELIMIT
@@ -43,9 +44,12 @@ from etu.tui.widgets.past_runs import PastRunsList
 from etu.tui.widgets.run_header import DEFAULT_TARGET, RunHeader
 from etu.tui.widgets.run_launch import (
     HeapFreeze,
+    InputsScreen,
     LaunchPlan,
     RunBridge,
     RunElfScreen,
+    inputs_label,
+    inputs_plan,
     launch_plan,
     preflight,
     start_failure,
@@ -70,6 +74,16 @@ HISTORY = 120  # PMU reports kept for the sparkline
 Prepare = Callable[[], LaunchPlan]
 
 
+class RunPreparing(Message):
+    """What the start worker is doing before the run starts (building the runner with the
+    chosen inputs: each build stage)."""
+
+    def __init__(self, run_id: int, text: str) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.text = text
+
+
 class RunPanel(Vertical):
     """Controls, the simulator and command, the banner, the panes and the log of a run."""
 
@@ -84,6 +98,10 @@ class RunPanel(Vertical):
         self.elf_picked = False
         self.firmware = None  # the Memory tab's FirmwareResult: pre-flight verdicts
         self.program = None  # the open program (parsers.pte.Program), None when none
+        self.pte: Path | None = None  # its file
+        self.inputs: str | None = None  # the next run's inputs (None: the firmware's own)
+        self._preparing = ""  # what the start worker is doing (a build stage)
+        self.layer_records: dict[tuple[str, str], dict] = {}  # (program, session) → layers record
         self.select_ops = ""  # its EXECUTORCH_SELECT_OPS_LIST value
         self.program_target: str | None = None
         self.target = DEFAULT_TARGET
@@ -186,6 +204,7 @@ class RunPanel(Vertical):
         shapes: Sequence[tuple[int, ...]] = (),
         program=None,
         select_ops: str = "",
+        pte: Path | None = None,
     ) -> None:
         """A program opened in ``workspace`` (sessions go there; its firmware for the
         target is found by the workspace's rule unless one was picked)."""
@@ -194,6 +213,9 @@ class RunPanel(Vertical):
             self.elf_picked = False
         self.opened = workspace
         self.program = program  # parsers.pte.Program, for the pre-flight fit checks
+        if pte != self.pte:
+            self.layer_records.clear()
+        self.pte = pte
         self.select_ops = select_ops
         self.program_target = target
         if target in targets():
@@ -261,8 +283,14 @@ class RunPanel(Vertical):
             self.notify(str(error), title="Run not started", severity="error", markup=False)
             return False
         target, elf, root = self.target, self.elf, sessions_root(self.workspace)
+        inputs, pte, run_id = self.inputs, self.pte, self.run_id + 1  # _begin numbers it
+
+        def say(text: str) -> None:
+            self.post_message(RunPreparing(run_id, text))
 
         def prepare() -> LaunchPlan:
+            if inputs is not None:  # as etu run --inputs: the runner built with them
+                return inputs_plan(target, pte, inputs, limit, say)
             if elf is None:
                 raise LaunchError(self._no_elf())
             return launch_plan(target, elf, limit)
@@ -390,10 +418,16 @@ class RunPanel(Vertical):
 
     # -- run messages ------------------------------------------------------------------
 
+    def on_run_preparing(self, message: RunPreparing) -> None:
+        if message.run_id == self.run_id and self._starting:
+            self._preparing = message.text
+            self._show_banner()
+
     def on_run_started(self, message: RunStarted) -> None:
         if message.run_id != self.run_id or self.live is None:
             return
         self._starting = False
+        self._preparing = ""
         self._controller = message.controller
         self.live.folder = message.controller.folder
         self.live.launch = message.launch
@@ -450,6 +484,7 @@ class RunPanel(Vertical):
             return
         self.live.failure = message.message
         self._starting = self._stopping = False
+        self._preparing = ""
         self._after_run()
 
     def _after_run(self) -> None:
@@ -579,12 +614,18 @@ class RunPanel(Vertical):
     def _show_banner(self) -> None:
         record = self.shown
         hint = "Press r to run"
-        if self.elf is not None and self.workspace is not None:
+        if self.inputs is not None and self.pte is not None:
+            hint += f" {self.pte.name} on {self.target}"
+        elif self.elf is not None and self.workspace is not None:
             hint += f" {file_label(self.elf, self.workspace)} on {self.target}"
-        hint += " · runs are recorded in .etu/sessions of the workspace"
+        hint += f" · inputs {inputs_label(self.inputs, self.elf)} (I changes)"
+        if self.inputs is not None:
+            hint += ", bundled into its runner (built once)"
+        hint += " · L layers"
         banner = self.query_one(RunBanner)
         if record is not None and record is self.live and self._starting:
-            banner.set_state("-running", Content.styled("● starting…", "bold"))
+            doing = f" {self._preparing}" if self._preparing else ""
+            banner.set_state("-running", Content.styled(f"● starting…{doing}", "bold"))
             return
         if record is not None and record.running and self._stopping:
             banner.set_state("-running", Content.styled("● stopping…", "bold"))
@@ -653,6 +694,8 @@ class RunPanel(Vertical):
             return self.running or None
         if action in ("focus_send", "pulse_reset"):  # a live board session only
             return self.query_one(SendBox).attached
+        if action == "show_layers":
+            return self.pte is not None or None
         return True
 
     def action_start_run(self) -> None:
@@ -681,6 +724,33 @@ class RunPanel(Vertical):
         self.app.push_screen(PreflightScreen(problems), callback=chosen)
         return False
 
+    def layers_subject(self) -> tuple[Path | None, Path | None]:
+        """What the Layers view compares: the shown session (its program, on its inputs)
+        when it has ended, else the open program on all ones."""
+        record = self.shown
+        if record is not None and record.folder is not None and not record.running:
+            return self.pte, record.folder
+        return self.pte, None
+
+    def action_show_layers(self) -> None:
+        from etu.tui.screens.layers import LayersScreen
+
+        pte, session = self.layers_subject()
+        if pte is None and session is None:
+            self.notify("Open a program or a session first.", severity="warning")
+            return
+        key = (str(pte or ""), str(session or ""))
+        label = session.name if session is not None else (pte.name if pte else "")
+        if session is not None and self._stable:
+            label = session_name(session.name, True)
+
+        def keep(record: dict) -> None:
+            self.layer_records[key] = record
+
+        known = self.layer_records.get(key)
+        self.app.push_screen(LayersScreen(pte, session, label=label, record=known,
+                                          on_result=keep))  # fmt: skip
+
     def action_focus_send(self) -> None:
         self.query_one(SendBox).focus_input()
 
@@ -699,6 +769,23 @@ class RunPanel(Vertical):
         else:
             start = f"{short_path(self.workspace)}{os.sep}" if self.workspace else ""
         self.app.push_screen(RunElfScreen(start, self.target), callback=self._elf_chosen)
+
+    def action_choose_inputs(self) -> None:
+        if self.running:
+            self.notify("A run is under way: stop it first.", severity="warning")
+            return
+        self.app.push_screen(InputsScreen(self.inputs or ""), callback=self._inputs_chosen)
+
+    def _inputs_chosen(self, text: str | None) -> None:
+        if text is None:
+            return  # cancelled: the choice stays
+        self.choose_inputs(text or None)
+
+    def choose_inputs(self, inputs: str | None) -> None:
+        """The next run's inputs: ``FILE.npy``, ``FILE.npz`` or ``random:SEED`` (the runner
+        is built with them, as ``etu run --inputs`` does), None for the firmware's own."""
+        self.inputs = inputs
+        self._show_banner()
 
     def _elf_chosen(self, path: Path | None) -> None:
         if path is not None:

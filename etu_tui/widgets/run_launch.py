@@ -93,7 +93,57 @@ def launch_plan(target: str, elf: Path, limit: int | None) -> LaunchPlan:
         simulated=launch.simulated,
         target=launch.target.target,
     )
-    return LaunchPlan(list(launch.argv), launch.meta(), info, launch.target.npu, "fvp")
+    meta = launch.meta()
+    recorded = firmware_inputs(elf)  # the session says which inputs the runner read
+    if recorded is not None:
+        meta["inputs"] = recorded
+    return LaunchPlan(list(launch.argv), meta, info, launch.target.npu, "fvp")
+
+
+def firmware_inputs(elf: Path | None) -> dict | None:
+    """The inputs a firmware etu built runs on (its build record), None when not known."""
+    from etu.runner.bundleio import firmware_inputs as recorded
+
+    if elf is None:
+        return None
+    try:
+        return recorded(Path(elf))
+    except (OSError, ValueError):
+        return None
+
+
+def inputs_label(chosen: str | None, elf: Path | None) -> str:
+    """The next run's inputs in words: the chosen ones, else the firmware's (all ones,
+    the runner's fallback, when its build record names none)."""
+    from etu.runner.compare import ONES_INPUTS
+
+    if chosen is not None:
+        return chosen
+    return str((firmware_inputs(elf) or ONES_INPUTS).get("source"))
+
+
+def inputs_plan(target: str, pte: Path | None, inputs: str, limit: int | None, say) -> LaunchPlan:
+    """The run of ``pte`` on ``inputs`` (``FILE.npy``, ``FILE.npz`` or ``random:SEED``) as
+    ``etu run --board … PROGRAM --inputs`` does it: the runner built with them bundled
+    (BundleIO) in ``PROGRAM.<board>/``, once per request, then run on ``target``. Blocking
+    (a build takes minutes); raises LaunchError with one line."""
+    from etu.runner.bundleio import BundleError
+    from etu.runner.run_inputs import firmware_for_inputs
+    from etu.runner.runtime_build import RuntimeBuildError
+    from etu.runner.runtime_source import SourceError
+    from etu.runner.workspace import board_for_target
+
+    if pte is None:
+        raise LaunchError(f"inputs {inputs}: open the program first (its runner is built "
+                          "with the inputs bundled)")  # fmt: skip
+    board = board_for_target(target)
+    if board is None:
+        raise LaunchError(f"inputs {inputs}: no firmware board for {target}")
+    try:
+        elf, _built = firmware_for_inputs(Path(pte), board, inputs, progress=say)
+    except (BundleError, RuntimeBuildError, SourceError) as error:
+        raise LaunchError(f"inputs {inputs}: {error}") from None
+    return launch_plan(target, elf, limit)
 
 
 def start_failure(error: Exception, root: Path) -> str:
@@ -201,6 +251,35 @@ class RunElfScreen(OpenFileScreen):
         if target == QEMU_BOARD:
             self.HINT = self.QEMU_HINT
         self.DIALOG_TITLE = f"Firmware ELF to run on {target_kind(target)}"
+
+
+class InputsScreen(OpenFileScreen):
+    """The next run's inputs: a .npy/.npz file (Tab completes it), ``random:SEED``, or
+    nothing for the firmware's own (all ones, the fallback). Dismisses with the text ("":
+    the fallback) or None (cancelled); a choice ``etu run --inputs`` would refuse is said
+    under the field and not taken."""
+
+    DIALOG_TITLE = "Inputs of the next run"
+    PLACEHOLDER = "empty: all ones (fallback) · FILE.npy · FILE.npz · random:SEED"
+    HINT = "Enter use · Tab complete · Escape cancel · bundled into the runner (BundleIO)"
+
+    def on_input_submitted(self, event) -> None:
+        from etu.runner.bundleio import BundleError, parse_inputs_option
+
+        event.prevent_default()  # OpenFileScreen's handler would dismiss with a Path
+        event.stop()
+        text = event.value.strip()
+        if text:
+            try:
+                parse_inputs_option(text)
+            except BundleError as error:
+                from textual.widgets import Static
+
+                from etu.tui.safe_text import printable
+
+                self.query_one("#matches", Static).update(printable(str(error)))
+                return
+        self.dismiss(text)
 
 
 class RunBridge(RunListener):

@@ -114,3 +114,23 @@ def test_view_at_small_sizes(
             await _tab(pilot, SMALL_VIEWS[view])
 
     assert snap_compare(EtuApp(demo), terminal_size=size, run_before=steps)
+
+
+def test_layers_view_at_80x24(demo: Path, snap_compare, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Run tab's Layers view (L) of the demo at a laptop terminal: every layer in graph
+    order with its module, unit and figures, the first below the threshold and the largest
+    drop marked. A made-up record (the real one is computed in test_app_layers): the
+    picture does not depend on torch's numerics."""
+    from tests.console.test_app_layers import fake_record
+    from tests.console_helpers import wait_until
+
+    monkeypatch.setattr("etu.runner.layers.layers_in_child", lambda pte, session: fake_record())
+
+    async def layers(pilot: Pilot) -> None:
+        await _tab(pilot, "u")
+        await pilot.press("L")
+        screen = pilot.app.screen
+        await wait_until(pilot, lambda: not screen.computing, what="the layers")
+        await settle(pilot)
+
+    assert snap_compare(EtuApp(demo), terminal_size=(80, 24), run_before=layers)
