@@ -391,6 +391,22 @@ def resolve_session(name: str | Path, root: Path) -> Path | None:
     return matches[0] if len(matches) == 1 else None
 
 
+def session_problem(name: str | Path, root: Path) -> str:
+    """Why ``name`` resolves to no session (``resolve_session`` gave None): one line that
+    names it once."""
+    path = Path(name)
+    if str(name) and not path.is_absolute():
+        matches = [f.name for f in list_sessions(Path(root)) if f.name.startswith(str(name))]
+        if len(matches) > 1:
+            shown = ", ".join(matches[:3]) + (" …" if len(matches) > 3 else "")
+            return f"{name}: {len(matches)} sessions start with it ({shown}); give more of the name"
+    if path.is_dir():
+        return f"{name}: no such session (a folder without {META} or {RAW})"
+    if path.exists():
+        return f"{name}: no such session (a file, not a session folder)"
+    return f"{name}: no such session (no folder, name or unique prefix under {root})"
+
+
 __all__ = [
     "ENDINGS",
     "SESSION_FORMAT",
@@ -403,6 +419,7 @@ __all__ = [
     "read_meta",
     "resolve_session",
     "run_summary",
+    "session_problem",
     "session_row",
     "summarize_raw",
     "workspace_programs",

@@ -10,6 +10,7 @@ from typing import TextIO
 
 from etu.parsers.errors import describe_error, first_line
 from etu.tui.cli.errors import CommandError
+from etu.tui.cli.sessions import add_workspace_options, sessions_folder
 
 HELP = "compare a recorded run's outputs with the host reference (or .npy files): errors, SNR"
 
@@ -19,8 +20,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from etu.runner.layers import DEFAULT_SQNR_THRESHOLD_DB
 
     parser.add_argument(
-        "session", type=Path, nargs="?",
-        help="a session folder (.etu/sessions/...); optional with --layers --pte PROGRAM.pte",
+        "session", nargs="?",
+        help="the session: its folder, name, or a unique name prefix (as etu report takes "
+        "it); optional with --layers --pte PROGRAM.pte",
     )  # fmt: skip
     parser.add_argument(
         "--reference", nargs="+", default=["host"], metavar="host|FILE.npy",
@@ -45,6 +47,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
         f"{DEFAULT_SQNR_THRESHOLD_DB:g} dB)",
     )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="one JSON object")
+    add_workspace_options(parser)
+
+
+def _session_folder(args: argparse.Namespace) -> Path:
+    """The session ``args.session`` names, resolved as etu report and etu diff resolve it;
+    anything else a one-line "no such session"."""
+    from etu.runner.history import resolve_session, session_problem
+
+    root = sessions_folder(args)
+    folder = resolve_session(args.session, root)
+    if folder is None:
+        raise CommandError(session_problem(args.session, root))
+    return folder
+
+
+def _named_once(folder: Path, message: str) -> str:
+    """``message`` led by the session folder, unless it names it already."""
+    return message if str(folder) in message else f"{folder}: {message}"
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
@@ -60,24 +80,25 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         else:
             write_layers_text(record, out)
         return 0
+    folder = _session_folder(args)
     reference = "host" if args.reference == ["host"] else [Path(p) for p in args.reference]
     try:
         record = compare_session(
-            args.session, reference=reference, pte=args.pte, rtol=args.rtol, atol=args.atol,
+            folder, reference=reference, pte=args.pte, rtol=args.rtol, atol=args.atol,
             tosa=args.tosa,
         )  # fmt: skip
     except (CompareError, OSError, ValueError, RuntimeError) as error:
         raise CommandError(
-            f"{args.session}: {first_line(str(error)) or describe_error(error)}"
+            _named_once(folder, first_line(str(error)) or describe_error(error))
         ) from None
     if args.layers:
         from etu.runner.compare import session_program_path
 
-        program = session_program_path(args.session, args.pte)
+        program = session_program_path(folder, args.pte)
         if program is None:
-            raise CommandError(f"{args.session}: the session names no program file; pass "
+            raise CommandError(f"{folder}: the session names no program file; pass "
                                "--pte PROGRAM.pte")  # fmt: skip
-        layers = program_layers_record(program, args, inputs=_session_inputs(args.session))
+        layers = program_layers_record(program, args, inputs=_session_inputs(folder))
         record = {**record, "layers": layers["layers"], "layers_summary": layers["layers_summary"]}
     if args.json:
         out.write(json.dumps(record) + "\n")
@@ -100,7 +121,7 @@ def _session_inputs(folder: Path) -> Path | None:
                                "its layers with --layers --pte PROGRAM.pte (all ones)")  # fmt: skip
         return inputs_file(inputs)
     except CompareError as error:
-        raise CommandError(f"{folder}: {first_line(str(error))}") from None
+        raise CommandError(_named_once(folder, first_line(str(error)))) from None
 
 
 def program_layers_record(
