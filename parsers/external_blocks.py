@@ -179,6 +179,21 @@ def external_payloads(blocks: list[ExternalBlock], files: list[DataFile]) -> dic
     return out
 
 
+def resolve_program(
+    infos: list, files: list[DataFile]
+) -> dict[tuple[str, int], tuple[list[ExternalBlock], dict[str, bytes]]]:
+    """For each Ethos-U delegate with external blocks (``infos``: the program's
+    ``DelegateInfo``s), keyed by (plan name, delegate index): its resolved blocks and the
+    bytes of those found (for :func:`etu.parsers.ethosu_commands.program_operations`)."""
+    found = {}
+    for info in infos:
+        if info.payload is None or not info.payload.external_blocks:
+            continue
+        blocks = resolve(info.payload, info.delegate, files)
+        found[(info.plan.name, info.index)] = (blocks, external_payloads(blocks, files))
+    return found
+
+
 __all__ = [
     "ExternalBlock",
     "block_key",
@@ -188,4 +203,5 @@ __all__ = [
     "open_data_files",
     "placements",
     "resolve",
+    "resolve_program",
 ]

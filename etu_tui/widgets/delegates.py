@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
@@ -54,6 +56,28 @@ def _io_rows(role: str, ios: list[VelaIO], grids: list | None = None) -> list[Co
     return rows
 
 
+def _external_rows(program: Program, info: DelegateInfo) -> list[Content]:
+    """Each external Vela block: where its bytes are (the ``*.ptd`` beside the program), or
+    what is wrong (no data file, a key no file has, bytes that do not hash to the key)."""
+    from etu.parsers.external_blocks import data_files_beside, resolve
+
+    payload = info.payload
+    if payload is None or not payload.external_blocks:
+        return []
+    try:
+        blocks = resolve(payload, info.delegate, data_files_beside(program))
+    except ParseError as error:
+        return [_row("external", f"✗ {error}", "$text-error")]
+    rows = []
+    for block in blocks:
+        if block.ok:
+            where = Path(block.data_file or "").name
+            rows.append(_row("external", f"{block.block} → {where} · {nbytes(block.size or 0)} ✓"))
+        else:
+            rows.append(_row("external", f"✗ {block.message}", "$text-warning"))
+    return rows
+
+
 def payload_content(program: Program, info: DelegateInfo) -> Content:
     delegate = info.delegate
     lines: list[Content] = [_row("backend", delegate.id, "bold")]
@@ -102,8 +126,7 @@ def payload_content(program: Program, info: DelegateInfo) -> Content:
         *_io_rows("inputs", payload.inputs, grids[0]),
         *_io_rows("outputs", payload.outputs, grids[1]),
     ]
-    for block, key in payload.external_blocks.items():
-        lines.append(_row("external", f"{block} → named data {key!r}"))
+    lines += _external_rows(program, info)
     lines += [_row("warning", f"⚠ {w}", "$text-warning") for w in payload.warnings]
     return Content("\n").join(lines)
 

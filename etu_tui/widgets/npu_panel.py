@@ -21,6 +21,7 @@ from textual.widgets import ContentSwitcher
 
 from etu.parsers.errors import describe_error
 from etu.parsers.ethosu_commands import DelegateOperations, program_operations
+from etu.parsers.external_blocks import data_files_beside, resolve_program
 from etu.parsers.program_facts import DelegateInfo
 from etu.parsers.pte import Program
 from etu.runner.workspace import VelaResult, load_vela, vela_label
@@ -212,7 +213,9 @@ class NpuPanel(Vertical):
     @work(thread=True, group="npu-operations", exit_on_error=False)
     def _decode(self, program: Program, infos: list[DelegateInfo], request: int) -> None:
         try:
-            decoded = program_operations(program, infos)
+            resolved = resolve_program(infos, data_files_beside(program))  # external blocks
+            payloads = {key: found for key, (_blocks, found) in resolved.items()}
+            decoded = program_operations(program, infos, payloads)
         except Exception as error:  # a closed or unreadable program: one line, no crash
             decoded = [DelegateOperations("", -1, None, describe_error(error))]
         self.post_message(OperationsDecoded(decoded, request))
