@@ -77,7 +77,8 @@ class ValuesTable(VirtualTable):
                 value.dtype,
                 shape(value.sizes),
                 ",".join(str(d) for d in value.dim_order),
-                value.storage,
+                # ExtraTensorInfo.device_type: a tensor placed off the CPU says where
+                f"{value.storage} ({value.device})" if value.device_type else value.storage,
                 str(value.memory_id) if planned else "",
                 str(value.memory_offset) if planned else "",
                 nbytes(value.nbytes),
