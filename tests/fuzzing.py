@@ -39,6 +39,16 @@ def fuzz_program(data: bytes) -> None:
     json.dumps(inspect_record(program))
 
 
+def fuzz_data_file(data: bytes) -> None:
+    """An ExecuTorch data file (.ptd): decoded, its record built, every entry read."""
+    from etu.parsers.ptd import decode_data_file
+
+    decoded = decode_data_file(data, "fuzz.ptd")
+    json.dumps(decoded.to_json())
+    for entry in decoded.entries:
+        assert len(decoded.read(entry)) == entry.size
+
+
 def fuzz_payload(data: bytes) -> None:
     from etu.parsers.ethosu import decode_ethosu_payload
     from etu.parsers.program_facts import payload_summary
@@ -136,6 +146,7 @@ def fuzz_session(data: bytes) -> None:
 
 HARNESSES: dict[str, Callable[[bytes], None]] = {
     "program": fuzz_program,
+    "data_file": fuzz_data_file,
     "payload": fuzz_payload,
     "npu_commands": fuzz_npu_commands,
     "vela_summary": fuzz_vela_summary,
@@ -179,6 +190,9 @@ def seed_files(name: str) -> list[Path]:
     vela, demo_vela = DATA / "vela", DEMO / "vela"
     return {
         "program": _programs(),
+        # a real pair's .ptd (tests/ptd_programs.py), and any the test cache holds
+        "data_file": [*sorted((DATA / "ptd").glob("*.ptd")),
+                      *sorted(ARTIFACTS.glob("ptd_programs-*/*/*.ptd"))],
         "payload": [],
         "npu_commands": [],
         "vela_summary": [*sorted(vela.rglob("*_summary_*.csv")),
