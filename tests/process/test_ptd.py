@@ -352,3 +352,22 @@ def test_bfloat16_tensors_are_named_and_sized(tmp_path: Path) -> None:
     record = inspect_json(out)
     assert any("BFloat16" in op["dtypes"] for op in record["cpu_operators"])
     assert {q["dtype"] for q in record["io_quantization"]} == {"bfloat16"}
+
+
+def test_a_large_ptd_keeps_its_segments_on_disk(pair: Path, tmp_path: Path, monkeypatch) -> None:
+    """Above the read-whole size only the FlatBuffer part is read; blobs are read when asked
+    for, and a file changed since is one line, not stale bytes."""
+    from etu.parsers import ptd as ptd_module
+
+    copy = tmp_path / "program.ptd"
+    shutil.copy(pair.with_suffix(".ptd"), copy)
+    whole = open_data_file(copy)
+    monkeypatch.setattr(ptd_module, "READ_WHOLE_BELOW", 64)
+    lazy = open_data_file(copy)
+    assert whole.data is not None and lazy.data is None
+    assert [lazy.read(e) for e in lazy.entries] == [whole.read(e) for e in whole.entries]
+    with copy.open("ab") as handle:
+        handle.write(b"\0" * 16)
+    with pytest.raises(ParseError, match="file changed while read") as caught:
+        lazy.read(lazy.entries[0])
+    assert str(caught.value).startswith(str(copy))
