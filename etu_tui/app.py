@@ -295,6 +295,7 @@ class EtuApp(App[int]):
             select_ops=facts.select_ops,
             pte=facts.path,
         )
+        self.query_one(FitPanel).io_notes = self.run_panel.io_notes  # the pre-flight's notes
         self.compile_panel.set_program(facts.path, program_target(facts), workspace.root)
         self.query_one(HistoryPanel).set_workspace(workspace.root)
         self.query_one(BoardsPanel).set_workspace(workspace)

@@ -34,6 +34,7 @@ class PreflightScreen(ModalScreen[bool]):
             background: $surface;
         }
         & #preflight-problems { height: auto; margin-bottom: 1; }
+        & #preflight-notes { height: auto; margin-bottom: 1; }
         & Horizontal { height: auto; }
         & Button { margin-right: 2; }
         & Label { color: $text-muted; }
@@ -42,9 +43,12 @@ class PreflightScreen(ModalScreen[bool]):
 
     BINDINGS: ClassVar[list[BindingType]] = bindings("preflight")
 
-    def __init__(self, problems: list[str]) -> None:
+    def __init__(self, problems: list[str], notes: list[str] | None = None) -> None:
+        """``notes``: what to know before running (the program's integer inputs and their
+        scale and zero point), shown under the problems."""
         super().__init__()
         self.problems = problems
+        self.notes = list(notes or [])
 
     def compose(self) -> ComposeResult:
         with Vertical() as box:
@@ -56,6 +60,14 @@ class PreflightScreen(ModalScreen[bool]):
                 ),
                 id="preflight-problems",
             )
+            if self.notes:
+                yield Static(
+                    Content("\n").join(
+                        Content.assemble(("ℹ ", "$text-accent bold"), printable(note))
+                        for note in self.notes
+                    ),
+                    id="preflight-notes",
+                )
             with Horizontal():
                 yield Button("Run anyway (r)", id="preflight-run", variant="warning")
                 yield Button("Cancel (Escape)", id="preflight-cancel")

@@ -217,6 +217,7 @@ class FitPanel(Vertical):
         super().__init__(id=id)
         self.result: FirmwareResult | None = None
         self.rebuild: str | None = None  # the runner rebuild command, ready to copy
+        self.io_notes: list[str] = []  # the program's integer IO (the App sets them)
 
     def compose(self) -> ComposeResult:
         yield FirmwareError(id="fit-error")
@@ -232,7 +233,7 @@ class FitPanel(Vertical):
         fit_line = shown.line or (result.fit_error if result is not None else None)
         title = "Firmware not read" if shown.line else "Fit not checked"
         self.query_one("#fit-error", FirmwareError).show_error(title, fit_line, shown.hint)
-        self.query_one(FitHeadline).show(result, shown.workspace, rebuild)
+        self.query_one(FitHeadline).show(result, shown.workspace, rebuild, self.io_notes)
         await self.query_one(FitChecks).show(result)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -97,16 +97,22 @@ class FitHeadline(Static):
     """
 
     def show(
-        self, result: FirmwareResult | None, workspace: str, rebuild: str | None = None
+        self,
+        result: FirmwareResult | None,
+        workspace: str,
+        rebuild: str | None = None,
+        notes: list[str] | None = None,
     ) -> None:
+        """``notes``: the program's integer inputs and outputs, one sentence each ("this
+        program takes int8 input: scale 0.0078, zero point -1")."""
         self.border_title = "Fit"
         self.border_subtitle = "e pick ELF · b copy rebuild" if rebuild else "e pick ELF"
-        line = headline(result, workspace)
+        lines = [headline(result, workspace)]
         if rebuild:
-            line = Content("\n").join(
-                [line, Content.assemble(("rebuild ", "dim"), (rebuild, "bold $text-accent"))]
-            )
-        self.update(line)
+            lines.append(Content.assemble(("rebuild ", "dim"), (rebuild, "bold $text-accent")))
+        for note in notes or []:
+            lines.append(Content.assemble(("ℹ ", "$text-accent bold"), printable(note)))
+        self.update(Content("\n").join(lines))
 
 
 def details(verdict: Verdict) -> Content:

@@ -50,6 +50,7 @@ from etu.tui.widgets.run_launch import (
     RunElfScreen,
     inputs_label,
     inputs_plan,
+    io_notes,
     launch_plan,
     preflight,
     start_failure,
@@ -100,6 +101,7 @@ class RunPanel(Vertical):
         self.program = None  # the open program (parsers.pte.Program), None when none
         self.pte: Path | None = None  # its file
         self.inputs: str | None = None  # the next run's inputs (None: the firmware's own)
+        self.io_notes: list[str] = []  # the program's integer IO, one sentence each
         self._preparing = ""  # what the start worker is doing (a build stage)
         self.layer_records: dict[tuple[str, str], dict] = {}  # (program, session) → layers record
         self.select_ops = ""  # its EXECUTORCH_SELECT_OPS_LIST value
@@ -216,6 +218,7 @@ class RunPanel(Vertical):
         if pte != self.pte:
             self.layer_records.clear()
         self.pte = pte
+        self.io_notes = io_notes(program, pte)
         self.select_ops = select_ops
         self.program_target = target
         if target in targets():
@@ -231,6 +234,7 @@ class RunPanel(Vertical):
         self._list_runs()
         if self.shown is not None:
             self._show_panes(self.shown)
+        self._show_banner()
 
     def set_firmware(self, result) -> None:
         """The firmware the Memory and Fit tabs show (a FirmwareResult, or None): its fit
@@ -613,15 +617,11 @@ class RunPanel(Vertical):
 
     def _show_banner(self) -> None:
         record = self.shown
-        hint = "Press r to run"
-        if self.inputs is not None and self.pte is not None:
-            hint += f" {self.pte.name} on {self.target}"
-        elif self.elf is not None and self.workspace is not None:
-            hint += f" {file_label(self.elf, self.workspace)} on {self.target}"
-        hint += f" · inputs {inputs_label(self.inputs, self.elf)} (I changes)"
-        if self.inputs is not None:
-            hint += ", bundled into its runner (built once)"
+        hint = f"Press r to run on {self.target} · inputs {inputs_label(self.inputs, self.elf)} (I"
+        hint += "; its runner is built with them)" if self.inputs is not None else ")"
         hint += " · L layers"
+        for note in self.io_notes:  # what all ones, or a file's numbers, mean to it
+            hint += f"\n  {note}"
         banner = self.query_one(RunBanner)
         if record is not None and record is self.live and self._starting:
             doing = f" {self._preparing}" if self._preparing else ""
@@ -721,7 +721,7 @@ class RunPanel(Vertical):
             if run_anyway and self.start_run():
                 self.app.refresh_bindings()
 
-        self.app.push_screen(PreflightScreen(problems), callback=chosen)
+        self.app.push_screen(PreflightScreen(problems, self.io_notes), callback=chosen)
         return False
 
     def layers_subject(self) -> tuple[Path | None, Path | None]:

@@ -218,6 +218,28 @@ def preflight(
     return list(dict.fromkeys(problems))
 
 
+INTEGER_IO = ("int8", "uint8", "int16", "uint16", "int32", "int64")
+
+
+def io_notes(program, pte: Path | None) -> list[str]:
+    """For a program that takes or gives integers itself (its first plan's inputs and
+    outputs), one sentence each: "this program takes int8 input: scale 0.0078, zero point
+    -1" (runner.io_quantization: the program's kernels, else Vela's out_vela.npz beside
+    it). A float input quantized on the CPU needs nothing from the user: no sentence."""
+    from etu.runner.io_quantization import io_quantization
+    from etu.runner.tosa_graphs import VELA_FOLDER
+
+    plans = getattr(program, "plans", None)
+    if not plans:
+        return []
+    vela = Path(pte).parent / VELA_FOLDER if pte is not None else None
+    try:
+        found = io_quantization(plans[0], vela if vela is not None and vela.is_dir() else None)
+    except Exception:  # a view's note: never a reason not to run
+        return []
+    return [q.sentence() for q in found if q.dtype in INTEGER_IO]
+
+
 class HeapFreeze:
     """For the length of a run, what the console already holds (widgets, caches, the
     decoded program) is moved out of the garbage collector's full passes: a flood of lines

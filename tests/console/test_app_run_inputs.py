@@ -40,7 +40,10 @@ async def test_the_inputs_are_chosen_and_named(workspace: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         panel = await open_run_tab(pilot)
         banner = app.query_one(RunBanner)
-        assert panel.inputs is None and "inputs all ones (fallback) (I changes)" in banner.text
+        assert (
+            banner.text
+            == "Press r to run on ethos-u55-128 · inputs all ones (fallback) (I) · L layers"
+        )
         # what etu run --inputs refuses is said in the dialog, and not taken
         await type_inputs(pilot, "random:x")
         screen = app.screen
@@ -52,7 +55,7 @@ async def test_the_inputs_are_chosen_and_named(workspace: Path) -> None:
         await type_inputs(pilot, "random:7")
         assert not isinstance(app.screen, InputsScreen)
         assert panel.inputs == "random:7"
-        assert "demo_cnn.pte on ethos-u55-128 · inputs random:7 (I changes), bundled" in (
+        assert "on ethos-u55-128 · inputs random:7 (I; its runner is built with them)" in (
             banner.text
         )
         # an empty field: back to the firmware's own inputs
