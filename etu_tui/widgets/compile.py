@@ -190,8 +190,10 @@ class CompilePanel(Vertical):
             yield Select((("on", "on"), ("off", "off")), value="on", allow_blank=False,
                          id="compile-delegate", compact=True)  # fmt: skip
             yield Label("Payload")
-            yield Select((("inline", "inline"), ("segment", "segment")), value="inline",
-                         allow_blank=False, id="compile-payload", compact=True)  # fmt: skip
+            # ptd: Vela's command stream and weights in NAME.ptd (etu compile --external-blocks)
+            yield Select((("inline", "inline"), ("segment", "segment"), ("ptd", "ptd")),
+                         value="inline", allow_blank=False, id="compile-payload",
+                         compact=True)  # fmt: skip
             yield Button("Compile", id="compile-start", variant="primary", compact=True)
             yield Button("Cancel", id="compile-cancel", variant="error", compact=True)
             yield Button("Open result", id="compile-open", compact=True)
@@ -268,6 +270,7 @@ class CompilePanel(Vertical):
             per_channel=quantize != "per-tensor",
             delegate=self._value("#compile-delegate") != "off",
             delegate_segments=self._value("#compile-payload") == "segment",
+            external_blocks=("cmd", "weights") if self._value("#compile-payload") == "ptd" else (),
         )
 
     def check_form(self) -> CompileRequest | None:

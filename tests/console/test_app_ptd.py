@@ -57,3 +57,25 @@ async def test_without_the_ptd_the_tab_says_so(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await operations_steps(pilot)
         assert app.npu_panel.query_one(OperationTable).row_count == 0
+
+
+@pytest.mark.anyio
+async def test_the_compile_tabs_ptd_payload_asks_for_external_blocks(tmp_path: Path) -> None:
+    from textual.widgets import Select
+
+    from etu.tui.app import COMPILE_TAB
+    from etu.tui.widgets import CompilePanel
+
+    pte = ptd_programs.copy_pair("ext_u55", tmp_path / "pair")
+    app = EtuApp(pte)
+    async with app.run_test(size=SIZE) as pilot:
+        app.action_show_tab(COMPILE_TAB)
+        await pilot.pause()
+        panel = app.query_one(CompilePanel)
+        assert panel.form_request().external_blocks == ()
+        panel.query_one("#compile-payload", Select).value = "ptd"
+        await pilot.pause()
+        assert panel.form_request().external_blocks == ("cmd", "weights")
+        panel.query_one("#compile-delegate", Select).value = "off"
+        await pilot.pause()
+        assert panel.check_form() is None and "not with --no-delegate" in panel.reason
