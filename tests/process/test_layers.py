@@ -256,3 +256,16 @@ def test_a_session_compared_with_layers_keeps_its_outputs_and_adds_the_layers(tm
     record = json.loads(capsys.readouterr().out)
     assert record["inputs"]["kind"] == "file"
     assert record["layers_summary"]["inputs"] == f"from {saved}"
+    # the console's Layers view asks the same of the session (its program, its inputs)
+    from etu.runner.layers import session_layers
+
+    viewed = session_layers(None, session)
+    assert viewed["layers_summary"]["inputs"] == f"from {saved}"
+    assert [layer["sqnr_db"] for layer in viewed["layers"]] == [
+        layer["sqnr_db"] for layer in record["layers"]
+    ]
+    meta["inputs"] = {"kind": "file", "source": "gone.npz", "file": str(tmp_path / "gone.npz")}
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(LayersError, match=r"gone\.npz.* no longer there") as gone:
+        session_layers(None, session)
+    assert "\n" not in str(gone.value)

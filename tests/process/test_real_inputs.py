@@ -254,3 +254,31 @@ def test_an_integer_input_with_no_recorded_range_is_drawn_over_its_whole_dtype(t
     assert "quantisation range" in quantized["basis"]
     assert (int8["min"], int8["max"]) == (-128, 127) and "whole Char range" in int8["basis"]
     assert (other["min"], other["max"]) == (0.0, 1.0) and other["basis"].startswith("[0, 1)")
+
+
+def test_a_firmware_is_rebuilt_only_when_its_request_changes(tmp_path):
+    """etu run --board … --inputs and the Run tab ask runner.run_inputs the same thing: the
+    firmware beside the program is reused while the program, the inputs (a file's bytes
+    too) and the options are those it was built for."""
+    import numpy
+
+    from etu.runner.run_inputs import build_request, built_firmware
+
+    pte = demo_copy(tmp_path, vela=False)
+    folder = tmp_path / "demo_cnn.qemu-an547"
+    folder.mkdir()
+    elf = folder / "arm_executor_runner.elf"
+    elf.write_bytes(b"\x7fELF")
+    chosen = tmp_path / "cat.npy"
+    numpy.save(chosen, numpy.zeros((1, 3, 32, 32), dtype="float32"))
+    wanted = build_request(pte, str(chosen))
+    assert wanted["inputs"] == str(chosen) and len(wanted["inputs_sha256"]) == 64
+    assert built_firmware(folder, wanted) is None  # never built
+    (folder / "etu_firmware.json").write_text(json.dumps({"elf": str(elf), "request": wanted}))
+    assert built_firmware(folder, wanted) == elf
+    assert built_firmware(folder, build_request(pte, "random:7")) is None
+    assert built_firmware(folder, build_request(pte, None)) is None
+    numpy.save(chosen, numpy.ones((1, 3, 32, 32), dtype="float32"))  # same name, new bytes
+    assert built_firmware(folder, build_request(pte, str(chosen))) is None
+    elf.unlink()
+    assert built_firmware(folder, wanted) is None
