@@ -56,7 +56,7 @@ from etu.tui.widgets.firmware_panels import (
 from etu.tui.widgets.fit import tab_label
 from etu.tui.widgets.footer import EtuFooter
 from etu.tui.widgets.formatting import short_path
-from etu.tui.widgets.history import HistoryPanel, ReplayRequested
+from etu.tui.widgets.history import HistoryPanel, ReplayRequested, SessionRecorded
 from etu.tui.widgets.npu_panel import NpuPanel
 from etu.tui.widgets.program_panels import (
     DelegatesPanel,
@@ -434,8 +434,16 @@ class EtuApp(App[int]):
     # -- actions -----------------------------------------------------------------------
 
     @on(TabbedContent.TabActivated)
-    def _tab_activated(self) -> None:
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.refresh_bindings()
+        if event.pane.id == HISTORY_TAB:  # sessions an `etu run` elsewhere recorded, too
+            self.query_one(HistoryPanel).session_recorded(None)
+
+    @on(SessionRecorded)
+    def _session_recorded(self, message: SessionRecorded) -> None:
+        """A session ended (Run tab, Boards tab, stopped): History lists it at once."""
+        with suppress(NoMatches):  # the console is closing
+            self.query_one(HistoryPanel).session_recorded(message.folder)
 
     async def action_dismiss_error(self) -> None:
         self.query_one(ErrorPanel).clear()

@@ -61,6 +61,15 @@ class HistoryListed(Message):
 
 
 @dataclass
+class SessionRecorded(Message):
+    """A session finished recording in ``folder`` (a Run tab run, a board the Boards tab
+    flashed, a run stopped with ``s``): posted by the panel that ran it, it bubbles to the
+    app, which has the History tab list it at once."""
+
+    folder: Path | None
+
+
+@dataclass
 class DiffReady(Message):
     """Two marked sessions compared (runner.diff's record), or why not."""
 
@@ -148,6 +157,11 @@ class HistoryPanel(Vertical):
     def set_workspace(self, workspace: Path | None) -> None:
         self.workspace = workspace
         self.action_refresh()
+
+    def session_recorded(self, folder: Path | None) -> None:
+        """A session ended in this console: list the sessions again (no ctrl+r)."""
+        if self.workspace is not None:
+            self.action_refresh()
 
     def action_refresh(self) -> None:
         self._requests["list"] += 1

@@ -39,6 +39,7 @@ from etu.tui.safe_text import printable
 from etu.tui.screens.preflight import PreflightScreen
 from etu.tui.widgets.firmware_panels import FirmwarePicked
 from etu.tui.widgets.formatting import short_path
+from etu.tui.widgets.history import SessionRecorded
 from etu.tui.widgets.log_box import LogBox
 from etu.tui.widgets.past_runs import PastRunsList
 from etu.tui.widgets.run_header import DEFAULT_TARGET, RunHeader
@@ -496,6 +497,8 @@ class RunPanel(Vertical):
         self.query_one(SendBox).detach()
         if self.live is not None:
             self._after_session(self.live)
+            if self.live.folder is not None:  # the History tab lists it at once
+                self.post_message(SessionRecorded(self.live.folder))
         if self.shown is self.live:
             self.query_one(ProcessPane).show(self.live, self._stable)
             self._show_pmu(self.live)  # a missing report now says why
