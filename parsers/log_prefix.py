@@ -109,6 +109,8 @@ def classify_other(text: str) -> tuple[str | None, str | None]:
 def runtime_inside(text: str) -> tuple[str, int, re.Match[str]] | None:
     """ExecuTorch's prefix after a foreign one (a timestamp, a trace tag): the text from
     that prefix on, the index of its "]" there, and its match; None if there is none."""
+    if _ET_MARK not in text:  # most lines: one scan without find()'s argument parsing
+        return None
     mark = text.find(_ET_MARK, 0, PREFIX_MAX)
     if mark <= 0:
         return None
