@@ -290,6 +290,9 @@ class EtuApp(App[int]):
             workspace,
             target=program_target(facts),
             vela_cycles=own.report.cycles if own is not None and own.report else None,
+            vela_calls=[(c.cycles, c.nn_macs) for c in own.report.calls]
+            if own is not None and own.report
+            else (),
             shapes=output_shapes(facts),
             program=facts.program,
             select_ops=facts.select_ops,

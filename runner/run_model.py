@@ -25,6 +25,7 @@ from etu.parsers.runner_events import (
     LogLine,
     MemoryReport,
     MissingKernel,
+    NpuInvoke,
     OutputTensor,
     PmuReport,
 )
@@ -177,6 +178,10 @@ class LaunchInfo:
     target: str = ""
     emulated: bool = False  # the emulated board (QEMU): a real runner, no NPU, no cycles
     board: str = ""  # a board's profile when the Boards tab flashed it (its port is read)
+    label: str = ""  # the session's label (runner.runtime_run: QEMU_LABEL, NPU_LABEL...)
+
+
+NPU_DELEGATES_KEPT = 256  # delegates a record tells apart (a device prints the indices)
 
 
 class RunRecord:
@@ -187,6 +192,10 @@ class RunRecord:
         self.live = live
         self.store = LogStore(capacity)
         self.pmu: list[PmuReport] = []
+        # The emulated board's NPU, per delegate (None: an invoke that named none): the
+        # last answered invoke (a failed one stays), and how many invokes there were.
+        self.npu: dict[int | None, NpuInvoke] = {}
+        self.npu_invokes: dict[int | None, int] = {}
         self.memory: MemoryReport | None = None
         self.outputs: dict[int, OutputTensor] = {}
         self.errors = 0  # E and F lines
@@ -244,6 +253,14 @@ class RunRecord:
             elif kind is MemoryReport:
                 self.memory = event
                 changed.add("memory")
+            elif kind is NpuInvoke:
+                key = event.delegate
+                if key in self.npu or len(self.npu) < NPU_DELEGATES_KEPT:
+                    shown = self.npu.get(key)
+                    if shown is None or shown.ok:
+                        self.npu[key] = event
+                    self.npu_invokes[key] = self.npu_invokes.get(key, 0) + 1
+                    changed.add("npu")
             elif kind is OutputTensor:
                 self.outputs[event.index] = event
                 changed.add("outputs")
@@ -369,6 +386,7 @@ def _finish_past(
         target=target,
         emulated=bool(meta.get("emulated")),
         board=str(meta.get("board") or ""),
+        label=str(meta.get("label") or ""),
     )
     record.warnings = [w.replace(str(folder), folder.name) for w in warnings]
 

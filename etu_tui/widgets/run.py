@@ -31,6 +31,7 @@ from etu.fvp.launch import LaunchError
 from etu.fvp.targets import targets
 from etu.runner.run import RunController
 from etu.runner.run_model import RING_LINES, LaunchInfo, RunRecord
+from etu.runner.runtime_run import NPU_LABEL
 from etu.runner.session import sessions_root
 from etu.runner.workspace import Workspace, board_for_target, file_label
 from etu.tui.commands import PaletteCommand
@@ -109,6 +110,7 @@ class RunPanel(Vertical):
         self.program_target: str | None = None
         self.target = DEFAULT_TARGET
         self.vela_cycles: float | None = None
+        self.vela_calls: list[tuple[float | None, float | None]] = []  # (cycles, nn_macs)
         self.shapes: list[tuple[int, ...]] = []
         self._stable = False
         self.live: RunRecord | None = None  # this console's latest run
@@ -204,6 +206,7 @@ class RunPanel(Vertical):
         *,
         target: str | None,
         vela_cycles: float | None,
+        vela_calls: Sequence[tuple[float | None, float | None]] = (),
         shapes: Sequence[tuple[int, ...]] = (),
         program=None,
         select_ops: str = "",
@@ -226,6 +229,7 @@ class RunPanel(Vertical):
             self.target = target
         self._find_elf()
         self.vela_cycles = vela_cycles
+        self.vela_calls = list(vela_calls)  # per Ethos-U delegate, in order
         self.shapes = list(shapes)
         select = self.query_one("#run-target", Select)
         if select.value != self.target:
@@ -528,7 +532,7 @@ class RunPanel(Vertical):
             self.log_box.show(record.store, record.started, self._where(record))
         elif "log" in changed:
             self.log_box.appended()
-        if "pmu" in changed:
+        if "pmu" in changed or "npu" in changed:
             self._show_pmu(record)
         if "memory" in changed:
             self.query_one(AllocatorPane).show(record.memory)
@@ -616,7 +620,12 @@ class RunPanel(Vertical):
         )
         simulated = record.launch.simulated if record.launch else False
         ended = record.outcome.reason if record.outcome is not None else None
-        self.query_one(PmuPane).show(record.pmu, history, self.vela_cycles, simulated, ended)
+        label = record.launch.label if record.launch else ""
+        self.query_one(PmuPane).show(
+            record.pmu, history, self.vela_cycles, simulated, ended, npu=record.npu,
+            npu_invokes=record.npu_invokes, vela_calls=self.vela_calls,
+            npu_label=label if label == NPU_LABEL or record.npu else None,
+        )  # fmt: skip
 
     def _show_banner(self) -> None:
         record = self.shown

@@ -21,7 +21,7 @@ from etu.fvp.launch import LaunchError, prepare_fvp_launch
 from etu.fvp.targets import targets
 from etu.parsers.errors import describe_error
 from etu.runner.run_model import LaunchInfo
-from etu.runner.runtime_run import QEMU_BOARD
+from etu.runner.runtime_run import NPU_LABEL, QEMU_BOARD
 from etu.tui.safe_text import printable
 from etu.tui.widgets.run_launch import qemu_launch
 from etu.tui.widgets.run_messages import LaunchPreviewed
@@ -180,6 +180,9 @@ class RunHeader(Vertical):
             return
         if info.simulated:
             tag = (" STAND-IN FVP — numbers are simulated ", "bold $background on $warning")
+        elif info.emulated and info.label == NPU_LABEL:
+            tag = (" EMULATED BOARD + functional Ethos-U model: outputs exact, no timing ",
+                   "bold $background on $warning")  # fmt: skip
         elif info.emulated:
             tag = (" EMULATED BOARD (QEMU, no NPU) — timings are not cycles ",
                    "bold $background on $warning")  # fmt: skip

@@ -56,13 +56,14 @@ def target_kind(target: str) -> str:
 def qemu_launch(elf: Path) -> LaunchInfo:
     """The emulated board's command for ``elf`` (QEMU mps3-an547, UART0 on stdout), for
     the header's preview: nothing is started or allocated."""
-    from etu.runner.runtime_run import QemuMissing, qemu_argv
+    from etu.runner.runtime_run import QemuMissing, qemu_argv, qemu_label
 
     try:
         argv = qemu_argv(elf)
     except QemuMissing as error:
         raise LaunchError(str(error)) from None
-    return LaunchInfo(argv, simulator=argv[0], found_via="PATH", target=QEMU_BOARD, emulated=True)
+    return LaunchInfo(argv, simulator=argv[0], found_via="PATH", target=QEMU_BOARD, emulated=True,
+                      label=qemu_label(elf))  # fmt: skip
 
 
 def qemu_plan(elf: Path) -> LaunchPlan:
@@ -76,7 +77,7 @@ def qemu_plan(elf: Path) -> LaunchPlan:
     except (QemuMissing, BridgeError) as error:
         raise LaunchError(str(error)) from None
     info = LaunchInfo(run.argv, simulator=run.argv[0], found_via="PATH", target=QEMU_BOARD,
-                      emulated=True)  # fmt: skip
+                      emulated=True, label=str(run.meta.get("label") or ""))  # fmt: skip
     return LaunchPlan(run.argv, run.meta, info, None, "qemu", run.source)
 
 
