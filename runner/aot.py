@@ -169,6 +169,7 @@ def lower_to_pte(
                 compile_config=EdgeCompileConfig(_check_ir_validity=False),
             )
         done("lower")
+        _forget_debug_paths(edge)  # the same program wherever its debug artifacts went
         program = edge.to_executorch(
             config=ExecutorchBackendConfig(extract_delegate_segments=spec.extract_delegate_segments)
         )
@@ -361,6 +362,29 @@ def _bundle(program, example_inputs: tuple, expected_outputs) -> bytes:
     case = MethodTestCase(inputs=list(example_inputs), expected_outputs=list(outputs))
     suite = MethodTestSuite(method_name="forward", test_cases=[case])
     return serialize_from_bundled_program_to_flatbuffer(BundledProgram(program, [suite]))
+
+
+DEBUG_ARTIFACT_KEY = "debug_artifact_path"  # ArmCompileSpec's key for the intermediates
+
+
+def _forget_debug_paths(edge) -> int:
+    """Drop the intermediates folder from every lowered delegate's compile specs: the
+    backend has written its debug artifacts there already (etu keeps them in the job's
+    ``vela/``), and the path, baked into the program, would make the same request give
+    other bytes in another output folder. What remains is what a lowering without
+    intermediates records. The number of entries dropped."""
+    from executorch.exir.lowered_backend_module import LoweredBackendModule
+
+    dropped = 0
+    for name in edge.methods:
+        for module in edge.exported_program(name).graph_module.modules():
+            if not isinstance(module, LoweredBackendModule):
+                continue
+            specs = module.compile_specs
+            kept = [spec for spec in specs if spec.key != DEBUG_ARTIFACT_KEY]
+            dropped += len(specs) - len(kept)
+            module._compile_specs = kept
+    return dropped
 
 
 def _keep_vela_outputs(scratch_dir: Path, vela_dir: Path) -> Path | None:
