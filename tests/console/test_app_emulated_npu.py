@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from textual.widgets import Select
 
+from etu.runner.runtime_run import NPU_LABEL
 from etu.tui.app import EtuApp
+from etu.tui.widgets.run_panes import PmuPane, RunBanner
 from tests.console_helpers import SIZE, open_run_tab, wait_run, wait_run_end
 from tests.helpers import demo_workspace
 from tests.real_runner import build, runtime_environment
@@ -52,6 +54,11 @@ async def test_the_run_tab_runs_the_delegated_demo_on_the_emulated_board(bridged
         lines = [live.store.entry(i)[4] for i in range(live.store.total)]
         assert any("etu-npu: delegate 0:" in line for line in lines)
         assert sum(line.startswith("Output[0][") for line in lines) == 10
+        # the PMU pane: the model's counts beside Vela's, under the label, no cycles
+        pmu = "\n".join(app.query_one(PmuPane).lines)
+        assert pmu.startswith(NPU_LABEL) and "delegate 0 · 1 invoke · etu's Ethos-U model" in pmu
+        assert "MACs       2,238,784 = Vela's count" in pmu and "NPU cycles" not in pmu
+        assert "NPU, no timing: 48 ops · 2.24 M MACs" in app.query_one(RunBanner).text
 
 
 async def test_a_delegated_program_with_a_runner_without_the_bridge_is_flagged(tmp_path):
