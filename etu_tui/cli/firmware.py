@@ -28,7 +28,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def add_build_options(parser: argparse.ArgumentParser, *, board_required: bool = True) -> None:
     parser.add_argument(
         "--board", choices=BOARDS, required=board_required,
-        help="qemu-an547 (emulated, CPU only) or corstone-300/-320 (Ethos-U delegate)",
+        help="qemu-an547 (emulated; a U55/U65 delegate served by etu) or corstone-300/-320 "
+        "(Ethos-U delegate)",
     )  # fmt: skip
     parser.add_argument(
         "--pools", default="auto",
