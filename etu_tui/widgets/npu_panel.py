@@ -213,8 +213,10 @@ class NpuPanel(Vertical):
     @work(thread=True, group="npu-operations", exit_on_error=False)
     def _decode(self, program: Program, infos: list[DelegateInfo], request: int) -> None:
         try:
-            resolved = resolve_program(infos, data_files_beside(program))  # external blocks
-            payloads = {key: found for key, (_blocks, found) in resolved.items()}
+            payloads = {}
+            if any(info.payload and info.payload.external_blocks for info in infos):
+                resolved = resolve_program(infos, data_files_beside(program))  # in a .ptd
+                payloads = {key: found for key, (_blocks, found) in resolved.items()}
             decoded = program_operations(program, infos, payloads)
         except Exception as error:  # a closed or unreadable program: one line, no crash
             decoded = [DelegateOperations("", -1, None, describe_error(error))]
