@@ -18,11 +18,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from etu.parsers.log_noise import NoiseFilter
 from etu.runner.compile_request import CompileRequest, cache_key, tool_versions
 from etu.runner.isolated import isolated_python
 from etu.runner.process import CHUNK, StreamingProcess
 
 JOB_RECORD = "job.json"
+LOG_NAME = "worker.log"  # the job's log: everything the worker printed, and a traceback
 
 
 @dataclass
@@ -37,8 +39,11 @@ class CompileResult:
     stages: dict[str, float] = field(default_factory=dict)
     failed_stage: str | None = None
     message: str | None = None
-    traceback: str | None = None
+    traceback: str | None = None  # the full traceback (also in the job's log file)
     log: str = ""
+    where: str | None = None  # FILE:LINE in FUNCTION: the user's frame the error came from
+    short_traceback: str | None = None  # the user's frames and the error's line
+    traceback_file: Path | None = None  # the job's log file, the full traceback at its end
     seconds: float = 0.0
 
     @property
@@ -60,10 +65,20 @@ class CompileResult:
             "stages": self.stages,
             "failed_stage": self.failed_stage,
             "message": self.message,
-            "traceback": self.traceback,
+            # shortened: the user's frames and the error (the full one: traceback_file)
+            "traceback": self.short_traceback or _tail(self.traceback),
+            "where": self.where,
+            "traceback_file": str(self.traceback_file) if self.traceback_file else None,
             "seconds": round(self.seconds, 3),
             "request": self.request.to_json(),
         }
+
+
+def _tail(text: str | None, lines: int = 6) -> str | None:
+    """The last ``lines`` lines of a traceback (None stays None)."""
+    if not text:
+        return None
+    return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
 class CompileListener:
@@ -121,6 +136,7 @@ class CompileJob:
         self._messages: list[dict] = []
         self._log: list[str] = []
         self._lock = threading.Lock()
+        self._shown = NoiseFilter()  # what the listener sees: the log without library noise
 
     @property
     def folder(self) -> Path:
@@ -159,11 +175,14 @@ class CompileJob:
         return self._finish(partial, returncode, started)
 
     def _on_output(self, chunk: bytes, stream: str) -> None:
-        """stdout and stderr alike: the job's log."""
+        """stdout and stderr alike: the job's log (whole); the listener's without the
+        third-party noise (parsers.log_noise)."""
         text = chunk.decode("utf-8", "replace")
         with self._lock:
             self._log.append(text)
-        self.listener.on_log(text)
+            shown = self._shown.feed(text)
+        if shown:
+            self.listener.on_log(shown)
 
     def _read_messages(self, fd: int) -> None:
         with open(fd, "rb", buffering=0) as channel:
@@ -199,7 +218,15 @@ class CompileJob:
             self.request, "failed", None, key=self.key, stages=stages, log=log,
             seconds=time.perf_counter() - started,
         )  # fmt: skip
-        (partial / "worker.log").write_text(log)
+        with self._lock:
+            rest = self._shown.flush()
+        if rest:
+            self.listener.on_log(rest)
+        kept = log  # the job's log file: the log, and a failure's whole traceback after it
+        if error is not None and error.get("traceback"):
+            kept += f"\n--- the compile failed in {error.get('stage')} ---\n"
+            kept += error["traceback"].rstrip() + "\n"
+        (partial / LOG_NAME).write_text(kept)
         if self._cancelled.is_set():
             outcome.status, outcome.message = "cancelled", "cancelled by the user"
             outcome.failed_stage = running[-1] if running else None
@@ -207,6 +234,8 @@ class CompileJob:
             outcome.failed_stage = error.get("stage")
             outcome.message = error.get("message")
             outcome.traceback = error.get("traceback")
+            outcome.where = error.get("where")
+            outcome.short_traceback = error.get("short_traceback")
             said = [line for line in log.splitlines() if "error" in line.lower()]
             if outcome.message.startswith("SystemExit") and said:
                 outcome.message += f" ({said[-1].strip()})"  # a tool exited through argparse
@@ -239,6 +268,8 @@ class CompileJob:
         shutil.rmtree(failed, ignore_errors=True)
         partial.rename(failed)  # kept for its log, named so nothing mistakes it for a result
         outcome.folder = failed
+        if outcome.traceback:
+            outcome.traceback_file = failed / LOG_NAME
         return outcome
 
 

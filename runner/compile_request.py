@@ -168,7 +168,8 @@ class CompileRequest:
         if self.external_blocks and not self.delegate:
             raise RequestError("external blocks are the NPU delegate's: not with --no-delegate")
         has_inputs = self.inputs or self.input_file
-        if not has_inputs and self.source not in BUILTIN_MODELS and ".py:" in self.source:
+        from_python = ".py:" in self.source or self.source.endswith(".py")
+        if not has_inputs and self.source not in BUILTIN_MODELS and from_python:
             raise RequestError("give example inputs (--input 1x3x224x224:float32) or a file")
 
     def to_json(self) -> dict:

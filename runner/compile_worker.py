@@ -29,6 +29,8 @@ from pathlib import Path
 from etu.parsers.errors import first_line
 from etu.runner.compile_request import CompileRequest
 
+_ROOT = Path(__file__).resolve().parent.parent
+_ETU_FOLDERS = tuple(_ROOT / name for name in ("runner", "parsers", "etu_tui", "fvp"))
 STAGES = ("load", "export", "quantize", "calibrate", "tosa", "vela", "serialize", "write")
 _PROTOCOL = sys.stdout  # the JSON channel; main() points it at --result-fd
 
@@ -72,8 +74,8 @@ def load_model(request: CompileRequest):
     if source.endswith(".pt2"):
         exported = torch.export.load(source)
         return exported.module(check_guards=False), tuple(exported.example_inputs[0])
-    if ".py:" in source:
-        path, name = source.rsplit(":", 1)
+    if ".py:" in source or source.endswith(".py"):
+        path, name = source.rsplit(":", 1) if ".py:" in source else (source, None)
         folder = str(Path(path).resolve().parent)
         if folder not in sys.path:  # its own sibling modules, after etu's (already loaded)
             sys.path.append(folder)
@@ -82,14 +84,23 @@ def load_model(request: CompileRequest):
             raise StageError("load", f"{path}: cannot be imported as a Python module")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)  # the user's code: its traceback is shown as-is
+        found = [
+            n
+            for n, v in vars(module).items()
+            if isinstance(v, type)
+            and issubclass(v, torch.nn.Module)
+            and v.__module__ == module.__name__
+        ]
+        if name is None:  # model.py alone: its one nn.Module class
+            if len(found) != 1:
+                raise StageError(
+                    "load",
+                    f"{path} defines {len(found)} nn.Module classes"
+                    + (f" ({', '.join(found)}): name one, e.g. {path}:{found[0]}" if found
+                       else ": give model.py:ClassOrFactory"),
+                )  # fmt: skip
+            name = found[0]
         if not hasattr(module, name):
-            found = [
-                n
-                for n, v in vars(module).items()
-                if isinstance(v, type)
-                and issubclass(v, torch.nn.Module)
-                and v.__module__ == module.__name__
-            ]
             raise StageError(
                 "load",
                 f"{path} has no {name!r}; nn.Module classes in it: {', '.join(found) or 'none'}",
@@ -243,8 +254,43 @@ def main(argv: list[str] | None = None) -> int:
         text = "".join(traceback.format_exception(error))
         first = first_line(str(error))
         message = f"{type(error).__name__}: {first}"
-        emit({"error": {"stage": stage, "message": message, "traceback": text}})
+        where, short = user_frame(error, request.source)
+        emit({"error": {"stage": stage, "message": message, "traceback": text,
+                        "where": where, "short_traceback": short}})  # fmt: skip
     return 1
+
+
+def user_frame(error: BaseException, source: str) -> tuple[str | None, str | None]:
+    """Where in the user's model ``error`` came from: ``("FILE:LINE in FUNCTION", the
+    traceback cut to the user's frames and the error's line)``; (None, None) when no frame
+    is the user's (a built-in, a .pt2, the tools' own failure)."""
+    if ".py" not in source:
+        return None, None
+    path = Path(source.rsplit(":", 1)[0] if ".py:" in source else source).resolve()
+    folder = path.parent
+    last = f"{type(error).__name__}: {first_line(str(error))}"
+    if isinstance(error, SyntaxError) and error.filename and error.lineno:
+        where = f"{error.filename}:{error.lineno}"
+        return where, f'  File "{error.filename}", line {error.lineno}\n{last}'
+
+    def theirs(filename: str) -> bool:
+        file = Path(filename)
+        try:
+            inside = file.resolve().is_relative_to(folder)
+        except (OSError, ValueError):
+            return False
+        return (
+            inside
+            and "site-packages" not in file.parts
+            and not any(file.resolve().is_relative_to(own) for own in _ETU_FOLDERS)
+        )
+
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if theirs(f.filename)]
+    if not frames:
+        return None, None
+    frame = frames[-1]
+    short = "".join(traceback.format_list(frames[-3:])) + last
+    return f"{frame.filename}:{frame.lineno} in {frame.name}", short
 
 
 def _stage_from_traceback(error: BaseException) -> str:

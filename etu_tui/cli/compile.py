@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TextIO
 
 from etu.parsers.text import printable as p
-from etu.parsers.text import printable_lines
 from etu.tui.cli.common import add_target_option, add_vela_config_options
 from etu.tui.cli.errors import CommandError, notice
 from etu.tui.numbers import number
@@ -135,8 +134,10 @@ def compile_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> in
     else:
         stage, message = p(str(result.failed_stage)), p(str(result.message))
         notice(err, f"compile failed in {stage}: {message}")
-        if result.traceback:
-            err.write(printable_lines(result.traceback.rstrip()) + "\n")
+        if result.where:  # where in the user's model
+            notice(err, f"  at {p(result.where)}")
+        if result.traceback_file:  # the whole traceback stays in the job's log file
+            notice(err, f"  full traceback: {p(str(result.traceback_file))}")
     return 0 if result.status == "ok" else 1
 
 

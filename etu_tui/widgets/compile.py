@@ -476,7 +476,12 @@ class CompilePanel(Vertical):
             return
         pane.border_title = f"Failed at {result.failed_stage or 'start'}"
         lines = [printable(result.message or "failed"), ""]
-        lines += [printable(line) for line in (result.traceback or "").splitlines()]
+        if result.where:  # where in the user's model; the whole traceback stays in the log
+            lines.append(f"at {printable(result.where)}")
+        short = result.short_traceback or "\n".join((result.traceback or "").splitlines()[-6:])
+        lines += [printable(line) for line in short.splitlines()]
+        if result.traceback_file:
+            lines += ["", f"full traceback: {printable(str(result.traceback_file))}"]
         self.query_one("#compile-error-text", Static).update(Content("\n".join(lines)))
         pane.display = True
 
