@@ -44,6 +44,7 @@ class CompileResult:
     where: str | None = None  # FILE:LINE in FUNCTION: the user's frame the error came from
     short_traceback: str | None = None  # the user's frames and the error's line
     traceback_file: Path | None = None  # the job's log file, the full traceback at its end
+    calibration: dict | None = None  # quantised: {"samples": N, "source": what they were}
     seconds: float = 0.0
 
     @property
@@ -69,6 +70,7 @@ class CompileResult:
             "traceback": self.short_traceback or _tail(self.traceback),
             "where": self.where,
             "traceback_file": str(self.traceback_file) if self.traceback_file else None,
+            "calibration": self.calibration,
             "seconds": round(self.seconds, 3),
             "request": self.request.to_json(),
         }
@@ -112,6 +114,8 @@ def find_cached(out_dir: Path, request: CompileRequest, key: str) -> CompileResu
     return CompileResult(
         request, "ok", folder, pte, vela if vela.is_dir() else None, cached=True, key=key,
         stages=stages if isinstance(stages, dict) else {},
+        calibration=record["calibration"] if isinstance(record.get("calibration"), dict)
+        else None,
     )  # fmt: skip
 
 
@@ -255,11 +259,13 @@ class CompileJob:
                       "pte": Path(result["pte"]).name, "versions": tool_versions(),
                       "request": self.request.to_json(),
                       # the float model kept for the host reference: source, shapes, file
-                      "float_model": result.get("float_model")}  # fmt: skip
+                      "float_model": result.get("float_model"),
+                      "calibration": result.get("calibration")}  # fmt: skip
             (partial / JOB_RECORD).write_text(json.dumps(record, indent=2) + "\n")
             shutil.rmtree(self.folder, ignore_errors=True)
             partial.rename(self.folder)  # only now does it look like a result
             outcome.status, outcome.folder = "ok", self.folder
+            outcome.calibration = result.get("calibration")
             outcome.pte = self.folder / Path(result["pte"]).name
             vela = self.folder / "vela"
             outcome.vela_dir = vela if vela.is_dir() else None

@@ -104,6 +104,7 @@ class CompileRequest:
     delegate_segments: bool = False
     vela_flags: tuple[str, ...] = ()
     external_blocks: tuple[str, ...] = ()  # "cmd", "weights": Vela blocks put in a .ptd
+    calibration: str | None = None  # a .npz or a folder of .npy: one sample per array
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -178,6 +179,8 @@ class CompileRequest:
         data.pop("extra")
         if not self.external_blocks:
             data.pop("external_blocks")  # so earlier jobs' cache keys stay what they were
+        if self.calibration is None:
+            data.pop("calibration")  # likewise
         return data
 
     @classmethod
@@ -226,6 +229,21 @@ def _digest_file(digest, path: Path, what: str) -> None:
         raise RequestError(describe_error(error)) from None
 
 
+def calibration_files(path: Path) -> list[Path]:
+    """The files ``--calibration`` names: a ``.npz``, or a folder's ``.npy`` files in name
+    order; RequestError when there are none."""
+    if path.is_dir():
+        files = sorted(path.glob("*.npy"))
+        if not files:
+            raise RequestError(f"{path}: no .npy files in the folder (--calibration)")
+        return files
+    if not path.exists():
+        raise RequestError(f"{path}: no such calibration file (--calibration)")
+    if path.suffix != ".npz":
+        raise RequestError(f"{path}: not a .npz or a folder of .npy files (--calibration)")
+    return [path]
+
+
 def cache_key(request: CompileRequest) -> str:
     digest = hashlib.sha256()
     digest.update(source_digest(request.source).encode())
@@ -234,6 +252,9 @@ def cache_key(request: CompileRequest) -> str:
         if not path.exists():
             raise RequestError(f"{path}: no such input file (--input-file)")
         _digest_file(digest, path, "an input file (.pt or .npy)")
+    if request.calibration:
+        for path in calibration_files(Path(request.calibration)):
+            _digest_file(digest, path, "calibration data (.npz or .npy)")
     digest.update(json.dumps(request.to_json(), sort_keys=True).encode())
     digest.update(json.dumps(tool_versions(), sort_keys=True).encode())
     digest.update(Path(__file__).with_name("aot.py").read_bytes())  # the flow itself

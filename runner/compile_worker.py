@@ -170,6 +170,7 @@ def run(request: CompileRequest, out_dir: Path, stages: Stages) -> dict:
 
         model, exported_inputs = load_model(request)
         example, calibration = make_inputs(request, exported_inputs)
+        calibration, calibration_text = calibration_samples(request, example, calibration)
         stages.done("load", time.perf_counter() - started, "export")
         _time_vela(stages)
         order = iter(["quantize", "calibrate", "tosa"] if request.quantize else ["tosa"])
@@ -214,7 +215,60 @@ def run(request: CompileRequest, out_dir: Path, stages: Stages) -> dict:
         "vela_dir": str(result.vela_dir) if result.vela_dir else None,
         "stages": stages.seconds,
         "float_model": result.float_model,
+        "calibration": (
+            {"samples": len(calibration), "source": calibration_text} if request.quantize else None
+        ),
     }
+
+
+def calibration_samples(request: CompileRequest, example: tuple, samples: list):
+    """The samples quantisation calibrates on and what they are, in words: the
+    ``--calibration`` data (a .npz, or a folder of .npy: one sample per array, or N along a
+    leading axis), else the example inputs the request gave."""
+    if not request.calibration:
+        count = f"{len(samples)} sample{'s' if len(samples) != 1 else ''}"
+        hint = "; pass --calibration FILE.npz or a folder of .npy for real data"
+        if request.input_file:
+            return samples, f"{count} from {request.input_file}"
+        if request.inputs or request.source in _builtin_names():
+            return samples, f"{count} drawn at random (uniform [0, 1)){hint}"
+        return samples, f"the example input only ({count}){hint}"
+    import numpy
+    import torch
+
+    from etu.runner.compile_request import calibration_files
+
+    path = Path(request.calibration)
+    if len(example) != 1:
+        raise StageError("load", f"{path}: --calibration is for one-input models; give a "
+                         "list of input tuples in a .pt file (--input-file)")  # fmt: skip
+    want = tuple(example[0].shape)
+    arrays: list[tuple[str, object]] = []
+    for file in calibration_files(path):
+        if file.suffix == ".npz":
+            with numpy.load(file, allow_pickle=False) as data:
+                arrays += [(f"{file}:{name}", data[name]) for name in data.files]
+        else:
+            arrays.append((str(file), numpy.load(file, allow_pickle=False)))
+    found: list[tuple] = []
+    for name, array in arrays:
+        tensor = torch.from_numpy(numpy.asarray(array)).to(example[0].dtype)
+        if tuple(tensor.shape) == want:
+            found.append((tensor,))
+        elif tuple(tensor.shape[1:]) == want:  # N samples along a leading axis
+            found += [(t,) for t in tensor]
+        else:
+            raise StageError("load", f"{name}: shape {tuple(tensor.shape)}, the model's input "
+                             f"is {want} (or N×{want})")  # fmt: skip
+    if not found:
+        raise StageError("load", f"{path}: no calibration arrays")
+    return found, f"{len(found)} sample{'s' if len(found) != 1 else ''} from {path}"
+
+
+def _builtin_names() -> set[str]:
+    from etu.runner.example_models import EXAMPLES
+
+    return set(EXAMPLES)
 
 
 def _time_vela(stages: Stages) -> None:

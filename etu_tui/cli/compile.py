@@ -26,6 +26,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input-file", help=".pt or .npy example inputs, also calibration data")
     add_target_option(parser, "the NPU (default ethos-u55-128)", default="ethos-u55-128")
     add_vela_config_options(parser)
+    parser.add_argument(
+        "--calibration", metavar="FILE.npz|FOLDER",
+        help="calibration data for quantisation: a .npz or a folder of .npy files, one sample "
+        "per array (or N along a leading axis); default: the example inputs",
+    )  # fmt: skip
     parser.add_argument("--no-quantize", action="store_true", help="keep the model in float")
     parser.add_argument(
         "--per-tensor", action="store_true", help="per-tensor PTQ (default per-channel)"
@@ -82,6 +87,7 @@ def compile_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> in
             delegate=not args.no_delegate,
             delegate_segments=args.segments,
             vela_flags=tuple(args.vela_flag),
+            calibration=args.calibration,
             external_blocks=tuple(
                 dict.fromkeys(b.strip() for b in args.external_blocks.split(",") if b.strip())
             ),
@@ -125,6 +131,8 @@ def compile_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> in
         raise CommandError(
             f"{where}: cannot write the job folder: {error.strerror or error}"
         ) from None
+    if result.status == "ok" and result.calibration:  # what quantisation calibrated on
+        notice(err, f"calibration: {p(str(result.calibration.get('source')))}")
     if args.json:
         out.write(json.dumps(result.to_json()) + "\n")
     elif result.status == "ok":
