@@ -154,6 +154,11 @@ class CommandParser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+# Commands that load ExecuTorch's host runtime or torch in this process or a child: their
+# stderr passes through runner.stderr_filter (third-party noise dropped).
+NOISY_COMMANDS = frozenset({"reference", "compare"})
+
+
 def _run_command(argv: list[str]) -> int:
     name = argv[0]
     module = command_module(name)
@@ -168,7 +173,13 @@ def _run_command(argv: list[str]) -> int:
     as_json = bool(getattr(args, "json", False))
     try:
         try:
-            status = module.run(args, out=out, err=err)
+            if name in NOISY_COMMANDS:  # ExecuTorch's host runtime, torch: their noise
+                from etu.runner.stderr_filter import filtered_stderr
+
+                with filtered_stderr():
+                    status = module.run(args, out=out, err=err)
+            else:
+                status = module.run(args, out=out, err=err)
         except (KeyboardInterrupt, BrokenPipeError):
             raise
         except CommandError as error:
