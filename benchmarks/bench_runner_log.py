@@ -36,40 +36,54 @@ def build_log(lines: int = LINES) -> bytes:
 
 def run_once(data: bytes) -> tuple[float, int, int]:
     """Seconds, lines and derived events for one pass (the consumer only counts events)."""
+    elapsed, _cpu, lines, derived = run_timed(data)
+    return elapsed, lines, derived
+
+
+def run_timed(data: bytes) -> tuple[float, float, int, int]:
+    """Wall and CPU seconds, lines and derived events for one pass. On a loaded machine the
+    CPU seconds (this process's) say more about the parser than the wall clock."""
     from etu.parsers.runner_log import RunnerLogParser
 
     parser = RunnerLogParser()
     feed = parser.feed
     events = 0
     start = time.perf_counter()
+    cpu_start = time.process_time()
     for offset in range(0, len(data), CHUNK):
         events += len(feed(data[offset : offset + CHUNK]))
     events += len(parser.close())
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu_start
     lines = parser.line_no  # no line here is long enough to be cut into pieces
-    return elapsed, lines, events - lines
+    return elapsed, cpu, lines, events - lines
 
 
 def main() -> dict:
     data = build_log()
-    best = float("inf")
+    best = best_cpu = float("inf")
     lines = derived = 0
     for _ in range(3):
-        elapsed, lines, derived = run_once(data)
+        elapsed, cpu, lines, derived = run_timed(data)
         best = min(best, elapsed)
+        best_cpu = min(best_cpu, cpu)
     rate = lines / best
+    cpu_rate = lines / best_cpu if best_cpu > 0 else 0.0
     result = {
         "lines": lines,
         "derived_events": derived,
         "bytes": len(data),
         "seconds": round(best, 3),
         "lines_per_second": round(rate),
+        "cpu_seconds": round(best_cpu, 3),
+        "cpu_lines_per_second": round(cpu_rate),
         "goal_lines_per_second": GOAL,
         "meets_goal": rate >= GOAL,
     }
     print(
         f"runner log: {lines:,} lines ({len(data) / 1e6:.1f} MB, {derived:,} derived events) "
-        f"in {best:.3f} s = {rate:,.0f} lines/s (goal {GOAL:,})"
+        f"in {best:.3f} s = {rate:,.0f} lines/s (goal {GOAL:,}; CPU {best_cpu:.3f} s = "
+        f"{cpu_rate:,.0f} lines/s)"
     )
     return result
 

@@ -222,7 +222,7 @@ class RunnerLogParser(OtherLines, RuntimeMessages):
     def _split(self, data: bytes, out: list[Event]) -> None:
         # Fast paths for the usual LF-only and CRLF-only chunks: one C-level split, then the
         # per-line work only (the length limit is checked once for the whole chunk).
-        ncr = data.count(b"\r")
+        ncr = data.count(b"\r") if b"\r" in data else 0
         if any(flood in data for flood in _BLANK_FLOODS):
             self._split_runs(data, out)
             return
@@ -470,7 +470,7 @@ class RunnerLogParser(OtherLines, RuntimeMessages):
                 # first steps inlined (the open report ends; then errors, "Demo Complete").
                 if self._group is not None:
                     self._settle(None, out)
-                if level in "EF" or "ail" in message or message.endswith("Demo Complete"):
+                if level in "EF" or "ail" in message or "Demo Complete" in message:
                     rest(n, level, message, key, False, out)
             else:
                 rest(n, level, message, key, False, out)
