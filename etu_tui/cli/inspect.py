@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -97,13 +98,19 @@ def inspect_command(
 
 def is_data_path(path: Path) -> bool:
     """A ``.ptd`` (identifier ``FT01``), whatever its name."""
+    from etu.parsers.files import open_regular
     from etu.parsers.ptd import is_data_file
 
+    try:  # a FIFO or a device is never opened for reading (it could block)
+        fd, _size = open_regular(path, "a file", 1 << 62)
+    except ParseError:
+        return False
     try:
-        with open(path, "rb") as handle:
-            return path.is_file() and is_data_file(handle.read(8))
+        return is_data_file(os.pread(fd, 8, 0))
     except OSError:
         return False
+    finally:
+        os.close(fd)
 
 
 def data_file_record(path: Path) -> dict:
