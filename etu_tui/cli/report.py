@@ -23,14 +23,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     from etu.parsers.errors import ParseError
-    from etu.runner.history import resolve_session
+    from etu.runner.history import resolve_session, session_problem
     from etu.runner.report import build_report
     from etu.tui.report_format import render_html, render_markdown
 
     root = sessions_folder(args)
     folder = resolve_session(args.session, root)
     if folder is None:
-        raise CommandError(f"{args.session}: not a session under {root}")
+        raise CommandError(session_problem(args.session, root))
     workspace = args.workspace if args.sessions is None else None
     try:
         report = build_report(folder, workspace)

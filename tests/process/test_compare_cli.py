@@ -44,3 +44,11 @@ def test_a_non_session_says_so_naming_it_once(tmp_path: Path) -> None:
         assert what in line and line.count(name) == 1, line
     line = _one_line(etu("compare", "20261123", cwd=workspace))
     assert "2 sessions start with it" in line, line
+
+
+def test_report_says_the_same_of_a_non_session(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    add_v1_sessions(workspace)
+    (workspace / "notes.txt").write_text("not a session\n")
+    line = _one_line(etu("report", "notes.txt", cwd=workspace))
+    assert line == "etu: notes.txt: no such session (a file, not a session folder)"

@@ -90,4 +90,4 @@ def test_report_of_an_older_session_and_errors(ws) -> None:
     assert "ETHOSU\\_PMU\\_NPU\\_IDLE" not in result.stdout  # intraword _ stays readable
     assert "ETHOSU_PMU_NPU_IDLE" in result.stdout
     missing = etu("report", "nope", cwd=ws["ws"])
-    assert missing.returncode == 2 and missing.stderr.startswith("etu: nope: not a session")
+    assert missing.returncode == 2 and missing.stderr.startswith("etu: nope: no such session")
