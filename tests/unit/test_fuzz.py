@@ -4,6 +4,7 @@ harness gets a bounded hypothesis run (a few seconds) of mutations of real artif
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -29,9 +30,14 @@ def test_every_format_has_a_seeded_corpus(name: str) -> None:
         run_one(name, seed)
 
 
+# The default run's share: a few seconds per format. ``ETU_FUZZ_EXAMPLES`` raises it;
+# ``make fuzz`` runs the same harnesses for minutes under atheris.
+BOUNDED_EXAMPLES = int(os.environ.get("ETU_FUZZ_EXAMPLES", "40"))
+
+
 @pytest.mark.parametrize("name", sorted(HARNESSES))
 def test_bounded_fuzz(name: str) -> None:
-    @settings(max_examples=100, deadline=None, database=None,
+    @settings(max_examples=BOUNDED_EXAMPLES, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))  # fmt: skip
     @given(mutated(name))
     def one(data: bytes) -> None:
