@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.notifications import Notify
 from textual.widgets import DataTable, TabbedContent
 
 from etu.tui.app import RUN_TAB, EtuApp
@@ -81,11 +82,16 @@ async def test_workspace_settings_reach_the_console(tmp_path: Path) -> None:
         await wait(pilot, lambda: app.query_one(TabbedContent).active == "history")
     (ws / "etu.toml").write_text("theme = \n")
     app = EtuApp(ws)
-    async with app.run_test(size=SIZE, notifications=True) as pilot:
+    seen: list = []  # every notification posted (a shown one expires after a few seconds)
+    async with app.run_test(size=SIZE, notifications=True, message_hook=seen.append) as pilot:
         await settle(pilot)
 
         def warned() -> bool:
-            return any("etu.toml:1: not valid TOML" in n.message for n in app._notifications)
+            return any(
+                "etu.toml:1: not valid TOML" in m.notification.message
+                for m in seen
+                if isinstance(m, Notify)
+            )
 
         await wait(pilot, warned)
         assert app.theme == "textual-dark"
