@@ -5,14 +5,12 @@ stream it generates and compare it with etu's decoding. Cached like tests/real_p
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import shutil
-from importlib import metadata
 from pathlib import Path
 
 from etu.runner.aot import LoweringSpec
-from tests.real_programs import CACHE_ROOT, PROGRAMS, ROOT, cache_lock
+from tests.real_programs import PROGRAMS, ROOT, cache_lock, keyed_dir
 
 MIX_MODEL = ROOT / "tests" / "data" / "models" / "npu_mix.py"
 # name → (model: an EXAMPLES name or MIX_MODEL, input shapes or None for EXAMPLES', spec)
@@ -28,18 +26,9 @@ MIX_SHAPES = [(1, 3, 16, 16)]
 
 
 def _cache_dir() -> Path:
-    digest = hashlib.sha256()
-    for source in (
-        Path(__file__),
-        MIX_MODEL,
-        ROOT / "runner" / "aot.py",
-        ROOT / "runner" / "example_models.py",
-        ROOT / "tests" / "real_programs.py",
-    ):
-        digest.update(source.read_bytes())
-    for dist in ("torch", "executorch", "ethos-u-vela"):
-        digest.update(f"{dist}={metadata.version(dist)};".encode())
-    return CACHE_ROOT / f"npu_programs-{digest.hexdigest()[:16]}"
+    return keyed_dir(
+        "npu_programs-", Path(__file__), MIX_MODEL, ROOT / "tests" / "real_programs.py"
+    )
 
 
 def build(name: str) -> Path:

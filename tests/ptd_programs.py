@@ -7,13 +7,11 @@ tensors placed on a CUDA device (program.fbs' device fields), for the Fit warnin
 
 from __future__ import annotations
 
-import hashlib
 import shutil
-from importlib import metadata
 from pathlib import Path
 
 from etu.runner.aot import LoweringSpec
-from tests.real_programs import CACHE_ROOT, ROOT, cache_lock
+from tests.real_programs import ROOT, cache_lock, keyed_dir
 
 # name → (example model, spec); both blocks under one tag give one program.ptd
 PTD_PROGRAMS: dict[str, tuple[str, LoweringSpec]] = {
@@ -23,17 +21,7 @@ PTD_PROGRAMS: dict[str, tuple[str, LoweringSpec]] = {
 
 
 def _cache_dir() -> Path:
-    digest = hashlib.sha256()
-    for source in (
-        Path(__file__),
-        ROOT / "runner" / "aot.py",
-        ROOT / "runner" / "example_models.py",
-        ROOT / "tests" / "npu_programs.py",
-    ):
-        digest.update(source.read_bytes())
-    for dist in ("torch", "executorch", "ethos-u-vela"):
-        digest.update(f"{dist}={metadata.version(dist)};".encode())
-    return CACHE_ROOT / f"ptd_programs-{digest.hexdigest()[:16]}"
+    return keyed_dir("ptd_programs-", Path(__file__), ROOT / "tests" / "npu_programs.py")
 
 
 def build(name: str) -> Path:

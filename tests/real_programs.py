@@ -36,17 +36,19 @@ PROGRAMS: dict[str, tuple[str, LoweringSpec]] = {
 BUNDLED = {"u55"}
 
 
-def cache_dir() -> Path:
+def keyed_dir(prefix: str, *sources: Path) -> Path:
+    """A folder of the artifact cache keyed on ``sources``, etu's lowering code and the
+    torch/executorch/vela versions: a change to any of them lowers again."""
     digest = hashlib.sha256()
-    for source in (
-        Path(__file__),
-        ROOT / "runner" / "aot.py",
-        ROOT / "runner" / "example_models.py",
-    ):
+    for source in (*sources, ROOT / "runner" / "aot.py", ROOT / "runner" / "example_models.py"):
         digest.update(source.read_bytes())
     for dist in ("torch", "executorch", "ethos-u-vela"):
         digest.update(f"{dist}={metadata.version(dist)};".encode())
-    return CACHE_ROOT / digest.hexdigest()[:16]
+    return CACHE_ROOT / f"{prefix}{digest.hexdigest()[:16]}"
+
+
+def cache_dir() -> Path:
+    return keyed_dir("", Path(__file__))
 
 
 def build(name: str) -> Path:
