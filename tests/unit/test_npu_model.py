@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,7 @@ from etu.runner.npu_bridge import (
     executor_for,
 )
 from tests import npu_programs
-from tests.real_programs import CACHE_ROOT, ROOT, cache_lock
+from tests.real_programs import CACHE_ROOT, ROOT, cache_lock, keyed_dir
 
 np = pytest.importorskip("numpy")
 pytest.importorskip("tosa_reference_model")
@@ -126,13 +125,7 @@ PROGRAMS = {
 
 
 def _extra_cache_dir() -> Path:
-    digest = hashlib.sha256()
-    for source in (npu_programs.MIX_MODEL, ROOT / "runner" / "aot.py",
-                   ROOT / "runner" / "example_models.py"):  # fmt: skip
-        digest.update(source.read_bytes())
-    for dist in ("torch", "executorch", "ethos-u-vela"):
-        digest.update(f"{dist}={metadata.version(dist)};".encode())
-    return CACHE_ROOT / f"npu_model-{digest.hexdigest()[:16]}"
+    return keyed_dir("npu_model-", npu_programs.MIX_MODEL)
 
 
 def build_extra(name: str) -> Path:
