@@ -179,18 +179,13 @@ def check_summary(summary: Any) -> tuple[dict, list[str]]:
                 allocators["temp_allocator"], {"size": _int}, "allocators.temp_allocator.", notes
             )
         clean["allocators"] = allocators
-    if "errors" in clean:
-        errors = [e for e in clean["errors"] if isinstance(e, dict)]
-        if len(errors) != len(clean["errors"]):
-            notes.append("errors: entries that are not objects ignored")
-        clean["errors"] = [_checked(e, ERROR_FIELDS, f"errors[{n}].", notes)
-                           for n, e in enumerate(errors)]  # fmt: skip
-    if "npu" in clean:
-        entries = [e for e in clean["npu"] if isinstance(e, dict)]
-        if len(entries) != len(clean["npu"]):
-            notes.append("npu: entries that are not objects ignored")
-        clean["npu"] = [_checked(e, NPU_FIELDS, f"npu[{n}].", notes)
-                        for n, e in enumerate(entries)]  # fmt: skip
+    for key, fields in (("errors", ERROR_FIELDS), ("npu", NPU_FIELDS)):
+        if key in clean:
+            entries = [e for e in clean[key] if isinstance(e, dict)]
+            if len(entries) != len(clean[key]):
+                notes.append(f"{key}: entries that are not objects ignored")
+            clean[key] = [_checked(e, fields, f"{key}[{n}].", notes)
+                          for n, e in enumerate(entries)]  # fmt: skip
     if "output_values" in clean:
         outputs = {}
         for key, item in clean["output_values"].items():
