@@ -25,17 +25,20 @@ from etu.runner.runtime_run import NPU_LABEL
 from etu.tui.safe_text import printable
 from etu.tui.widgets.formatting import shape as shape_text
 from etu.tui.widgets.memory import gauge
+from etu.tui.widgets.npu_invoke_lines import (
+    MISSING,
+    VelaCall,
+    count,
+    labelled,
+    npu_lines,
+    npu_summary,
+)
 from etu.tui.widgets.run_messages import FaultDecoded, OperatorsRead, OutputsCompared
 from etu.tui.widgets.triage import fault_lines
 
-MISSING = "–"
 GAUGE = 10
 PMU_PREFIX = "ETHOSU_PMU_"
 REASON_MARK = {"success": "✓", "runner_error": "✗", "hard_fault": "✗", "crash": "✗"}
-
-
-def count(value: float | None) -> str:
-    return MISSING if value is None else f"{round(value):,}"
 
 
 def mib(value: int) -> str:
@@ -69,128 +72,6 @@ WHY_NO_PMU = {
     "killed": "the run was stopped before the runner printed it",
     "incomplete": "the log ended before the runner printed it",
 }
-
-
-# The emulated board's NPU: the functional model's counts, never cycles (runner.runtime_run)
-EXECUTORS = {"model": "etu's Ethos-U model", "reference": "TOSA reference model"}
-NPU_WIDTH = 54  # a line of the PMU pane's text (60 columns less border and padding)
-VelaCall = tuple[float | None, float | None]  # one Vela call's (cycles, nn_macs)
-
-
-def _cut(text: str, width: int = NPU_WIDTH) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def npu_kinds(event: NpuInvoke) -> str:
-    kinds = ", ".join(f"{n} {printable(k)}" for k, n in (event.kinds or {}).items())
-    return f"{count(event.operations)}: {kinds}" if kinds else count(event.operations)
-
-
-def npu_delegate_lines(
-    delegate: int | None, event: NpuInvoke, invokes: int, vela: VelaCall | None
-) -> list[Content]:
-    """One delegate's invokes: who answered, what the model counted, beside Vela's."""
-    name = f"delegate {delegate}" if delegate is not None else "an unnamed delegate"
-    who = EXECUTORS.get(event.executor or "", "etu")
-    head = f"{name} · {invokes} invoke{'' if invokes == 1 else 's'} · {who}"
-    if not event.ok:
-        where = ""
-        if event.operation is not None:
-            where = f" at operation {event.operation}"
-            where += f" ({printable(event.command)})" if event.command else ""
-        return [
-            Content.styled(_cut(f"{name} · failed{where}"), "$text-error bold"),
-            Content.styled(f"  {printable(event.error or event.text)}", "$text-error"),
-        ]
-    lines = [Content.styled(_cut(head), "bold")]
-    if event.executor == "model":
-        lines.append(_labelled("  operations", _cut(npu_kinds(event), NPU_WIDTH - 13)))
-        macs = count(event.macs)
-        note = ""
-        if vela is not None and vela[1] is not None:
-            same = event.macs is not None and round(vela[1]) == event.macs
-            note = "= Vela's count" if same else f"Vela {count(vela[1])}"
-        lines.append(_labelled("  MACs      ", macs, note))
-    if event.bytes_read is not None or event.bytes_written is not None:
-        moved = f"{count(event.bytes_read)} read · {count(event.bytes_written)} written"
-        what = "  bytes     " if event.executor == "model" else "  bytes in/out"
-        lines.append(_labelled(what, moved))
-    if event.fallback:
-        lines.append(Content.styled(_cut(f"  model lacks: {printable(event.fallback)}"), "dim"))
-    if vela is not None and vela[0]:
-        lines.append(Content.styled(f"  Vela estimate {count(vela[0])} cycles", "dim"))
-    return lines
-
-
-def npu_lines(
-    npu: dict[int | None, NpuInvoke],
-    invokes: dict[int | None, int],
-    vela_calls: Sequence[VelaCall],
-    label: str,
-) -> list[Content]:
-    """The PMU pane of a session on the emulated board with etu's NPU: its label, then per
-    delegate the functional model's operations, MACs and bytes beside Vela's estimate
-    (Vela's calls pair with the delegates in order when there are as many)."""
-    lines = [Content.styled(printable(label), "$text-warning bold")]
-    delegates = sorted(npu, key=lambda d: -1 if d is None else d)
-    paired = len(vela_calls) == len(delegates)
-    if len(delegates) > 2:  # one line each: the pane is 12 lines high
-        for delegate in delegates:
-            event = npu[delegate]
-            name = f"d{delegate}" if delegate is not None else "d?"
-            if not event.ok:
-                text = f"{name} failed: {printable(event.error or event.text)}"
-                lines.append(Content.styled(_cut(text), "$text-error"))
-                continue
-            figures = [f"{count(event.operations)} ops"] if event.operations is not None else []
-            figures += [f"{count(event.macs)} MACs"] if event.macs is not None else []
-            figures += [f"{count(event.bytes_read)} B read"] if event.bytes_read is not None else []
-            lines.append(Content(_cut(f"{name} · " + " · ".join(figures or ["answered"]))))
-    else:
-        for k, delegate in enumerate(delegates):
-            vela = vela_calls[k] if paired else None
-            lines += npu_delegate_lines(delegate, npu[delegate], invokes.get(delegate, 0), vela)
-    if not delegates:
-        lines.append(Content.styled("No NPU invoke yet: etu answers each one.", "dim"))
-    if not paired or len(delegates) > 2:
-        cycles = sum(c for c, _ in vela_calls if c) if vela_calls else 0
-        if cycles:
-            lines.append(Content.styled(f"Vela estimate {count(cycles)} cycles", "dim"))
-    return lines
-
-
-def compact(value: int, unit: str = "") -> str:
-    """``2.24 M``, ``69.1 k``: three digits (a one-line summary's numbers)."""
-    for size, prefix in ((10**9, "G"), (10**6, "M"), (10**3, "k")):
-        if value >= size:
-            return f"{value / size:.3g} {prefix}{unit}"
-    return f"{value} {unit}".rstrip()
-
-
-def npu_summary(npu: dict[int | None, NpuInvoke]) -> str | None:
-    """One line for the banner (it shows at 80×24, where the panes do not): what the
-    emulated NPU did in the last answered invoke of each delegate. None without invokes
-    or when one failed (the ending names the operation then)."""
-    events = list(npu.values())
-    if not events or not all(e.ok for e in events):
-        return None
-    who = {e.executor for e in events}
-    head = "NPU, no timing: " if who == {"model"} else "NPU (TOSA reference model), no timing: "
-    figures = [f"{len(events)} delegates"] if len(events) > 1 else []
-    if who == {"model"}:
-        figures.append(f"{compact(sum(e.operations or 0 for e in events))} ops")
-        figures.append(f"{compact(sum(e.macs or 0 for e in events))} MACs")
-    if all(e.bytes_read is not None for e in events):
-        figures.append(f"{compact(sum(e.bytes_read or 0 for e in events), 'B')} read")
-        figures.append(f"{compact(sum(e.bytes_written or 0 for e in events), 'B')} written")
-    return head + " · ".join(figures)
-
-
-def _labelled(label: str, value: str, note: str = "") -> Content:
-    parts: list[tuple[str, str] | str] = [(label, "dim"), " ", (value, "bold")]
-    if note:
-        parts += [" ", (note, "dim")]
-    return Content.assemble(*parts)
 
 
 # ------------------------------------------------------------------------- PMU
@@ -271,7 +152,7 @@ class PmuPane(Vertical):
                 lines = [Content.styled("No PMU report yet: Ethos-U runners print one", "dim")]
                 lines.append(Content.styled("after the inferences.", "dim"))
             if vela_cycles:
-                lines.append(_labelled("Vela estimate", f"{count(vela_cycles)} cycles"))
+                lines.append(labelled("Vela estimate", f"{count(vela_cycles)} cycles"))
             text.update(Content("\n").join(lines))
             return
         report = reports[-1]
@@ -307,7 +188,7 @@ class PmuPane(Vertical):
                 )
             )
         if report.npu_ratio is not None:
-            lines.append(_labelled("runner's NPU ratio", f"{report.npu_ratio:.1f}%"))
+            lines.append(labelled("runner's NPU ratio", f"{report.npu_ratio:.1f}%"))
         cpu = f"CPU cycles {count(report.cpu_cycles)}"
         if report.delegations is not None:
             cpu += f" · delegations {report.delegations}"
@@ -362,7 +243,7 @@ class AllocatorPane(Static):
         method = memory.pools.get("method_allocator")
         size = method.size if method is not None else None
         if method is not None:
-            lines.append(_labelled("method pool", f"{count(size)} B"))
+            lines.append(labelled("method pool", f"{count(size)} B"))
             lines.append(pool_line("used", method.used, size))
         for label, value in (
             ("planned", memory.planned),
@@ -378,7 +259,7 @@ class AllocatorPane(Static):
             short = printable(name.removesuffix("_allocator"))[:8]
             lines.append(pool_line(short, usage.used, usage.size))
         if memory.temp_allocator_size is not None:
-            lines.append(_labelled("temp allocator", f"{count(memory.temp_allocator_size)} B"))
+            lines.append(labelled("temp allocator", f"{count(memory.temp_allocator_size)} B"))
         self.lines = [line.plain for line in lines]
         self.update(Content("\n").join(lines))
 

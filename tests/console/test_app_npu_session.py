@@ -13,7 +13,8 @@ from etu.parsers.runner_events import NpuInvoke
 from etu.runner.runtime_run import NPU_LABEL
 from etu.runner.session import SessionWriter, sessions_root
 from etu.tui.app import EtuApp
-from etu.tui.widgets.run_panes import PmuPane, RunBanner, npu_lines
+from etu.tui.widgets.npu_invoke_lines import npu_lines
+from etu.tui.widgets.run_panes import PmuPane, RunBanner
 from tests.console_helpers import SIZE, open_run_tab, screen_text, wait_until
 
 pytestmark = pytest.mark.anyio
