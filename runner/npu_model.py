@@ -299,12 +299,17 @@ def element_offsets(fm: FeatureMap, height: int, width: int, depth: int) -> np.n
     row = ys - np.where(bottom, np.where(right, fm.tile_height1, fm.tile_height0), 0)
     col = xs - np.where(right, fm.tile_width0, 0)
     bases = np.asarray(fm.bases, dtype=np.int64)
-    spatial = bases[tile] + row * fm.stride_y + col * fm.stride_x
+    # As Vela addresses a map (register_command_stream_util.get_address): STRIDE_C is the
+    # stride of NHCWB16's 16-channel bricks, whose x stride is one brick row; in NHWC the
+    # channels are adjacent whatever STRIDE_C says (a transpose through a reshaped int32
+    # map sets it to 4 on an int8 map).
+    stride_x = 16 * fm.element_size if fm.layout == "NHCWB16" else fm.stride_x
+    spatial = bases[tile] + row * fm.stride_y + col * stride_x
     cs = np.arange(depth, dtype=np.int64)
     if fm.layout == "NHCWB16":
         channel = (cs // 16) * fm.stride_c + (cs % 16) * fm.element_size
     else:
-        channel = cs * fm.stride_c
+        channel = cs * fm.element_size
     return spatial[:, :, None] + channel[None, None, :]
 
 

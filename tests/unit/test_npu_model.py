@@ -63,6 +63,8 @@ EXTRA_PROGRAMS = {
     "cnn_u65_512": ("cnn", "ethos-u65-512"),
     "mix_u65_512": ("npu_mix", "ethos-u65-512"),
     "reversed_u55": ("ops_reversed", "ethos-u55-128"),
+    "tables_u55": ("ops_tables", "ethos-u55-128"),
+    "tables_u65": ("ops_tables", "ethos-u65-256"),
 }
 OPS_MORE_SHAPES = [(1, 8, 12, 12)]
 OPS_MORE_SOURCE = """
@@ -109,8 +111,30 @@ class OpsReversed(nn.Module):
         flipped = 0.75 - a
         return torch.maximum(flipped, a), 0.5 - flipped
 """
+OPS_TABLES_SOURCE = """
+import torch
+from torch import nn
+
+
+class OpsTables(nn.Module):
+    \"\"\"What the other networks do not lower: tanh and sigmoid (table lookups on the NPU),
+    a softmax over the features, a concatenation and a fully connected layer. Vela's
+    softmax moves int32 sums through int8 transposes (STRIDE_C set on an NHWC map).\"\"\"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(8, 12, 3, padding=1)
+        self.fc = nn.Linear(24, 10)
+
+    def forward(self, x: torch.Tensor):
+        a = self.conv(x)
+        joined = torch.cat((torch.tanh(a), torch.sigmoid(a)), dim=1)
+        pooled = torch.mean(joined, dim=(2, 3))
+        return torch.softmax(self.fc(pooled), dim=1)
+"""
 SOURCES = {"ops_more": ("OpsMore", OPS_MORE_SOURCE),
-           "ops_reversed": ("OpsReversed", OPS_REVERSED_SOURCE)}  # fmt: skip
+           "ops_reversed": ("OpsReversed", OPS_REVERSED_SOURCE),
+           "ops_tables": ("OpsTables", OPS_TABLES_SOURCE)}  # fmt: skip
 # program → its target (the bit-exact test count per configuration is reported from these)
 PROGRAMS = {
     "demo": "ethos-u55-128",
@@ -219,7 +243,7 @@ def memory():
 
 # The rest of the configuration matrix runs with `make test-all` (`-m npu_matrix`): a fresh
 # clone's `make test` lowers five extra programs, not ten.
-MATRIX_ONLY = {"mix_u55_64", "mix_u55_256", "cnn_u55_64", "cnn_u55_32", "mix_u65_512"}
+MATRIX_ONLY = {"mix_u55_64", "mix_u55_256", "cnn_u55_64", "cnn_u55_32", "mix_u65_512", "tables_u65"}
 
 
 @pytest.mark.aot
