@@ -65,6 +65,8 @@ EXTRA_PROGRAMS = {
     "reversed_u55": ("ops_reversed", "ethos-u55-128"),
     "tables_u55": ("ops_tables", "ethos-u55-128"),
     "tables_u65": ("ops_tables", "ethos-u65-256"),
+    "tables_u55_64": ("ops_tables", "ethos-u55-64"),
+    "tables_u55_256": ("ops_tables", "ethos-u55-256"),
 }
 OPS_MORE_SHAPES = [(1, 8, 12, 12)]
 OPS_MORE_SOURCE = """
@@ -243,7 +245,8 @@ def memory():
 
 # The rest of the configuration matrix runs with `make test-all` (`-m npu_matrix`): a fresh
 # clone's `make test` lowers five extra programs, not ten.
-MATRIX_ONLY = {"mix_u55_64", "mix_u55_256", "cnn_u55_64", "cnn_u55_32", "mix_u65_512", "tables_u65"}
+MATRIX_ONLY = {"mix_u55_64", "mix_u55_256", "cnn_u55_64", "cnn_u55_32", "mix_u65_512",
+               "tables_u65", "tables_u55_64", "tables_u55_256"}  # fmt: skip
 
 
 @pytest.mark.aot
