@@ -80,12 +80,17 @@ def test_the_delegated_demo_runs_on_the_emulated_board_and_equals_the_reference(
 
 @pytest.mark.parametrize(
     ("model", "cls"),
-    [("cpu_between.py", "CpuBetween"), ("npu_mix.py", "NpuMix")],
-    ids=["two-delegates-topk-between", "depthwise-residual-sigmoid-pools"],
+    [("cpu_between.py", "CpuBetween"), ("npu_mix.py", "NpuMix"), ("npu_tables.py", "NpuTables")],
+    ids=[
+        "two-delegates-topk-between",
+        "depthwise-residual-sigmoid-pools",
+        "tanh-sigmoid-concat-fc-softmax",
+    ],
 )
 def test_more_networks_run_on_the_emulated_board_and_equal_the_reference(tmp_path, model, cls):
-    """conv → topk on the CPU → conv (two delegates, a portable kernel between them), and a
-    network of depthwise/dilated convolutions, a residual add, a LUT sigmoid and pools."""
+    """conv → topk on the CPU → conv (two delegates, a portable kernel between them); a
+    network of depthwise/dilated convolutions, a residual add, a LUT sigmoid and pools; and
+    one of tanh, sigmoid, a concatenation, a fully connected layer and a softmax."""
     env = runtime_environment()
     job = two_delegates.compile_job(ROOT / "tests" / "data" / "models" / model, cls, "1x3x16x16")
     work = tmp_path / "job"
