@@ -175,9 +175,11 @@ def preflight(
 ) -> list[str]:
     """What would make the next run fail, checked before launching it: the program's NPU
     target against the run's, and the fit checks of the program (parsers.pte.Program)
-    against the firmware to be run (``firmware``: the Memory tab's FirmwareResult)."""
+    against the firmware to be run (``firmware``: the Memory tab's FirmwareResult), on the
+    emulated board as on an FVP (another program baked in is found the same way)."""
     problems: list[str] = []
-    if target == QEMU_BOARD:
+    emulated = target == QEMU_BOARD
+    if emulated:
         if program_target and program_target.startswith("ethos-u85"):
             problems.append(
                 f"the program is compiled for {program_target}: the emulated board's NPU "
@@ -191,7 +193,6 @@ def preflight(
                 "PROGRAM --board qemu-an547, and etu serves its NPU part) or run its CPU "
                 "twin (etu compile --no-delegate)"
             )
-        return problems
     fw = firmware
     same = (
         fw is not None
@@ -202,7 +203,8 @@ def preflight(
     )
     if same and program is not None:
         try:
-            verdicts = check_fit(program, fw.memory_map, None, target=target)
+            # the emulated board's NPU part is etu's: any U55/U65 target runs (checked above)
+            verdicts = check_fit(program, fw.memory_map, None, target=None if emulated else target)
         except Exception:  # the Fit tab reports a check that cannot run
             verdicts = []
         for verdict in verdicts:
@@ -211,7 +213,7 @@ def preflight(
             )
             if verdict.check in PREFLIGHT_CHECKS and bad:
                 problems.append(verdict.message)
-    elif program_target and program_target != target:
+    elif program_target and program_target != target and not emulated:
         problems.append(
             f"the program was compiled for {program_target}, the run targets "
             f"{target}: the driver rejects a command stream for another NPU config"

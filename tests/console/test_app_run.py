@@ -628,6 +628,22 @@ async def test_preflight_names_a_firmware_with_another_program_baked_in(
         assert "model_pte" in screen_text(app)
 
 
+async def test_preflight_on_the_emulated_board_names_another_program_baked_in(
+    workspace: Path,
+) -> None:
+    """The emulated board gets the FVP's fit pre-flight too (issue 23 §3, issue 24 §3): a
+    firmware with another program baked in is named before QEMU starts."""
+    program = workspace / DEMO.name
+    program.write_bytes(program.read_bytes() + bytes(4096))
+    app = EtuApp(workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        panel = await open_run_tab(pilot)
+        app.query_one("#run-target", Select).value = "qemu-an547"
+        await wait_run(pilot, lambda: "EMULATED BOARD" in _plain(app, "#run-simulator"))
+        problems = panel.preflight()
+        assert any("model_pte" in p for p in problems), problems
+
+
 async def test_the_emulated_board_is_a_run_target(workspace: Path) -> None:
     """qemu-an547 in the target list: the firmware boots on QEMU for real (no FVP needed),
     labelled as the emulated board; a delegated program is flagged before the run."""
