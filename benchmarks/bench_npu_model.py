@@ -177,19 +177,20 @@ def mv2_end_to_end() -> dict:
     return {**result, "goal_s": MV2_END_TO_END_GOAL_S, "met": best < MV2_END_TO_END_GOAL_S}
 
 
+def throughput_line(what: str, figures: dict) -> str:
+    return (f"model on {what}: {figures['operations']} operations, {figures['macs']:,} MACs "
+            f"in {figures['best_s']:.3f} s: {figures['mac_per_s'] / 1e6:.1f} M MAC/s "
+            f"({figures['mac_per_cpu_s'] / 1e6:.1f} M per CPU second)")  # fmt: skip
+
+
 def main() -> dict:
     result = {"demo": model_throughput(DEMO)}
-    demo = result["demo"]
-    print(f"model on the demo delegate: {demo['operations']} operations, {demo['macs']:,} MACs "
-          f"in {demo['best_s'] * 1000:.0f} ms: {demo['mac_per_s'] / 1e6:.1f} M MAC/s "
-          f"({demo['mac_per_cpu_s'] / 1e6:.1f} M per CPU second)")  # fmt: skip
+    print(throughput_line("the demo delegate", result["demo"]))
     mv2 = result["mv2"] = model_throughput(mv2_program(), repeats=2)
     if "skipped" in mv2:
         print(f"mv2: not executed by the model: {mv2['skipped']}")
     else:
-        print(f"model on mv2 ({MV2_TARGET}): {mv2['operations']} operations, {mv2['macs']:,} "
-              f"MACs in {mv2['best_s']:.2f} s: {mv2['mac_per_s'] / 1e6:.1f} M MAC/s "
-              f"({mv2['mac_per_cpu_s'] / 1e6:.1f} M per CPU second)")  # fmt: skip
+        print(throughput_line(f"mv2 ({MV2_TARGET})", mv2))
     end = result["end_to_end"] = demo_end_to_end()
     if "skipped" in end:
         print(f"demo on QEMU: skipped ({end['skipped']})")
