@@ -190,6 +190,41 @@ def method_pool_need(program: Program) -> tuple[int, int]:
     return planned, unplanned_inputs
 
 
+DEBUG_ENTRY_ALIGN = 64  # ETDump's buffer data sink aligns each tensor it keeps
+ETDUMP_EVENT_BYTES = 512  # an upper bound of one instruction's events in the ETDump itself
+
+
+def intermediate_output_bytes(program: Program) -> int:
+    """The debug buffer that holds every kernel call's outputs (ETDump with intermediate
+    outputs): an out-variant call's returns are its last argument, a tensor or a list of
+    them; each is kept aligned."""
+    total = 1024
+    for plan in program.plans:
+        values = plan.values
+        for instruction in plan.instructions:
+            args = getattr(instruction, "args", ())
+            last = values[args[-1]] if args and 0 <= args[-1] < len(values) else None
+            if isinstance(last, Tensor):
+                outputs = [last]
+            elif last is not None and last.kind == "TensorList":
+                outputs = [values[int(i)] for i in last.payload or () if 0 <= int(i) < len(values)]
+            else:
+                outputs = []
+            for tensor in outputs:
+                if isinstance(tensor, Tensor):
+                    aligned = -(-tensor.nbytes // DEBUG_ENTRY_ALIGN) * DEBUG_ENTRY_ALIGN
+                    total += aligned + DEBUG_ENTRY_ALIGN
+    return total
+
+
+def intermediate_pool_bytes(program: Program) -> tuple[int, int]:
+    """(the debug buffer, what it takes from the method pool): the runner also takes its
+    base64 text from that pool when it prints the buffer and the ETDump."""
+    debug = intermediate_output_bytes(program)
+    events = sum(ETDUMP_EVENT_BYTES * len(plan.instructions) for plan in program.plans) + 4096
+    return debug, debug + (4 * max(debug, events) + 2) // 3 + 1024
+
+
 def _metadata_estimate(program: Program) -> int:
     """A rough upper bound of what Method::init allocates besides the buffers (estimate)."""
     total = 1024

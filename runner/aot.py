@@ -10,6 +10,7 @@ and the console never calls it in its own process.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import shutil
@@ -86,7 +87,8 @@ def lower_to_pte(
     With ``vela_dir``, the float model is kept beside Vela's files: exported before
     quantization and saved with ``torch.export.save`` (``etu_float_model.pt2``), with its
     ``source`` and input shapes in the compile record, so the host reference can run the
-    float side later without the user's Python path (quantisation loss).
+    float side later without the user's Python path (quantisation loss). A CPU-only
+    compile (no delegate, so no Vela) keeps its record and float model there as well.
 
     With ``bundled_out``, also write a bundled program (``.bpte``) carrying the example
     inputs and the eager model's outputs as a test case, as the runner's BundleIO mode uses.
@@ -181,11 +183,16 @@ def lower_to_pte(
     if bundled_out is not None:
         _write_atomically(Path(bundled_out), _bundle(program, example_inputs, expected_outputs))
     kept_vela = _keep_vela_outputs(scratch_dir, Path(vela_dir)) if scratch_dir else None
+    if kept_vela is None and vela_dir is not None and not spec.delegate:
+        kept_vela = Path(vela_dir)  # no Vela ran: the compile record and float model only
+        kept_vela.mkdir(parents=True, exist_ok=True)
     float_model: dict | None = None
     if kept_vela is not None:
-        (kept_vela / VELA_STDOUT_NAME).write_text(vela_stdout.getvalue())
+        if spec.delegate:
+            (kept_vela / VELA_STDOUT_NAME).write_text(vela_stdout.getvalue())
         record = {"spec": asdict(spec), "versions": tool_versions(),
-                  "delegates": _keep_delegate_graphs(kept_vela, delegates)}  # fmt: skip
+                  "delegates": _keep_delegate_graphs(kept_vela, delegates),
+                  "program_sha256": hashlib.sha256(program.buffer).hexdigest()}  # fmt: skip
         if calibration_record is not None:  # where `--inputs random:SEED` draws
             record["calibration"] = calibration_record
         if float_outputs is not None:

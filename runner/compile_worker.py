@@ -205,7 +205,7 @@ def run(request: CompileRequest, out_dir: Path, stages: Stages) -> dict:
             example,
             spec,
             out_dir / f"{request.model_name}.pte",
-            vela_dir=out_dir / "vela" if request.delegate else None,
+            vela_dir=out_dir / "vela",  # a CPU-only compile keeps its record there too
             calibration=calibration,
             progress=progress,
             source=request.source,

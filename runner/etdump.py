@@ -48,6 +48,31 @@ def etdump_operators(data: bytes) -> list[dict]:
     return rows
 
 
+def etdump_intermediates(etdump: bytes, debug_buffer: bytes) -> dict[int, list]:
+    """Every kernel call's outputs an ETDump kept in its debug buffer (a runner built with
+    intermediate outputs), as numpy arrays by instruction index (the forward chain's)."""
+    from executorch.devtools import Inspector
+
+    with tempfile.TemporaryDirectory(prefix="etu-etdump-") as work:
+        etdump_path, debug_path = Path(work) / "etdump.etdp", Path(work) / "debug_buffer.bin"
+        etdump_path.write_bytes(etdump)
+        debug_path.write_bytes(debug_buffer)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            inspector = Inspector(etdump_path=str(etdump_path), debug_buffer_path=str(debug_path))
+    found: dict[int, list] = {}
+    for block in inspector.event_blocks:
+        for event in block.events:
+            instruction = getattr(event, "_instruction_id", None)
+            if event.name in _SKIP or not isinstance(instruction, int) or not event.debug_data:
+                continue
+            found[instruction] = [
+                tensor.detach().numpy().copy() for tensor in event.debug_data
+                if hasattr(tensor, "detach")
+            ]  # fmt: skip
+    return found
+
+
 ETDUMP_CAP = 64 << 20  # the parser keeps at most 64 MiB of base64 text per block
 EMULATED_TIME_NOTE = "no cycle counter on the emulated board (QEMU): times not measured"
 
@@ -56,6 +81,18 @@ def session_etdump(folder: Path) -> Path | None:
     """The newest ETDump a session saved (``etdump-NNN.bin``; debug buffers are not)."""
     found = sorted(Path(folder).glob("etdump-*.bin"))
     return found[-1] if found else None
+
+
+def session_debug_buffer(folder: Path) -> tuple[Path, Path] | None:
+    """The newest ETDump of a session and the debug buffer printed just before it (the
+    runner prints the buffer first: ``debug_buffer-NNN.bin``, then ``etdump-NNN+1.bin``);
+    None when the run kept no intermediate outputs."""
+    etdump = session_etdump(folder)
+    if etdump is None:
+        return None
+    number = int(etdump.stem.rpartition("-")[2] or 0)
+    debug = Path(folder) / f"debug_buffer-{number - 1:03d}.bin"
+    return (etdump, debug) if number > 1 and debug.is_file() else None
 
 
 def session_operators(folder: Path) -> dict:

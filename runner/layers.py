@@ -111,6 +111,10 @@ class Layer:
     note: str | None = None
     program_scale: float | None = None  # a CPU layer: its quantize kernel's scale
     program_scale_sqnr_db: float | None = None  # ... and the SQNR on it (clipping included)
+    # the target's own integers (a runner's ETDump intermediate outputs) against the host's
+    target_differing: int | None = None  # elements that differ from the host reference
+    target_max_lsb: int | None = None  # the largest difference, in steps of the integer
+    target_sqnr_db: float | None = None  # the target's integers against the float model
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -253,6 +257,7 @@ class CpuLayer:
     zero_point: int
     scale: float
     values: object  # numpy array, the program's layout (the tensor's sizes)
+    instruction: int = -1  # the quantize kernel call's index in the chain (ETDump's id)
 
 
 class ProgramWalk:
@@ -267,10 +272,12 @@ class ProgramWalk:
         self.writers: dict[int, tuple[str, int | None]] = {}  # value → (kernel, first input)
         self.counts: dict[str, int] = {}
         self.repeated: set[int] = set()
+        self.index = -1  # the instruction being walked
 
     def __call__(self, instruction, memory) -> None:
         from etu.parsers.pte import DelegateCall, Tensor
 
+        self.index += 1
         if isinstance(instruction, DelegateCall):
             index = instruction.delegate_index
             if ("npu", index) in self.events:
@@ -327,7 +334,8 @@ class ProgramWalk:
         self.counts[kernel] = count + 1
         name = kernel if count == 0 else f"{kernel}_{count}"
         self.events.append(("cpu", CpuLayer(name, f"aten::{kernel}", kind, str(values.dtype),
-                                            zero_point, float(scale), values)))  # fmt: skip
+                                            zero_point, float(scale), values,
+                                            self.index)))  # fmt: skip
 
 
 # ---------------------------------------------------------------------------- the float side
@@ -473,16 +481,55 @@ def _float_model_path(pte: Path, tosa: Path | None) -> Path:
     return path
 
 
+class TargetLayers:
+    """A run's intermediate outputs (its runner's ETDump debug buffer) by instruction: each
+    CPU layer's integers as the target computed them. The NPU's layers are not in it (a
+    delegate is one call to the runtime)."""
+
+    def __init__(self, outputs: dict[int, list], source: str) -> None:
+        self.outputs = outputs
+        self.source = source
+
+    def compare(self, layer: Layer, cpu: CpuLayer, node: FloatNode | None) -> None:
+        """Fill ``layer``'s target fields (the SQNR against the float model on the scale
+        the host's figures used)."""
+        import numpy
+
+        found = self.outputs.get(cpu.instruction)
+        host = cpu.values
+        if not found or numpy.asarray(found[0]).size != host.size:
+            return
+        values = numpy.asarray(found[0]).reshape(host.shape)
+        difference = numpy.abs(values.astype(numpy.int64) - host.astype(numpy.int64))
+        layer.target_differing = int(numpy.count_nonzero(difference))
+        layer.target_max_lsb = int(difference.max()) if difference.size else 0
+        if layer.scale is not None and node is not None and node.value.size == host.size:
+            floats = node.value.reshape(host.shape)
+            layer.target_sqnr_db = layer_figures(values, cpu.zero_point, floats,
+                                                 layer.scale)["sqnr_db"]  # fmt: skip
+
+    def summary(self, layers: list[Layer]) -> dict:
+        cpu = [layer for layer in layers if layer.unit == "CPU"]
+        read = [layer for layer in cpu if layer.target_differing is not None]
+        exact = sum(1 for layer in read if layer.target_differing == 0)
+        return {"source": self.source, "cpu_layers": len(cpu), "read": len(read),
+                "exact": exact,
+                "note": "NPU layers are not in a runner's ETDump: a delegate is one call"
+                if len(cpu) < len(layers) else None}  # fmt: skip
+
+
 def program_layers(
     pte: Path,
     *,
     tosa: Path | None = None,
     inputs: Path | None = None,
     threshold_db: float = DEFAULT_SQNR_THRESHOLD_DB,
+    session: Path | None = None,
 ) -> dict:
-    """The ``layers`` record of ``etu compare --layers`` for a delegated program: one entry
-    per layer in graph order, the weakest, the first below ``threshold_db`` and the largest
-    single drop. Raises LayersError (one line)."""
+    """The ``layers`` record of ``etu compare --layers``: one entry per layer in graph
+    order, the weakest, the first below ``threshold_db`` and the largest single drop. With
+    a ``session`` whose runner kept its intermediate outputs, its CPU layers also say how the
+    target's integers differ from the host's. Raises LayersError (one line)."""
     import numpy
     import torch
 
@@ -492,6 +539,7 @@ def program_layers(
 
     pte = Path(pte)
     model_path = _float_model_path(pte, tosa)
+    target = session_target(Path(session)) if session is not None else None
     walks: list[ProgramWalk] = []
 
     def after_call(instruction, memory) -> None:
@@ -537,7 +585,11 @@ def program_layers(
 
     for unit, item in walk.events:
         if unit == "cpu":
-            layers.append(_layer(item, counterpart(item.kind), "CPU", None))
+            node = counterpart(item.kind)
+            layer = _layer(item, node, "CPU", None)
+            if target is not None:
+                target.compare(layer, item, node)
+            layers.append(layer)
             continue
         run = runs[item]
         graph = run.graph.graph
@@ -552,6 +604,10 @@ def program_layers(
         raise LayersError(f"{pte}: no layer found: neither an Ethos-U delegate nor a quantized "
                           "CPU kernel")  # fmt: skip
     record = layers_record(pte, layers, threshold_db, reference.input_source, model_path)
+    if target is not None:
+        record["layers_summary"]["target"] = target.summary(layers)
+    elif session is not None:
+        record["layers_summary"]["target"] = {"source": None, "note": NO_INTERMEDIATES}
     if walk.repeated:
         record["layers_summary"]["note"] += (
             f"; delegate {sorted(walk.repeated)[0]} is called more than once: its layers are "
@@ -665,7 +721,36 @@ def session_layers(
         pte = program
     if pte is None or not Path(pte).is_file():
         raise LayersError(f"{pte or 'the session'}: no program file to compare layer by layer")
-    return program_layers(Path(pte), inputs=inputs, threshold_db=threshold_db)
+    return program_layers(Path(pte), inputs=inputs, threshold_db=threshold_db, session=session)
+
+
+NO_INTERMEDIATES = (
+    "the run kept no intermediate outputs: build its runner with etu firmware build "
+    "--etdump-intermediates to compare the target layer by layer"
+)
+
+
+def session_target(session: Path) -> TargetLayers | None:
+    """The intermediate outputs a session's runner printed (ETDump with its debug buffer),
+    None when it printed none. Raises LayersError when they cannot be read."""
+    from etu.parsers.files import read_regular
+    from etu.runner.etdump import ETDUMP_CAP, etdump_intermediates, session_debug_buffer
+
+    found = session_debug_buffer(session)
+    if found is None:
+        return None
+    etdump, debug = found
+    try:
+        outputs = etdump_intermediates(
+            read_regular(etdump, "an ETDump", ETDUMP_CAP),
+            read_regular(debug, "an ETDump debug buffer", ETDUMP_CAP),
+        )
+    except (ParseError, OSError) as error:
+        raise LayersError(f"{debug}: {error}") from None
+    except Exception as error:  # the Inspector's own error on a damaged file: one line
+        raise LayersError(f"{etdump}: the Inspector cannot read it: {type(error).__name__}: "
+                          f"{str(error)[:160]}") from None  # fmt: skip
+    return TargetLayers(outputs, f"{session.name}/{debug.name} (ETDump intermediate outputs)")
 
 
 def layers_in_child(

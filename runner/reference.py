@@ -644,8 +644,11 @@ def _compile_record(folder: Path | None) -> dict | None:
 
 
 def _record_is_ours(pte: Path, record: dict) -> bool:
-    """The record's delegates are this program's (by payload digest); a record without
-    delegates (a CPU-only compile) cannot be checked and is taken as the program's."""
+    """The record is this program's: the program's bytes are the ones the compile wrote
+    (``program_sha256``), or its delegates are the record's (by payload digest; a CPU-only
+    program has none, so only the first rule can claim it)."""
+    if record.get("program_sha256") == _sha256(pte):
+        return True
     delegates = record.get("delegates")
     digests = {d.get("payload_sha256") for d in delegates if isinstance(d, dict)} if (
         isinstance(delegates, list)) else set()  # fmt: skip

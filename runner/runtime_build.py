@@ -179,12 +179,19 @@ class ProgramFacts:
     memory_mode: str | None
     all_ops: list[str] = field(default_factory=list)  # every operator table entry, prim too
     external_blocks: list[str] = field(default_factory=list)  # Vela blocks kept in a .ptd
+    # ETDump with intermediate outputs: (its debug buffer, what it takes from the method pool)
+    debug_need: tuple[int, int] = (0, 0)
 
 
 def program_facts(pte: Path) -> ProgramFacts:
     """What the build needs to know of the program, from etu's own decoder."""
     from etu.parsers.errors import ParseError
-    from etu.parsers.fit import _metadata_estimate, method_pool_need, vela_flags
+    from etu.parsers.fit import (
+        _metadata_estimate,
+        intermediate_pool_bytes,
+        method_pool_need,
+        vela_flags,
+    )
     from etu.parsers.program_facts import cpu_operators, delegates
     from etu.parsers.pte import open_program
 
@@ -200,6 +207,7 @@ def program_facts(pte: Path) -> ProgramFacts:
             ids = [i.delegate.id for i in infos]
             flags = vela_flags(infos[0].delegate.spec("compile_flags")) if infos else {}
             external = sorted({b for i in infos if i.payload for b in i.payload.external_blocks})
+            debug = intermediate_pool_bytes(program)
     except ParseError as error:  # an unreadable program is a refused input (2), not a build
         raise BuildInputError(str(error)) from None
     need = planned + inputs + metadata
@@ -208,7 +216,8 @@ def program_facts(pte: Path) -> ProgramFacts:
         f"{metadata:,} B"
     )
     mode = flags.get("memory-mode")
-    return ProgramFacts(ops, bool(ids), ids, targets, need, detail, scratch, mode, every, external)
+    return ProgramFacts(ops, bool(ids), ids, targets, need, detail, scratch, mode, every, external,
+                        debug)  # fmt: skip
 
 
 def auto_pools(facts: ProgramFacts) -> tuple[dict[str, int], str]:
@@ -392,6 +401,7 @@ def build_runner(
     select_ops: list[str] | None = None,
     bundleio: bool = False,
     etdump: bool = False,
+    intermediates: bool = False,
     fault_on_start: bool = False,
     progress: Progress | None = None,
     workspace: Path | None = None,
@@ -405,7 +415,8 @@ def build_runner(
     """Build the runner for ``board`` with ``pte`` baked in; ELF, map, record in ``out``.
     ``inputs`` (``FILE.npy``, ``FILE.npz`` or ``random:SEED``) bundles those inputs (BundleIO);
     the tensors are saved beside the ELF and the record's ``options.inputs`` says what they
-    are."""
+    are. ``intermediates``: the ETDump also keeps every kernel call's outputs (a debug buffer
+    taken from the method pool, which grows by as much)."""
     say = progress or (lambda _text: None)
     if board not in BOARDS:
         raise RuntimeBuildError(f"--board {board}: expected one of {', '.join(BOARDS)}")
@@ -434,6 +445,12 @@ def build_runner(
         pools, basis = auto_pools(facts)
     else:
         basis = "given with --pools"
+    etdump = etdump or intermediates
+    debug_buffer, debug_pool = facts.debug_need
+    if intermediates:
+        pools = {**pools, "method": pools["method"] + debug_pool}
+        basis += (f"; + {debug_pool:,} B for the ETDump debug buffer ({debug_buffer:,} B) and "
+                  "its base64 text")  # fmt: skip
     chosen_ops = list(facts.ops if select_ops is None else select_ops)
     check_operator_names(chosen_ops, "--select-ops" if select_ops is not None else str(pte))
     check_operator_names(facts.all_ops, str(pte))
@@ -462,6 +479,8 @@ def build_runner(
         sort_keys=True,
     )  # fmt: skip
     key = hashlib.sha256(key_text.encode()).hexdigest()[:16]
+    # Only the runner's own file sees these: the tree of a plain ETDump build serves.
+    options["etdump_intermediates"] = intermediates
     build_dir = cache_root() / "runtime-build" / key
     check_plain_path(build_dir, "build cache", "ETU_BUILD_CACHE")
     check_plain_path(root, "ExecuTorch source", "ETU_EXECUTORCH_SRC")
@@ -491,6 +510,8 @@ def build_runner(
         "ET_ARM_BAREMETAL_METHOD_ALLOCATOR_POOL_SIZE": str(pools["method"]),
         "ET_ARM_BAREMETAL_SCRATCH_TEMP_ALLOCATOR_POOL_SIZE": str(pools["temp"]),
         "ET_BUNDLE_IO": "ON" if bundleio else "OFF",
+        "ET_DUMP_INTERMEDIATE_OUTPUTS": "ON" if intermediates else "OFF",
+        "ET_DEBUG_BUFFER_SIZE": str(debug_buffer) if intermediates else "",
         "ETU_FAULT_ON_START": "ON" if fault_on_start else "OFF",
         # upstream's rule (corstone_utils.cmake): Shared_Sram/Sram_Only put the NPU's
         # scratch (the temp pool, .bss.tensor_arena) in SRAM, Dedicated_Sram in DDR

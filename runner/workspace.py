@@ -510,6 +510,12 @@ class Workspace:
         """Where :meth:`firmware_for` looks, for a 'no firmware' message."""
         return firmware_places(self.root, self.program, board)
 
+    def no_firmware(self, target: str) -> str:
+        """Why no firmware was found for ``target``: the board and where the rule looked."""
+        board = board_for_target(target)
+        places = self.firmware_places(board)
+        return f"no firmware ELF for {board or target} in {self.name} (looked for {places})"
+
     def label(self, path: Path) -> str:
         """``path`` relative to the workspace when inside it, else its file name."""
         return file_label(path, self.root)

@@ -98,7 +98,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         if program is None:
             raise CommandError(f"{folder}: the session names no program file; pass "
                                "--pte PROGRAM.pte")  # fmt: skip
-        layers = program_layers_record(program, args, inputs=_session_inputs(folder))
+        layers = program_layers_record(program, args, _session_inputs(folder), folder)
         record = {**record, "layers": layers["layers"], "layers_summary": layers["layers_summary"]}
     if args.json:
         out.write(json.dumps(record) + "\n")
@@ -125,17 +125,18 @@ def _session_inputs(folder: Path) -> Path | None:
 
 
 def program_layers_record(
-    program: Path, args: argparse.Namespace, inputs: Path | None = None
-) -> dict:
+    program: Path, args: argparse.Namespace, inputs: Path | None = None,
+    session: Path | None = None,
+) -> dict:  # fmt: skip
     """The per-layer comparison of ``program`` (``--layers``) on ``inputs`` (None: all
-    ones), or a one-line error."""
+    ones), with the target's layers where ``session`` kept them, or a one-line error."""
     from etu.runner.layers import LayersError, program_layers
 
     if not Path(program).is_file():
         raise CommandError(f"{program}: no such program file")
     try:
         return program_layers(Path(program), tosa=args.tosa, inputs=inputs,
-                              threshold_db=args.sqnr_threshold)  # fmt: skip
+                              threshold_db=args.sqnr_threshold, session=session)  # fmt: skip
     except (LayersError, OSError, ValueError, RuntimeError) as error:
         raise CommandError(first_line(str(error)) or describe_error(error)) from None
 
@@ -165,8 +166,10 @@ def write_layers_text(record: dict, out: TextIO) -> None:
     several = len({layer["delegate"] for layer in record["layers"]} - {None}) > 1
     if several:
         out.write("layer@N: a layer of delegate N (each delegate's graph names its own)\n")
+    target = summary.get("target") if isinstance(summary.get("target"), dict) else None
+    column = f" {'target':>10}" if target and target.get("source") else ""
     out.write(f"{'#':>3}  {'layer':<28} {'module':<20} {'unit':<4} {'SQNR dB':>8} "
-              f"{'cosine':>9} {'max|e|':>9}\n")  # fmt: skip
+              f"{'cosine':>9} {'max|e|':>9}{column}\n")  # fmt: skip
     drop = summary.get("largest_drop") or {}
     for k, layer in enumerate(record["layers"]):
         name = layer["name"] + (f"@{layer['delegate']}" if several and layer["delegate"] is not
@@ -186,6 +189,7 @@ def write_layers_text(record: dict, out: TextIO) -> None:
             f"{k:>3}  {neutralise(name):<28} {_module_label(layer):<20} "
             f"{layer['unit']:<4} {sqnr:>8} {_number(layer['cosine'], '.6f', 'n/a'):>9} "
             f"{_number(layer['max_abs_error'], '.3g', 'n/a'):>9}"
+            f"{f' {_target_cell(layer):>10}' if column else ''}"
             f"{'  ← ' + '; '.join(marks) if marks else ''}\n"
         )
     weakest = next((layer for layer in record["layers"] if layer.get("weakest")), None)
@@ -195,6 +199,28 @@ def write_layers_text(record: dict, out: TextIO) -> None:
     first = summary.get("first_below_threshold")
     out.write(f"first below {threshold:g} dB: {neutralise(first) if first else 'none'}\n")
     out.write(f"note: {summary['note']}\n")
+    if target is not None:
+        out.write(f"target: {_target_summary(target)}\n")
+
+
+def _target_cell(layer: dict) -> str:
+    """The target's integers against the host's: = host, or ≠COUNT ±STEPS; n/a: not kept."""
+    differing = layer.get("target_differing")
+    if differing is None:
+        return "n/a"
+    return "= host" if differing == 0 else f"≠{differing} ±{layer.get('target_max_lsb')}"
+
+
+def _target_summary(target: dict) -> str:
+    from etu.parsers.text import printable
+
+    if not target.get("source"):
+        return printable(str(target.get("note") or ""))
+    read, exact = target.get("read", 0), target.get("exact", 0)
+    verdict = "every one equal to the host" if read == exact else f"{read - exact} differ"
+    note = f"; {target['note']}" if target.get("note") else ""
+    return (f"{read} of {target.get('cpu_layers', 0)} CPU layers read from "
+            f"{printable(str(target['source']))}: {verdict}{note}")  # fmt: skip
 
 
 def _metrics_line(o: dict) -> str:

@@ -54,6 +54,10 @@ def add_build_options(parser: argparse.ArgumentParser, *, board_required: bool =
     )  # fmt: skip
     parser.add_argument("--etdump", action="store_true", help="runner with the ETDump tracer")
     parser.add_argument(
+        "--etdump-intermediates", action="store_true",
+        help="--etdump keeping every kernel call's outputs (etu compare --layers reads them)",
+    )  # fmt: skip
+    parser.add_argument(
         "--fault-on-start", action="store_true",
         help="platform layer faults on purpose before main (to test the fault path)",
     )  # fmt: skip
@@ -131,7 +135,8 @@ def build_from_args(args: argparse.Namespace, folder: Path, *, err: TextIO | Non
 
     return build_runner(
         args.pte, args.board, folder, pools=pools, select_ops=select, bundleio=args.bundleio,
-        etdump=args.etdump, fault_on_start=args.fault_on_start, progress=progress,
+        etdump=args.etdump, intermediates=getattr(args, "etdump_intermediates", False),
+        fault_on_start=args.fault_on_start, progress=progress,
         bundle_inputs=tuple(getattr(args, "bundle_input", ())),
         bundle_seed=getattr(args, "seed", 0),
         bundle_expected=tuple(getattr(args, "bundle_expected", ())),

@@ -49,6 +49,31 @@ def sqnr_text(row: dict) -> str:
     return _number(row.get("sqnr_db"), ".1f")
 
 
+def target_text(row: dict) -> str:
+    """The target's integers against the host's: "= host", or how many differ and by how
+    many steps at most (–: the run kept no intermediate outputs for this layer)."""
+    differing = row.get("target_differing")
+    if differing is None:
+        return MISSING
+    return "= host" if differing == 0 else f"≠{differing} ±{row.get('target_max_lsb')}"
+
+
+def target_line(summary: dict) -> Content | None:
+    """Where the target's layers come from, or why there are none (a session only)."""
+    target = summary.get("target")
+    if not isinstance(target, dict):
+        return None
+    if not target.get("source"):
+        return Content.styled(f"target: {printable(str(target.get('note') or ''))}", "dim")
+    read, exact = target.get("read", 0), target.get("exact", 0)
+    verdict = ("$text-success", "every one equal to the host") if read == exact else (
+        "$text-error bold", f"{read - exact} differ from the host")  # fmt: skip
+    return Content.assemble(
+        ("target: ", "bold"), f"{read} of {target.get('cpu_layers', 0)} CPU layers read · ",
+        (verdict[1], verdict[0]), (f" · {printable(str(target['source']))}", "dim"),
+    )  # fmt: skip
+
+
 def marks(row: dict) -> str:
     return "".join(
         mark
@@ -93,6 +118,9 @@ def summary_lines(record: dict) -> list[Content]:
     if weakest:
         lines.append(Content.assemble((f"{WEAKEST} weakest: ", "bold"), printable(named(weakest)),
                                       f" {sqnr_text(rows.get(weakest, {}))} dB"))  # fmt: skip
+    target = target_line(summary)
+    if target is not None:
+        lines.append(target)
     return lines
 
 
@@ -129,6 +157,7 @@ class LayersTable(VirtualTable):
         Column("SQNR dB", 7, "right"),
         Column("cosine", 7, "right"),
         Column("max|e|", 8, "right"),
+        Column("target", 8, "right"),
     )
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -149,7 +178,7 @@ class LayersTable(VirtualTable):
         return [
             marks(row), str(index), name, module_text(row), str(row.get("unit") or MISSING),
             sqnr_text(row), _number(row.get("cosine"), ".5f"),
-            _number(row.get("max_abs_error"), ".3g"),
+            _number(row.get("max_abs_error"), ".3g"), target_text(row),
         ]  # fmt: skip
 
     def row_class(self, index: int) -> str | None:
@@ -184,7 +213,7 @@ class LayersScreen(ModalScreen[None]):
         & #layers-status { height: auto; padding: 0 1; }
         & #layers-status.-error { color: $text-error; text-style: bold; }
         & LayersTable { height: 1fr; }
-        & #layers-summary { height: auto; max-height: 4; padding: 0 1; }
+        & #layers-summary { height: auto; max-height: 5; padding: 0 1; }
         & Label { color: $text-muted; padding: 0 1; }
     }
     """
@@ -212,6 +241,20 @@ class LayersScreen(ModalScreen[None]):
         self.on_result = on_result
         self._request = 0
         self._started = 0.0
+
+    @classmethod
+    def kept_in(
+        cls, records: dict[tuple[str, str], dict], pte: Path | None, session: Path | None,
+        label: str,
+    ) -> LayersScreen:  # fmt: skip
+        """The view of ``pte`` (on ``session``'s inputs when given) that shows a record
+        already in ``records`` at once and keeps a new one there."""
+        key = (str(pte or ""), str(session or ""))
+
+        def keep(record: dict) -> None:
+            records[key] = record
+
+        return cls(pte, session, label=label, record=records.get(key), on_result=keep)
 
     def compose(self) -> ComposeResult:
         with Vertical() as box:

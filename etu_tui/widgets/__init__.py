@@ -28,6 +28,7 @@ from etu.tui.widgets.npu import (
 )
 from etu.tui.widgets.past_runs import PastRunsList
 from etu.tui.widgets.plan import PlanFacts
+from etu.tui.widgets.pmu_pane import PmuPane
 from etu.tui.widgets.run import RunPanel
 from etu.tui.widgets.run_launch import RunBridge, RunElfScreen
 from etu.tui.widgets.run_log import HexView, LogView
@@ -35,7 +36,6 @@ from etu.tui.widgets.run_panes import (
     AllocatorPane,
     OperatorsPane,
     OutputsPane,
-    PmuPane,
     ProcessPane,
     RunBanner,
 )

@@ -9,10 +9,7 @@ workers and what they show. Batches of a run's events come through a
 
 from __future__ import annotations
 
-import os
-import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -31,18 +28,17 @@ from etu.fvp.launch import LaunchError
 from etu.fvp.targets import targets
 from etu.runner.run import RunController
 from etu.runner.run_model import RING_LINES, LaunchInfo, RunRecord
-from etu.runner.runtime_run import NPU_LABEL
 from etu.runner.session import sessions_root
-from etu.runner.workspace import Workspace, board_for_target, file_label
+from etu.runner.workspace import Workspace, file_label
 from etu.tui.commands import PaletteCommand
 from etu.tui.keys import bindings
 from etu.tui.safe_text import printable
 from etu.tui.screens.preflight import PreflightScreen
 from etu.tui.widgets.firmware_panels import FirmwarePicked
-from etu.tui.widgets.formatting import short_path
 from etu.tui.widgets.history import SessionRecorded
 from etu.tui.widgets.log_box import LogBox
 from etu.tui.widgets.past_runs import PastRunsList
+from etu.tui.widgets.pmu_pane import PmuPane
 from etu.tui.widgets.run_header import DEFAULT_TARGET, RunHeader
 from etu.tui.widgets.run_launch import (
     HeapFreeze,
@@ -50,12 +46,11 @@ from etu.tui.widgets.run_launch import (
     LaunchPlan,
     RunBridge,
     RunElfScreen,
-    inputs_label,
     inputs_plan,
     io_notes,
     launch_plan,
+    next_run_hint,
     preflight,
-    start_failure,
 )
 from etu.tui.widgets.run_log import LogView
 from etu.tui.widgets.run_messages import RunBatch, RunEnded, RunFailed, RunStarted, RunStats
@@ -63,16 +58,13 @@ from etu.tui.widgets.run_panes import (
     AllocatorPane,
     OperatorsPane,
     OutputsPane,
-    PmuPane,
     ProcessPane,
     RunBanner,
-    per_inference,
     session_name,
 )
+from etu.tui.widgets.run_threads import RunThreads, StartRequest
 from etu.tui.widgets.send_box import SendBox
 from etu.tui.widgets.triage import missing_fix, missing_operator_lines
-
-HISTORY = 120  # PMU reports kept for the sparkline
 
 Prepare = Callable[[], LaunchPlan]
 
@@ -116,14 +108,10 @@ class RunPanel(Vertical):
         self.live: RunRecord | None = None  # this console's latest run
         self.shown: RunRecord | None = None  # what the panes show: live or a past run
         self.run_id = 0
-        self.history: deque[float] = deque(maxlen=HISTORY)
         self._starting = False
         self._stopping = False
         self._controller: RunController | None = None
-        self._controllers: dict[int, RunController] = {}
-        self._bridges: dict[int, RunBridge] = {}
-        self._lock = threading.Lock()
-        self._closing = False
+        self._threads = RunThreads(self)  # the processes and listeners of its runs
         self._heap = HeapFreeze()  # the collector's full passes skip the UI during a run
         self._board_in_header = False  # a board's session stays on top until a control moves
 
@@ -152,16 +140,9 @@ class RunPanel(Vertical):
 
     def close(self) -> None:
         """Kill every run this panel started (the console is closing)."""
-        with self._lock:
-            self._closing = True
-            controllers = list(self._controllers.values())
-            bridges = list(self._bridges.values())
+        self._threads.close()
         for past in self.query(PastRunsList):  # a long session's reports being parsed
             past.close()
-        for controller in controllers:
-            controller.kill()
-        for bridge in bridges:
-            bridge.close()
         self._heap.thaw()
 
     # -- state -------------------------------------------------------------------------
@@ -272,12 +253,7 @@ class RunPanel(Vertical):
     def _no_elf(self) -> str:
         if self.opened is None:
             return "no workspace open; press e to pick a firmware ELF"
-        board = board_for_target(self.target)
-        places = self.opened.firmware_places(board)
-        return (
-            f"no firmware ELF for {board or self.target} in {self.opened.name} (looked for "
-            f"{places}); press e to pick one"
-        )
+        return f"{self.opened.no_firmware(self.target)}; press e to pick one"
 
     # -- starting and stopping ---------------------------------------------------------
 
@@ -329,16 +305,12 @@ class RunPanel(Vertical):
         """A new live run fed by the caller through the returned listener (no process):
         a board's UART reader, a test, a benchmark."""
         self._new_live(launch)
-        bridge = RunBridge(self, self.run_id)
-        with self._lock:
-            self._bridges[self.run_id] = bridge
-        return bridge
+        return self._threads.bridge(self.run_id)
 
     def replay(self, folder: Path, timed: bool) -> bool:
         """Play a recorded session through the live panes (History's replay): at once, or
         at the pace its raw.index recorded. Not while a run is under way."""
-        if self.running:
-            self.notify("A run is under way: stop it first.", severity="warning")
+        if self._busy_running():
             return False
         bridge = self.attach(LaunchInfo(["replay", folder.name]))
         self.query_one(PastRunsList).replay(folder, bridge, timed)
@@ -383,38 +355,10 @@ class RunPanel(Vertical):
         self._show_controls()
         self._show_banner()
         self.app.refresh_bindings()
-        start = partial(self._start_in_thread, self.run_id, prepare, root, env, source)
+        request = StartRequest(self.run_id, prepare, root, env, source)
+        start = partial(self._threads.start, request)
         self.run_worker(start, thread=True, group="run-start", exit_on_error=False)
         return self.run_id
-
-    def _start_in_thread(
-        self, run_id: int, prepare: Prepare, root: Path, env: dict[str, str] | None, source=None
-    ) -> None:
-        try:
-            plan = prepare()
-            bridge = RunBridge(self, run_id)
-            try:
-                controller = RunController(
-                    plan.argv or None, sessions=root, kind=plan.kind, meta=plan.meta,
-                    listener=bridge, env=env, npu=plan.npu, source=source or plan.source,
-                )  # fmt: skip
-            except BaseException:
-                bridge.close()
-                raise
-        except Exception as error:  # no simulator, no ELF, no session folder: one line
-            self.post_message(RunFailed(run_id, start_failure(error, root)))
-            return
-        with self._lock:
-            if self._closing:
-                bridge.close()
-                controller.session.finish(
-                    exit_reason="killed", proof="the console closed before the run started"
-                )
-                return
-            self._controllers[run_id] = controller
-            self._bridges[run_id] = bridge
-        self.post_message(RunStarted(run_id, controller, plan.info))
-        controller.start()
 
     def stop_run(self) -> bool:
         controller = self._controller
@@ -467,9 +411,7 @@ class RunPanel(Vertical):
             self.query_one(ProcessPane).show(self.live, self._stable)
 
     def on_run_ended(self, message: RunEnded) -> None:
-        with self._lock:
-            self._controllers.pop(message.run_id, None)
-            self._bridges.pop(message.run_id, None)
+        self._threads.ended(message.run_id)
         if message.run_id != self.run_id or self.live is None:
             return
         self._take(self.live, message.chunks)
@@ -522,10 +464,7 @@ class RunPanel(Vertical):
         before = len(record.pmu)
         changed = record.take(chunks)
         if record is self.live:
-            for report in record.pmu[before:]:
-                cycles = per_inference(report)
-                if cycles is not None:
-                    self.history.append(cycles)
+            self.query_one(PmuPane).note_live(record.pmu[before:])
         if record is not self.shown:
             return
         if "store" in changed:  # the run outgrew the ring: its session file from now on
@@ -610,30 +549,11 @@ class RunPanel(Vertical):
         self.query_one(ProcessPane).show(record, self._stable)
 
     def _show_pmu(self, record: RunRecord | None) -> None:
-        if record is None:
-            self.query_one(PmuPane).show([], list(self.history), self.vela_cycles, False)
-            return
-        history = (
-            list(self.history)
-            if record.live
-            else [c for c in map(per_inference, record.pmu) if c is not None]
-        )
-        simulated = record.launch.simulated if record.launch else False
-        ended = record.outcome.reason if record.outcome is not None else None
-        label = record.launch.label if record.launch else ""
-        self.query_one(PmuPane).show(
-            record.pmu, history, self.vela_cycles, simulated, ended, npu=record.npu,
-            npu_invokes=record.npu_invokes, vela_calls=self.vela_calls,
-            npu_label=label if label == NPU_LABEL or record.npu else None,
-        )  # fmt: skip
+        self.query_one(PmuPane).show_record(record, self.vela_cycles, self.vela_calls)
 
     def _show_banner(self) -> None:
         record = self.shown
-        hint = f"Press r to run on {self.target} · inputs {inputs_label(self.inputs, self.elf)} (I"
-        hint += "; its runner is built with them)" if self.inputs is not None else ")"
-        hint += " · L layers"
-        for note in self.io_notes:  # what all ones, or a file's numbers, mean to it
-            hint += f"\n  {note}"
+        hint = next_run_hint(self.target, self.inputs, self.elf, self.io_notes)
         banner = self.query_one(RunBanner)
         if record is not None and record is self.live and self._starting:
             doing = f" {self._preparing}" if self._preparing else ""
@@ -751,17 +671,10 @@ class RunPanel(Vertical):
         if pte is None and session is None:
             self.notify("Open a program or a session first.", severity="warning")
             return
-        key = (str(pte or ""), str(session or ""))
         label = session.name if session is not None else (pte.name if pte else "")
         if session is not None and self._stable:
             label = session_name(session.name, True)
-
-        def keep(record: dict) -> None:
-            self.layer_records[key] = record
-
-        known = self.layer_records.get(key)
-        self.app.push_screen(LayersScreen(pte, session, label=label, record=known,
-                                          on_result=keep))  # fmt: skip
+        self.app.push_screen(LayersScreen.kept_in(self.layer_records, pte, session, label))
 
     def action_focus_send(self) -> None:
         self.query_one(SendBox).focus_input()
@@ -772,21 +685,20 @@ class RunPanel(Vertical):
     def action_stop_run(self) -> None:
         self.stop_run()
 
-    def action_pick_run_elf(self) -> None:
+    def _busy_running(self) -> bool:
+        """A run is under way (and the user is told to stop it first)."""
         if self.running:
             self.notify("A run is under way: stop it first.", severity="warning")
-            return
-        if self.elf is not None:
-            start = short_path(self.elf)
-        else:
-            start = f"{short_path(self.workspace)}{os.sep}" if self.workspace else ""
-        self.app.push_screen(RunElfScreen(start, self.target), callback=self._elf_chosen)
+        return self.running
+
+    def action_pick_run_elf(self) -> None:
+        if not self._busy_running():
+            screen = RunElfScreen.at(self.elf, self.workspace, self.target)
+            self.app.push_screen(screen, callback=self._elf_chosen)
 
     def action_choose_inputs(self) -> None:
-        if self.running:
-            self.notify("A run is under way: stop it first.", severity="warning")
-            return
-        self.app.push_screen(InputsScreen(self.inputs or ""), callback=self._inputs_chosen)
+        if not self._busy_running():
+            self.app.push_screen(InputsScreen(self.inputs or ""), callback=self._inputs_chosen)
 
     def _inputs_chosen(self, text: str | None) -> None:
         if text is None:

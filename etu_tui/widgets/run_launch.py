@@ -13,6 +13,7 @@ panel has taken the first, so a flood coalesces into bigger batches instead of a
 from __future__ import annotations
 
 import gc
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from etu.runner.run import ByteSource, RunListener, RunOutcome
 from etu.runner.run_model import Chunk, LaunchInfo, split_events
 from etu.runner.runtime_run import QEMU_BOARD
 from etu.tui.screens.open_file import OpenFileScreen
+from etu.tui.widgets.formatting import short_path
 from etu.tui.widgets.run_messages import RunBatch, RunEnded, RunStats
 
 BATCH_SECONDS = 0.05
@@ -145,6 +147,15 @@ def inputs_plan(target: str, pte: Path | None, inputs: str, limit: int | None, s
     except (BundleError, RuntimeBuildError, SourceError) as error:
         raise LaunchError(f"inputs {inputs}: {error}") from None
     return launch_plan(target, elf, limit)
+
+
+def next_run_hint(target: str, inputs: str | None, elf: Path | None, notes: list[str]) -> str:
+    """The banner before a run: the key, the target, the inputs and what they mean to the
+    program (``notes``: its integer IO, one sentence each)."""
+    hint = f"Press r to run on {target} · inputs {inputs_label(inputs, elf)} (I"
+    hint += "; its runner is built with them)" if inputs is not None else ")"
+    hint += " · L layers"
+    return hint + "".join(f"\n  {note}" for note in notes)
 
 
 def start_failure(error: Exception, root: Path) -> str:
@@ -276,6 +287,13 @@ class RunElfScreen(OpenFileScreen):
         if target == QEMU_BOARD:
             self.HINT = self.QEMU_HINT
         self.DIALOG_TITLE = f"Firmware ELF to run on {target_kind(target)}"
+
+    @classmethod
+    def at(cls, elf: Path | None, workspace: Path | None, target: str) -> RunElfScreen:
+        """The dialog prefilled with the current ELF, else the workspace folder."""
+        if elf is not None:
+            return cls(short_path(elf), target)
+        return cls(f"{short_path(workspace)}{os.sep}" if workspace else "", target)
 
 
 class InputsScreen(OpenFileScreen):

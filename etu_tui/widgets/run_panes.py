@@ -1,7 +1,8 @@
-"""The Run tab's small panes: PMU counters, allocator gauges, outputs, operators, process
-and the banner that says how a run ended. Each shows a RunRecord; the outputs, operators
-and banner panes also run the worker that fills in what they show (the host comparison,
-the ETDump, the fault triage) and keep its result on the record.
+"""The Run tab's small panes: allocator gauges, outputs, operators, process and the
+banner that says how a run ended (the PMU pane has its own module). Each shows a
+RunRecord; the outputs, operators and banner panes also run the worker that fills in what
+they show (the host comparison, the ETDump, the fault triage) and keep its result on the
+record.
 
 Text a device printed (counter names, dtypes, the proof line) goes through ``printable``.
 """
@@ -12,193 +13,31 @@ from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
-from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.widgets import Label, Sparkline, Static
+from textual.widgets import Static
 
 from etu.parsers.errors import describe_error
-from etu.parsers.runner_events import MemoryReport, NpuInvoke, OutputTensor, PmuReport
+from etu.parsers.runner_events import MemoryReport, OutputTensor
 from etu.runner.process import ProcessStats
 from etu.runner.run_model import REASON_CLASS, RunRecord
-from etu.runner.runtime_run import NPU_LABEL
 from etu.tui.safe_text import printable
 from etu.tui.widgets.formatting import shape as shape_text
 from etu.tui.widgets.memory import gauge
 from etu.tui.widgets.npu_invoke_lines import (
     MISSING,
-    VelaCall,
     count,
     labelled,
-    npu_lines,
     npu_summary,
 )
+from etu.tui.widgets.pmu_pane import GAUGE
 from etu.tui.widgets.run_messages import FaultDecoded, OperatorsRead, OutputsCompared
 from etu.tui.widgets.triage import fault_lines
 
-GAUGE = 10
-PMU_PREFIX = "ETHOSU_PMU_"
 REASON_MARK = {"success": "✓", "runner_error": "✗", "hard_fault": "✗", "crash": "✗"}
 
 
 def mib(value: int) -> str:
     return f"{value / 2**20:,.1f} MiB"
-
-
-def per_inference(report: PmuReport) -> float | None:
-    """NPU cycles of one inference (the report sums every inference of the run)."""
-    if report.npu_cycles is None:
-        return None
-    return report.npu_cycles / report.npu_inferences if report.npu_inferences else report.npu_cycles
-
-
-def utilisation(report: PmuReport) -> tuple[float | None, str]:
-    """NPU utilisation in percent: NPU active cycles over all cycles, that is (cycle
-    counter − NPU_IDLE) / cycle counter, when the report counts NPU_IDLE; and how."""
-    idle = next(
-        (v for k, v in (report.counters or {}).items() if k.upper().endswith("NPU_IDLE")), None
-    )
-    if report.npu_cycles and idle is not None and 0 <= idle <= report.npu_cycles:
-        busy = report.npu_cycles - idle
-        return 100.0 * busy / report.npu_cycles, "(cycles − NPU_IDLE) / cycles"
-    return None, ""
-
-
-WHY_NO_PMU = {
-    "hard_fault": "the core faulted before the runner printed it",
-    "runner_error": "the runner stopped on an error before printing it",
-    "time_limit": "the time limit ended the run before the runner printed it",
-    "crash": "the simulator crashed before the runner printed it",
-    "killed": "the run was stopped before the runner printed it",
-    "incomplete": "the log ended before the runner printed it",
-}
-
-
-# ------------------------------------------------------------------------- PMU
-
-
-class PmuPane(Vertical):
-    """The latest PMU report: NPU cycles next to Vela's estimate, utilisation, counters,
-    and the history of per-inference NPU cycles as a sparkline."""
-
-    DEFAULT_CSS = """
-    PmuPane {
-        border: round $primary;
-        border-title-style: bold;
-        border-subtitle-color: $text-muted;
-        padding: 0 1;
-        & > #pmu-text { height: auto; }
-        & > Horizontal { height: 1; }
-        & Label { color: $text-muted; width: auto; margin-right: 1; }
-        & Sparkline { height: 1; width: 1fr; }
-        .-simulated { color: $text-warning; text-style: bold; }
-    }
-    """
-
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self.lines: list[str] = []
-
-    def compose(self) -> ComposeResult:
-        yield Static(id="pmu-text")
-        with Horizontal():
-            yield Label("history", id="pmu-history-label")
-            yield Sparkline([], summary_function=max, id="pmu-history")
-
-    def show(
-        self,
-        reports: Sequence[PmuReport],
-        history: Sequence[float],
-        vela_cycles: float | None,
-        simulated: bool,
-        ended: str | None = None,
-        *,
-        npu: dict[int | None, NpuInvoke] | None = None,
-        npu_invokes: dict[int | None, int] | None = None,
-        vela_calls: Sequence[VelaCall] = (),
-        npu_label: str | None = None,
-    ) -> None:
-        """``ended``: the run's end reason when it is over (says why a report is missing).
-        ``npu_label``: the run is on the emulated board with etu's NPU (its label): without
-        a PMU report the pane shows ``npu`` (the last invoke per delegate) instead."""
-        text = self.query_one("#pmu-text", Static)
-        spark = self.query_one("#pmu-history", Sparkline)
-        spark.data = list(history)
-        self.query_one("#pmu-history-label", Label).update(
-            f"history ({len(history)})" if history else "history"
-        )
-        sim = " · SIMULATED" if simulated else ""
-        self.border_title = f"PMU · {len(reports)} report{'' if len(reports) == 1 else 's'}{sim}"
-        self.border_subtitle = "NPU cycles per inference" if history else ""
-        if not reports and (npu or npu_label):
-            self.border_title = "PMU · emulated NPU · no cycles"
-            self.border_subtitle = "the functional model's counts"
-            lines = npu_lines(npu or {}, npu_invokes or {}, vela_calls, npu_label or NPU_LABEL)
-            self.lines = [line.plain for line in lines]
-            text.update(Content("\n").join(lines))
-            return
-        if not reports:
-            self.lines = []
-            why = WHY_NO_PMU.get(ended or "")
-            if why:
-                lines = [Content.styled(f"No PMU report: {why}", "bold")]
-                lines.append(
-                    Content.styled("(Ethos-U runners print it after the inferences).", "dim")
-                )
-            elif ended:
-                lines = [Content.styled("No PMU report: this runner build prints none", "dim")]
-                lines.append(Content.styled("(it needs the Ethos-U PMU enabled).", "dim"))
-            else:
-                lines = [Content.styled("No PMU report yet: Ethos-U runners print one", "dim")]
-                lines.append(Content.styled("after the inferences.", "dim"))
-            if vela_cycles:
-                lines.append(labelled("Vela estimate", f"{count(vela_cycles)} cycles"))
-            text.update(Content("\n").join(lines))
-            return
-        report = reports[-1]
-        measured = "simulated" if simulated else "measured"
-        cycles = per_inference(report)
-        inferences = report.npu_inferences
-        first = Content.assemble(
-            ("NPU cycles ", "dim"),
-            (count(report.npu_cycles), "bold"),
-            (" simulated" if simulated else "", "$text-warning bold"),
-            (f" · {inferences} inference{'' if inferences == 1 else 's'}", "dim")
-            if inferences is not None
-            else "",
-        )
-        lines = [first]
-        if vela_cycles:
-            vela = f"Vela estimate {count(vela_cycles)} cycles · {measured} {count(cycles)}"
-            if cycles is not None:
-                vela += f" ({(cycles - vela_cycles) / vela_cycles * 100:+.1f}%)"
-            lines.append(Content(vela))
-        else:
-            lines.append(
-                Content.styled(f"{measured} {count(cycles)}/inference · no Vela estimate", "dim")
-            )
-        share, source = utilisation(report)
-        if share is not None:
-            lines.append(
-                Content.assemble(
-                    ("NPU utilisation ", "dim"),
-                    (gauge(share, GAUGE), "$text-success"),
-                    (f" {share:.1f}%", "bold"),
-                    (f" {source}", "dim"),
-                )
-            )
-        if report.npu_ratio is not None:
-            lines.append(labelled("runner's NPU ratio", f"{report.npu_ratio:.1f}%"))
-        cpu = f"CPU cycles {count(report.cpu_cycles)}"
-        if report.delegations is not None:
-            cpu += f" · delegations {report.delegations}"
-        lines.append(Content.styled(cpu, "dim"))
-        counters = report.counters or {f"cntr{i}": v for i, v in enumerate(report.counter_values)}
-        for name, value in counters.items():
-            short = printable(name.removeprefix(PMU_PREFIX))
-            lines.append(Content.assemble(f"{short[:36]:<36}", (f"{count(value):>14}", "bold")))
-        self.lines = [line.plain for line in lines]
-        text.update(Content("\n").join(lines))
 
 
 # ------------------------------------------------------------------------- allocator

@@ -14,7 +14,8 @@ from textual.widgets import Select
 
 from etu.runner.runtime_run import NPU_LABEL
 from etu.tui.app import EtuApp
-from etu.tui.widgets.run_panes import PmuPane, RunBanner
+from etu.tui.widgets.pmu_pane import PmuPane
+from etu.tui.widgets.run_panes import RunBanner
 from tests.console_helpers import SIZE, open_run_tab, wait_run, wait_run_end
 from tests.helpers import demo_workspace
 from tests.real_runner import build, runtime_environment

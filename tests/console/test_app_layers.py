@@ -113,6 +113,32 @@ async def test_the_view_marks_the_first_layer_below_the_threshold(workspace: Pat
         assert "demo_cnn.pte against etu_float_model.pt2 · inputs random:7" in shown
 
 
+async def test_the_targets_layers_are_shown_beside_the_hosts(workspace: Path) -> None:
+    """A session whose runner kept its intermediate outputs: each CPU layer says whether the
+    target's integers equal the host's, and the summary says how many differ."""
+    record = fake_record()
+    kept = [(0, 0), (3, 2), (None, None), (None, None)]
+    for row, (differing, steps) in zip(record["layers"], kept, strict=True):
+        row.update(unit="CPU", target_differing=differing, target_max_lsb=steps)
+    record["layers_summary"]["target"] = {
+        "source": "20261126-qemu-000/debug_buffer-001.bin (ETDump intermediate outputs)",
+        "cpu_layers": 4, "read": 2, "exact": 1, "note": None,
+    }  # fmt: skip
+    app = EtuApp(workspace / "demo_cnn.pte")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_run_tab(pilot)
+        screen = LayersScreen(workspace / "demo_cnn.pte", compute=lambda pte, s: record)
+        await app.push_screen(screen)
+        await wait_until(pilot, lambda: not screen.computing, what="the fake record")
+        await pilot.pause()
+        texts = screen.query_one(LayersTable).row_texts()
+        assert texts[0].endswith("= host") and texts[1].endswith("≠3 ±2")
+        assert texts[2].endswith("–"), "a layer the run kept nothing of"
+        shown = screen_text(app)
+        assert "target: 2 of 4 CPU layers read · 1 differ from the host" in shown
+        assert "= host" in shown and "≠3 ±2" in shown, "the column fits at 80×24"
+
+
 async def test_an_error_is_one_line_and_no_table(workspace: Path) -> None:
     def no_graph(pte, session):
         raise LayersError(f"{pte}: no TOSA graph for delegate 0 (compiled elsewhere?)\nmore")

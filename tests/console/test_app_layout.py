@@ -111,7 +111,7 @@ async def test_pmu_pane_names_utilisation_and_the_runners_ratio(
     async with app.run_test(size=(140, 45)) as pilot:
         await settle(pilot)
         await _finish_run(pilot)
-        from etu.tui.widgets.run_panes import PmuPane
+        from etu.tui.widgets.pmu_pane import PmuPane
 
         report = app.run_panel.shown.pmu[-1]
         idle = next(v for k, v in report.counters.items() if k.endswith("NPU_IDLE"))

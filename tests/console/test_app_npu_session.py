@@ -14,7 +14,8 @@ from etu.runner.runtime_run import NPU_LABEL
 from etu.runner.session import SessionWriter, sessions_root
 from etu.tui.app import EtuApp
 from etu.tui.widgets.npu_invoke_lines import npu_lines
-from etu.tui.widgets.run_panes import PmuPane, RunBanner
+from etu.tui.widgets.pmu_pane import PmuPane
+from etu.tui.widgets.run_panes import RunBanner
 from tests.console_helpers import SIZE, open_run_tab, screen_text, wait_until
 
 pytestmark = pytest.mark.anyio

@@ -122,7 +122,7 @@ async def test_run_on_the_demo_firmware_succeeds(workspace: Path, standin: Path)
         assert f"NPU cycles {report.npu_cycles:,} simulated" in pmu.lines[0]
         assert f"Vela estimate {vela:,} cycles · simulated {report.npu_cycles:,}" in pmu.lines[1]
         assert "SIMULATED" in str(pmu.border_title)
-        assert panel.history[-1] == report.npu_cycles / report.npu_inferences
+        assert pmu.history[-1] == report.npu_cycles / report.npu_inferences
 
         # Allocator: the method pool's size from the runner's memory summary.
         memory = [e for e in events if isinstance(e, MemoryReport)][-1]
