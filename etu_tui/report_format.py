@@ -30,6 +30,9 @@ TITLES = {
     "tools": "Tool versions and hashes",
 }
 
+# What a session's process was, by session kind (a board session has none of its own).
+PROCESS_NAMES = {"fvp": "simulator", "qemu": "emulator (QEMU)", "board": "monitor"}
+
 
 @dataclass(slots=True)
 class Section:
@@ -114,8 +117,9 @@ def sections(report: dict) -> list[Section]:
 
     e = report["ending"]
     line = f" (log line {e['proof_line']})" if e["proof_line"] else ""
-    out["ending"].p(f"Ended: {e['reason']}{line}; runner verdict {e['verdict'] or '-'}; "
-                    f"simulator exit status {number(e['returncode'])}")  # fmt: skip
+    process = PROCESS_NAMES.get(s["kind"], "simulator")
+    status = "" if e["returncode"] is None else f"; {process} exit status {number(e['returncode'])}"
+    out["ending"].p(f"Ended: {e['reason']}{line}; runner verdict {e['verdict'] or '-'}{status}")
     out["ending"].code(e["proof"] or "(no line proves it)")
     if e["errors"]:
         out["ending"].table(
@@ -160,7 +164,8 @@ def sections(report: dict) -> list[Section]:
          ["ethos-u-vela (installed)", number(t["ethos-u-vela"])],
          ["Vela (that made the estimate)", number(t["vela_in_report"])],
          ["Python", t["python"]],
-         ["simulator", f"{t['simulator'] or '-'}" + (" (stand-in)" if t["simulated"] else "")],
+         [PROCESS_NAMES.get(s["kind"], "simulator"),
+          f"{t['simulator'] or '-'}" + (" (stand-in)" if t["simulated"] else "")],
          ["program sha256", number(t["program_sha256"])],
          ["firmware", number(t["firmware"])], ["firmware sha256", number(t["firmware_sha256"])]],
     )  # fmt: skip
@@ -173,9 +178,10 @@ def sections(report: dict) -> list[Section]:
 # --------------------------------------------------------------------------- Markdown
 
 # Characters that start markup anywhere; underscores only at a word's edge (intraword ones
-# never emphasise, and identifiers stay readable); block markers only at the start.
+# never emphasise, and identifiers stay readable); block markers only at the start, a
+# number's dot only when a list item would start there (``1. x``, never ``0.1.0``).
 _MD_SPECIAL = re.compile(r"([\\`*\[\]|~])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-_MD_BLOCK_START = re.compile(r"^(\s*)(?:([#>+=-])|(\d+)([.)]))")
+_MD_BLOCK_START = re.compile(r"^(\s*)(?:([#>+=-])|(\d+)([.)])(?=\s|$))")
 
 
 def _losses_section(section: Section, losses: dict | None) -> None:

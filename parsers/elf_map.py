@@ -634,7 +634,8 @@ def _symbols(elf, sections: list[Section], size: int, warnings: list[str]):
 def _segment_warnings(image: ElfImage) -> None:
     """Loadable sections that no PT_LOAD maps at their run address (ld's "can't be
     allocated in segment"): loaders that follow program headers put their bytes at the
-    load address only, so startup code must copy them."""
+    load address only, so startup code must copy them. Sections the image's own copy table
+    copies (etu's runner builds list .data, .sram.data and .rodata there) are fine."""
     loads = [s for s in image.segments if s.type == "LOAD"]
     if not loads:
         return
@@ -643,7 +644,10 @@ def _segment_warnings(image: ElfImage) -> None:
         for s in image.sections
         if s.alloc and s.has_contents and s.size and not any(s.name in p.sections for p in loads)
     ]
+    copied = _startup_copies(image)
     for section in misplaced:
+        if _copied(section, copied):
+            continue  # the reset handler copies it (etu's runner builds)
         if section.load_address != section.address:
             image.warnings.append(
                 f"section {section.name} ({section.size} bytes) runs at {section.address:#x} "
@@ -655,3 +659,34 @@ def _segment_warnings(image: ElfImage) -> None:
                 f"section {section.name} ({section.size} bytes) at {section.address:#x} is in "
                 "no PT_LOAD segment: a loader that follows program headers will not load it"
             )
+
+
+COPY_TABLE_ENTRY = 12  # CMSIS __copy_table_t: source, destination, length in 32-bit words
+COPY_TABLE_MAX = 64  # entries read at most (a real table has a handful)
+
+
+def _startup_copies(image: ElfImage) -> list[tuple[int, int, int]]:
+    """(source, destination, bytes) of each entry of the CMSIS startup copy table
+    (``__copy_table_start__`` .. ``__copy_table_end__``) that the reset handler walks;
+    empty when the image has none or it is unreadable."""
+    start, end = image.symbol("__copy_table_start__"), image.symbol("__copy_table_end__")
+    if start is None or end is None or image.elf_class != 32:
+        return []
+    size = end.value - start.value
+    if size <= 0 or size % COPY_TABLE_ENTRY or size > COPY_TABLE_ENTRY * COPY_TABLE_MAX:
+        return []
+    raw = image.read_bytes(start.value, size)
+    if raw is None:
+        return []
+    fmt = ("<" if image.little_endian else ">") + "III"
+    return [(src, dest, words * 4) for src, dest, words in struct.iter_unpack(fmt, raw)]
+
+
+def _copied(section: Section, copies: list[tuple[int, int, int]]) -> bool:
+    """The copy table moves all of ``section`` from its load to its run address."""
+    return any(
+        dest <= section.address
+        and section.end <= dest + size
+        and src - dest == section.load_address - section.address
+        for src, dest, size in copies
+    )

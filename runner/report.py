@@ -208,14 +208,23 @@ def build_report(folder: Path, workspace: Path | None = None) -> dict[str, Any]:
             "ethos-u-vela": _dist_version("ethos-u-vela"),
             "vela_in_report": vela.vela_version if vela is not None else None,
             "python": platform.python_version(),
-            "simulator": meta.get("simulator"),
+            "simulator": meta.get("simulator") or _emulator(meta),
             "simulated": bool(meta.get("simulated")),
-            "program_sha256": row["program"]["sha256"],
+            "program_sha256": row["program"]["sha256"]
+            or (hashlib.sha256(data).hexdigest() if data is not None else None),
             "firmware": meta.get("elf"),
             "firmware_sha256": row["firmware"]["sha256"],
             "command": meta.get("command") or [],
         },
     }
+
+
+def _emulator(meta: dict) -> str | None:
+    """What ran a QEMU session (its meta names no simulator): the command's program."""
+    command = meta.get("command") or []
+    if meta.get("kind") == "qemu" and command:
+        return str(command[0])
+    return None
 
 
 def _losses(folder: Path) -> dict[str, Any] | None:

@@ -9,12 +9,20 @@ from typing import TextIO
 
 HELP = "build ExecuTorch's arm_executor_runner (upstream sources) around a program"
 
+BUILD_HELP = (
+    "Build ExecuTorch's arm_executor_runner for a board with the program baked in: the ELF"
+    " etu run --board, etu fit and the console use. The runtime source comes from"
+    " ETU_EXECUTORCH_SRC, executorch_src in etu.toml, or a download of the pinned commit."
+)
+
 BOARDS = ("qemu-an547", "corstone-300", "corstone-320")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    build = sub.add_parser("build", help="build the runner firmware for a board")
+    build = sub.add_parser(
+        "build", help="build the runner firmware for a board", description=BUILD_HELP
+    )
     add_build_options(build)
     build.add_argument("pte", type=Path, help="the program (.pte) to bake into the runner")
     build.add_argument(

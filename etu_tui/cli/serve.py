@@ -24,6 +24,8 @@ from etu.tui.serve_guard import TOKEN_ENV, Guard, TokenError, checked_token, url
 HELP = "the console in a web browser (textual-serve); 127.0.0.1 only unless --host"
 # The page textual-serve ships links a web font from the internet; etu serves the page
 # without that link (the same font is in textual-serve's own static folder).
+# Listen addresses that mean "every address", and the loopback a local browser opens.
+EVERYWHERE = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
 _REMOTE_FONT = re.compile(r"<link\b[^>]*fonts\.googleapis\.com[^>]*>", re.DOTALL)
 
 
@@ -78,6 +80,16 @@ def local_templates(folder: Path) -> Path | None:
     return folder
 
 
+def browse_url(host: str, port: int, public_url: str | None = None) -> str:
+    """The address to open: the public URL, else the listen address; a server listening
+    everywhere (0.0.0.0, ::) is opened on this machine's loopback (0.0.0.0 is no address
+    a browser reaches)."""
+    if public_url:
+        return public_url.rstrip("/")
+    open_on = EVERYWHERE.get(host.strip("[]"), host)
+    return f"http://{url_host(open_on)}:{port}"
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -101,7 +113,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         token = checked_token(given, origin)
     except TokenError as error:
         raise CommandError(f"{error}") from None
-    url = (args.public_url or f"http://{url_host(args.host)}:{args.port}").rstrip("/")
+    url = browse_url(args.host, args.port, args.public_url)
     if not is_loopback(args.host):
         notice(err, f"WARNING: serving on {args.host}: anyone who can reach it and holds the "
                "token gets this console (it runs simulators, reads and writes files); the "
@@ -118,6 +130,9 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
             public_url=url, **options,
         )  # fmt: skip
         out.write(f"etu: the console is at {url}/?token={token} (Ctrl+C stops the server)\n")
+        if not args.public_url and args.host.strip("[]") in EVERYWHERE:
+            out.write("etu: it listens on every address: from another machine, put this "
+                      "machine's name or address in that URL\n")  # fmt: skip
         out.flush()
         try:
             server.serve()
@@ -135,6 +150,10 @@ def guarded_server(guard: Guard) -> type:
     from textual_serve.server import Server, to_int
 
     class GuardedServer(Server):
+        async def on_startup(self, app) -> None:
+            """Quiet: etu printed the address to open (textual-serve's own banner shows the
+            shell-quoted command inside quotes, and the listen address)."""
+
         async def _make_app(self):
             app = await super()._make_app()
             app.middlewares.append(guard.middleware())

@@ -71,10 +71,18 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         out.write("".join(json.dumps(row.to_json()) + "\n" for row in rows))
         return 0
     if not rows:
-        notice(err, f"{sessions_folder(args)}: no recorded sessions match")
+        notice(err, f"{sessions_folder(args)}: {nothing_listed(args)}")
         return 0
     out.write(format_rows(rows))
     return 0
+
+
+def nothing_listed(args: argparse.Namespace) -> str:
+    """Why no row was listed: "match" only when a filter could have left some out."""
+    filters = (args.program, args.target, args.ending, args.kind)
+    if any(value is not None for value in filters):
+        return "no recorded session matches"
+    return "no recorded session yet (etu run, etu monitor and the console record each run here)"
 
 
 def format_rows(rows) -> str:

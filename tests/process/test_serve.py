@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from etu.tui.cli.serve import console_command, is_loopback
+from etu.tui.cli.serve import browse_url, console_command, is_loopback
 from tests.browser import ARTIFACTS, chromium, console_errors, save_artifact
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -187,6 +187,10 @@ def test_command_is_quoted_and_loopback_is_the_default(tmp_path: Path) -> None:
     assert command.endswith(f"'{odd}'")
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.2")
+    assert browse_url("0.0.0.0", 8000) == "http://127.0.0.1:8000"
+    assert browse_url("::", 8000) == "http://[::1]:8000"
+    assert browse_url("192.168.1.2", 8000) == "http://192.168.1.2:8000"
+    assert browse_url("0.0.0.0", 8000, "https://lab.example/etu/") == "https://lab.example/etu"
     from etu.tui.cli import serve
 
     parser = __import__("argparse").ArgumentParser()
@@ -312,7 +316,8 @@ def test_token_rules_and_ipv6_urls(tmp_path: Path) -> None:
 
     with serving(tmp_path, host="::", token=None) as (port, process):
         line = process.stdout.readline()
-        assert line.startswith(f"etu: the console is at http://[::]:{port}/?token=")
+        # the address to open, never the listen-everywhere one (issue 24 §10)
+        assert line.startswith(f"etu: the console is at http://[::1]:{port}/?token=")
         token = line.split("?token=", 1)[1].split()[0]
         assert len(token) >= 32  # a fresh random token per start
         served = f"http://[::1]:{port}"
@@ -320,6 +325,9 @@ def test_token_rules_and_ipv6_urls(tmp_path: Path) -> None:
         assert open_socket(f"ws://[::1]:{port}/ws", "http://evil.example", token, port) == (
             "refused 403"
         )
+    banner = line + process.stdout.read()
+    assert "from another machine" in banner
+    assert "Serving" not in banner and "'\"" not in banner  # textual-serve's quoted command
 
 
 def test_guard_rules() -> None:
