@@ -110,10 +110,10 @@ def _recorded_calibration(pte: Path) -> list[dict]:
     entries = calibration.get("inputs") if isinstance(calibration, dict) else None
     if not isinstance(entries, list):
         return []
-    from etu.runner.reference import _record_is_ours
+    from etu.runner.tosa_graphs import record_is_for
 
     try:
-        if not _record_is_ours(Path(pte), record):
+        if not record_is_for(Path(pte), record):
             return []
     except (ParseError, OSError):
         return []

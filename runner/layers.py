@@ -47,7 +47,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from etu.parsers.errors import ParseError
-from etu.runner.tosa_graphs import COMPILE_RECORD, TosaMatchError, candidate_files, quiet_stdout
+from etu.runner.tosa_graphs import (
+    COMPILE_RECORD,
+    TosaMatchError,
+    candidate_files,
+    compile_record,
+    quiet_stdout,
+    record_is_for,
+)
 
 DEFAULT_SQNR_THRESHOLD_DB = 20.0
 
@@ -458,17 +465,15 @@ def _float_layout(value, shape: tuple[int, ...]):
 
 
 def _float_model_path(pte: Path, tosa: Path | None) -> Path:
-    from etu.runner.reference import _compile_record, _record_is_ours
-
     try:
         _files, folder = candidate_files(pte, tosa)
     except TosaMatchError:
         folder = None
-    record = _compile_record(folder)
+    record = compile_record(folder)
     if record is None:
         raise LayersError(f"{pte}: no compile record beside it (vela/{COMPILE_RECORD}): "
                           "compile it with etu compile to keep the float model")  # fmt: skip
-    if not _record_is_ours(pte, record):
+    if not record_is_for(pte, record):
         raise LayersError(f"{pte}: {Path(folder) / COMPILE_RECORD} is another program's compile")
     entry = record.get("float_model") if isinstance(record.get("float_model"), dict) else {}
     name = entry.get("file")

@@ -26,7 +26,6 @@ torch and ExecuTorch are imported inside the functions (a host-reference module)
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -48,8 +47,10 @@ from etu.runner.tosa_graphs import (
     DelegateGraph,
     TosaMatchError,
     candidate_files,
+    compile_record,
     match_delegates,
     quiet_stdout,
+    record_is_for,
 )
 
 # ExecuTorch ScalarType name → torch dtype name
@@ -592,14 +593,14 @@ def _float_outputs(reference: ProgramReference, tosa: Path | None, ones: bool) -
         _files, folder = candidate_files(reference.program, tosa)
     except TosaMatchError:
         folder = None
-    record = _compile_record(folder)
+    record = compile_record(folder)
     if record is None:
         reference.float_outputs_note = (
             "not known: no compile record beside the program (vela/etu_compile.json); "
             "compile it with etu to keep the float model"
         )
         return
-    if not _record_is_ours(reference.program, record):
+    if not record_is_for(reference.program, record):
         reference.float_outputs_note = (f"not known: {Path(folder) / COMPILE_RECORD} is "
                                         "another program's compile")  # fmt: skip
         return
@@ -629,34 +630,6 @@ def _float_outputs(reference: ProgramReference, tosa: Path | None, ones: bool) -
         return
     why = (entry or {}).get("note") or "this compile kept no float model (recompile with etu)"
     reference.float_outputs_note = f"not known: {why}"
-
-
-def _compile_record(folder: Path | None) -> dict | None:
-    from etu.parsers.files import MiB, read_json
-
-    if folder is None or not (Path(folder) / COMPILE_RECORD).is_file():
-        return None
-    try:
-        record = read_json(Path(folder) / COMPILE_RECORD, "a compile record", 16 * MiB)
-    except ParseError:
-        return None
-    return record if isinstance(record, dict) else None
-
-
-def _record_is_ours(pte: Path, record: dict) -> bool:
-    """The record is this program's: the program's bytes are the ones the compile wrote
-    (``program_sha256``), or its delegates are the record's (by payload digest; a CPU-only
-    program has none, so only the first rule can claim it)."""
-    if record.get("program_sha256") == _sha256(pte):
-        return True
-    delegates = record.get("delegates")
-    digests = {d.get("payload_sha256") for d in delegates if isinstance(d, dict)} if (
-        isinstance(delegates, list)) else set()  # fmt: skip
-    with open_program(pte) as program:
-        plan = _forward(program)
-        ours = {hashlib.sha256(bytes(program.delegate_payload(d))).hexdigest()
-                for d in plan.delegates}  # fmt: skip
-    return bool(ours) and ours <= digests
 
 
 def float_inputs(reference: ProgramReference) -> list | None:
@@ -734,7 +707,6 @@ def compare_reference(program: Path, tosa: Path | None = None, inputs: Path | No
     values, what made them, output dtypes, notes, the float model's outputs or why there
     are none) on ``inputs`` (a .npy/.npz; None: all ones); CompareError (one line) when
     there is no reference."""
-    from etu.parsers.errors import ParseError
     from etu.runner.compare import CompareError, HostReference
     from etu.runner.segment_program import SegmentError
 

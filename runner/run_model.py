@@ -179,6 +179,7 @@ class LaunchInfo:
     emulated: bool = False  # the emulated board (QEMU): a real runner, no NPU, no cycles
     board: str = ""  # a board's profile when the Boards tab flashed it (its port is read)
     label: str = ""  # the session's label (runner.runtime_run: QEMU_LABEL, NPU_LABEL...)
+    program_sha256: str = ""  # the program the run ran, when its session found it
 
 
 NPU_DELEGATES_KEPT = 256  # delegates a record tells apart (a device prints the indices)
@@ -387,6 +388,7 @@ def _finish_past(
         emulated=bool(meta.get("emulated")),
         board=str(meta.get("board") or ""),
         label=str(meta.get("label") or ""),
+        program_sha256=str(meta.get("program_sha256") or ""),
     )
     record.warnings = [w.replace(str(folder), folder.name) for w in warnings]
 

@@ -145,6 +145,38 @@ def _ordered(paths) -> list[Path]:
     return sorted(paths, key=lambda p: (p.name == "out.tosa", p.name))
 
 
+def compile_record(folder: Path | None) -> dict | None:
+    """The compile record (``etu_compile.json``) in ``folder``; None when there is none or
+    it cannot be read."""
+    if folder is None or not (Path(folder) / COMPILE_RECORD).is_file():
+        return None
+    try:
+        record = read_json(Path(folder) / COMPILE_RECORD, "a compile record", RECORD_CAP)
+    except ParseError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def record_is_for(pte: Path, record: dict) -> bool:
+    """The record is this program's: the program's bytes are the ones the compile wrote
+    (``program_sha256``), or its Ethos-U delegates are the record's (by payload digest; a
+    CPU-only program has none, so only the first rule can claim it)."""
+    from etu.parsers.files import sha256_regular
+    from etu.parsers.pte import open_program
+
+    if record.get("program_sha256") == sha256_regular(pte, "an ExecuTorch program", 4 * GiB):
+        return True
+    delegates = record.get("delegates")
+    digests = {d.get("payload_sha256") for d in delegates if isinstance(d, dict)} if (
+        isinstance(delegates, list)) else set()  # fmt: skip
+    with open_program(pte) as program:
+        plan = next((p for p in program.plans if p.name == "forward"), None)
+        plan = plan or (program.plans[0] if program.plans else None)
+        ours = {hashlib.sha256(bytes(program.delegate_payload(d))).hexdigest()
+                for d in (plan.delegates if plan is not None else ())}  # fmt: skip
+    return bool(ours) and ours <= digests
+
+
 def compile_record_delegates(folder: Path | None) -> list[dict]:
     """The ``delegates`` of a compile record (empty when there is none, or it is older)."""
     if folder is None or not (Path(folder) / COMPILE_RECORD).is_file():

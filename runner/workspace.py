@@ -92,6 +92,7 @@ class VelaResult:
     path: Path | None = None
     report: VelaReport | None = None
     error: str | None = None  # one line, when the report could not be read
+    note: str | None = None  # why a Vela output found beside the program is not its own
 
     def relative(self, text: str) -> str:
         """``text`` with the report's absolute path replaced by its label."""
@@ -159,12 +160,47 @@ def load_vela(path: Path, label: str) -> VelaResult:
 
 
 def workspace_vela(program: Path) -> VelaResult:
-    """The Vela report beside ``program`` (a .pte or a workspace folder), if there is one."""
+    """The Vela report beside ``program`` (a .pte or a workspace folder), if there is one
+    and it is that program's (see :func:`vela_owner_problem`)."""
     folder = program if program.is_dir() else program.parent
     found = find_vela_output(folder)
     if found is None:
         return VelaResult(None)
-    return load_vela(found, vela_label(found, folder))
+    label = vela_label(found, folder)
+    if not program.is_dir():
+        problem = vela_owner_problem(program, found, label)
+        if problem is not None:
+            return VelaResult(None, found, note=problem)
+    return load_vela(found, label)
+
+
+def vela_owner_problem(program: Path, found: Path, label: str) -> str | None:
+    """Why the Vela output ``found`` is not ``program``'s, or None when it is (or cannot be
+    told apart). Its compile record names the program it was written for (by the program's
+    hash, or its delegates' payloads); without a record, a program with no Ethos-U delegate
+    has no Vela report of its own."""
+    from etu.parsers.errors import ParseError
+    from etu.parsers.ethosu import is_ethosu_delegate
+    from etu.parsers.pte import open_program
+    from etu.runner.tosa_graphs import compile_record, record_is_for
+
+    name = program.name
+    try:
+        record = compile_record(found if found.is_dir() else found.parent)
+        if record is not None:
+            if not record_is_for(program, record):
+                return f"{label} holds another program's Vela report: not shown for {name}"
+            if not record.get("delegates"):
+                return f"{label} is {name}'s compile record: a CPU-only compile ran no Vela"
+            return None
+        with open_program(program) as opened:
+            delegated = any(is_ethosu_delegate(d.id) for plan in opened.plans
+                            for d in plan.delegates)  # fmt: skip
+    except (ParseError, OSError):
+        return None  # the program's own errors are shown by the Program tab
+    if not delegated:
+        return f"{name} has no Ethos-U delegate: the Vela report in {label} is another program's"
+    return None
 
 
 # --------------------------------------------------------------------------- firmware

@@ -18,6 +18,7 @@ from textual.widgets import Static
 from etu.parsers.ethosu_commands import DelegateOperations, NpuOperation
 from etu.parsers.vela import LayerRow, VelaReport
 from etu.runner.workspace import VelaResult
+from etu.tui.safe_text import printable
 from etu.tui.screens.open_file import OpenFileScreen
 from etu.tui.widgets.error_panel import ProblemBox
 from etu.tui.widgets.virtual_table import Column, VirtualTable
@@ -218,13 +219,17 @@ class VelaSummary(Static):
         workspace: str,
         unreadable: bool = False,
         label: str | None = None,
+        note: str | None = None,
     ) -> None:
         """``position`` says which of the compared reports this is (or is empty);
-        ``unreadable``: the workspace has Vela output that failed to read (shown above)."""
+        ``unreadable``: the workspace has Vela output that failed to read (shown above);
+        ``note``: why the Vela output beside the program is not shown for it."""
         if result is None or result.report is None:
             self.border_title = "Vela"
             self.border_subtitle = ""
-            if unreadable:
+            if note:
+                first = Content.styled(printable(note), "bold")
+            elif unreadable:
                 first = Content.styled(
                     f"The Vela output beside {workspace or 'the program'} could not be read"
                     " (see above).",

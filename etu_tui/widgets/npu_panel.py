@@ -280,7 +280,9 @@ class NpuPanel(Vertical):
         position = f"{self.shown_index + 1} of {len(reports)} · r next" if len(reports) > 1 else ""
         unreadable = self.vela is not None and self.vela.error is not None
         label = report_label(shown) if shown is not None else None
-        self.query_one(VelaSummary).show(shown, position, self.program_name, unreadable, label)
+        note = self.vela.note if self.vela is not None else None
+        self.query_one(VelaSummary).show(shown, position, self.program_name, unreadable, label,
+                                         note)  # fmt: skip
         self.query_one(LayerTable).show_report(shown.report if shown else None)
         self._title_layers()
         compare = self.query_one(CompareTable)

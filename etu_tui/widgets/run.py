@@ -28,7 +28,7 @@ from etu.fvp.launch import LaunchError
 from etu.fvp.targets import targets
 from etu.runner.run import RunController
 from etu.runner.run_model import RING_LINES, LaunchInfo, RunRecord
-from etu.runner.session import sessions_root
+from etu.runner.session import file_sha256, sessions_root
 from etu.runner.workspace import Workspace, file_label
 from etu.tui.commands import PaletteCommand
 from etu.tui.keys import bindings
@@ -94,6 +94,7 @@ class RunPanel(Vertical):
         self.firmware = None  # the Memory tab's FirmwareResult: pre-flight verdicts
         self.program = None  # the open program (parsers.pte.Program), None when none
         self.pte: Path | None = None  # its file
+        self._pte_digest: tuple[Path | None, str | None] = (None, None)  # (file, SHA-256)
         self.inputs: str | None = None  # the next run's inputs (None: the firmware's own)
         self.io_notes: list[str] = []  # the program's integer IO, one sentence each
         self._preparing = ""  # what the start worker is doing (a build stage)
@@ -202,7 +203,7 @@ class RunPanel(Vertical):
         self.program = program  # parsers.pte.Program, for the pre-flight fit checks
         if pte != self.pte:
             self.layer_records.clear()
-        self.pte = pte
+        self.pte, self._pte_digest = pte, (None, None)
         self.io_notes = io_notes(program, pte)
         self.select_ops = select_ops
         self.program_target = target
@@ -384,6 +385,9 @@ class RunPanel(Vertical):
         self._controller = message.controller
         self.live.folder = message.controller.folder
         self.live.launch = message.launch
+        ran = message.controller.session.meta.get("program_sha256")
+        if isinstance(ran, str) and message.launch is not None:
+            message.launch.program_sha256 = ran
         # Relative times count from the session's start, which precedes every line it
         # stamps (a board's port may have bytes before this message is handled).
         started = message.controller.session.meta.get("started")
@@ -549,7 +553,16 @@ class RunPanel(Vertical):
         self.query_one(ProcessPane).show(record, self._stable)
 
     def _show_pmu(self, record: RunRecord | None) -> None:
-        self.query_one(PmuPane).show_record(record, self.vela_cycles, self.vela_calls)
+        """Vela's estimates are the open program's: a run of another program gets none."""
+        ran = record.launch.program_sha256 if record and record.launch else ""
+        own = not ran or ran == self._program_sha256()
+        cycles, calls = (self.vela_cycles, self.vela_calls) if own else (None, [])
+        self.query_one(PmuPane).show_record(record, cycles, calls)
+
+    def _program_sha256(self) -> str | None:
+        if self.pte is not None and self._pte_digest[0] != self.pte:
+            self._pte_digest = (self.pte, file_sha256(self.pte))
+        return self._pte_digest[1]
 
     def _show_banner(self) -> None:
         record = self.shown
