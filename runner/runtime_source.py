@@ -1,13 +1,19 @@
 """Where the ExecuTorch runtime source (and the Ethos-U driver, CMSIS) comes from.
 
 Order: ``ETU_EXECUTORCH_SRC`` (a checkout or a tarball), the workspace config
-(``executorch_src`` in ``etu.toml`` or the user's config, via runner/config.py), then a
-download of the pinned upstream commit when the machine is online (``ETU_NO_DOWNLOAD=1``
-skips it). A tarball is unpacked once into the cache (``<cache>/src/<sha256 prefix>/``):
-ExecuTorch's top CMakeLists.txt refuses a folder not named ``executorch``. The Ethos-U
-core driver and CMSIS-Core come from
-``ETU_ETHOSU_DRIVER_SRC`` / ``ETU_CMSIS_SRC`` or, when ExecuTorch came as a tarball, from
-archives beside it (``ethos-u-core-driver-*.tar.gz``, ``cmsis-core-*.tar.gz``).
+(``executorch_src`` in ``etu.toml`` or the user's config, via runner/config.py), a source
+mirror (a folder of the unmodified upstream archives: ``ETU_SOURCE_MIRROR``, else
+``shared/vendor/`` in or beside etu's own source checkout, where this project's machines,
+which cannot reach GitHub, keep them; see :func:`source_mirror`), then a download of the
+pinned upstream commit when the machine is online (``ETU_NO_DOWNLOAD=1`` skips it). A
+tarball is unpacked once into the cache (``<cache>/src/<sha256 prefix>/``): ExecuTorch's top
+CMakeLists.txt refuses a folder not named ``executorch``. The Ethos-U core driver and
+CMSIS-Core come from ``ETU_ETHOSU_DRIVER_SRC`` / ``ETU_CMSIS_SRC``, else from archives
+beside the ExecuTorch tarball, else from the mirror (``ethos-u-core-driver-*.tar.gz``,
+``cmsis-core-*.tar.gz``).
+
+One rule for every caller (``make run``, ``make test``, ``etu serve``, a shell): ``.ci/run``
+exporting the three variables finds the same archives.
 """
 
 from __future__ import annotations
@@ -29,6 +35,14 @@ ENV_SOURCE = "ETU_EXECUTORCH_SRC"
 ENV_DRIVER = "ETU_ETHOSU_DRIVER_SRC"
 ENV_CMSIS = "ETU_CMSIS_SRC"
 ENV_CACHE = "ETU_BUILD_CACHE"
+ENV_MIRROR = "ETU_SOURCE_MIRROR"
+# The archive names in a mirror (shared/vendor/ holds them under these names).
+MIRROR_EXECUTORCH = "executorch-runtime-src-*.tar.gz"
+MIRROR_DRIVER = "ethos-u-core-driver-*.tar.gz"
+MIRROR_CMSIS = "cmsis-core-*.tar.gz"
+# etu's own source checkout (runner/ sits in it); an installed wheel has no pyproject.toml
+# beside its packages, so only a checkout has a default mirror.
+CHECKOUT = Path(__file__).resolve().parent.parent
 
 
 class SourceError(RuntimeError):
@@ -38,7 +52,7 @@ class SourceError(RuntimeError):
 @dataclass(frozen=True)
 class RuntimeSource:
     root: Path  # the folder named executorch
-    origin: str  # "env", "workspace" or "download"
+    origin: str  # "env", "workspace", "mirror" or "download"
     given: str  # what the user pointed at
     commit: str  # the upstream commit (or a content hash when unknown)
 
@@ -57,9 +71,42 @@ def no_source_message() -> str:
     return (
         "no ExecuTorch runtime source: set ETU_EXECUTORCH_SRC to a checkout or a source "
         "tarball, or set executorch_src in the workspace's etu.toml (or etu config), or "
+        f"set {ENV_MIRROR} to a folder holding {MIRROR_EXECUTORCH} (with "
+        f"{MIRROR_DRIVER} and {MIRROR_CMSIS} for Ethos-U builds), or "
         f"connect this machine so etu can download the pinned commit {PINNED_COMMIT[:8]} "
         "from github.com/pytorch/executorch"
     )
+
+
+def source_mirror(checkout: Path | None = None) -> Path | None:
+    """The folder of upstream source archives: ``ETU_SOURCE_MIRROR`` when set (an empty
+    value: none), else ``shared/vendor/`` in etu's source checkout or in the folder above it
+    (``../shared/vendor``, the layout ``.ci/run`` reads). Never the working folder."""
+    given = os.environ.get(ENV_MIRROR)
+    if given is not None:
+        if not given:
+            return None
+        folder = Path(given).expanduser()
+        if not folder.is_dir():
+            raise SourceError(f"{folder}: no such folder ({ENV_MIRROR})")
+        return folder
+    root = CHECKOUT if checkout is None else Path(checkout)
+    if not (root / "pyproject.toml").is_file():  # an installed etu: no checkout around it
+        return None
+    for base in (root, root.parent):
+        folder = base / "shared" / "vendor"
+        if folder.is_dir():
+            return folder
+    return None
+
+
+def mirror_archive(pattern: str, mirror: Path | None = None) -> Path | None:
+    """The newest-named archive matching ``pattern`` in the source mirror, if any."""
+    folder = source_mirror() if mirror is None else mirror
+    if folder is None:
+        return None
+    found = sorted(p for p in folder.glob(pattern) if p.is_file())
+    return found[-1] if found else None
 
 
 def find_executorch(workspace: Path | None = None, *, online: bool = True) -> RuntimeSource:
@@ -72,6 +119,9 @@ def find_executorch(workspace: Path | None = None, *, online: bool = True) -> Ru
         return _from_path(configured, "workspace", str(configured))
     if ignored:  # an untrusted workspace file chose the source: say so, build nothing of it
         raise SourceError(ignored)
+    mirrored = mirror_archive(MIRROR_EXECUTORCH)
+    if mirrored is not None:
+        return _from_path(mirrored, "mirror", str(mirrored))
     if online and not os.environ.get("ETU_NO_DOWNLOAD"):
         try:
             return download_pinned()
@@ -102,16 +152,18 @@ def download_pinned() -> RuntimeSource:
 
 def find_sibling(source: RuntimeSource, env: str, pattern: str, marker: str) -> Path | None:
     """A companion source (driver, CMSIS): its env variable, else an archive beside the
-    ExecuTorch tarball. Returns the unpacked folder holding ``marker``."""
+    ExecuTorch tarball, else one in the source mirror. Returns the unpacked folder holding
+    ``marker``."""
     given = os.environ.get(env)
     if given:
         path = Path(given).expanduser()
     else:
         folder = Path(source.given).expanduser().parent
         matches = sorted(folder.glob(pattern)) if Path(source.given).is_file() else []
-        if not matches:
+        found = matches[-1] if matches else mirror_archive(pattern)
+        if found is None:
             return None
-        path = matches[-1]
+        path = found
     if path.is_dir():
         found = _find_marker(path, marker)
         if found is None:

@@ -34,7 +34,7 @@ runtime_build = pytest.mark.runtime_build
 def test_source_missing_is_one_clear_message_and_status_2(float_program, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("ETU_")}
     env.update(PYTHONPATH=str(ROOT), ETU_NO_DOWNLOAD="1", ETU_BUILD_CACHE=str(tmp_path / "c"),
-               XDG_CONFIG_HOME=str(tmp_path / "cfg"))  # fmt: skip
+               XDG_CONFIG_HOME=str(tmp_path / "cfg"), ETU_SOURCE_MIRROR="")  # fmt: skip
     result = etu(["firmware", "build", float_program, "--board", "qemu-an547", "--out",
                   tmp_path / "out"], env, cwd=tmp_path)  # fmt: skip
     assert result.returncode == 2
