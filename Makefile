@@ -46,15 +46,12 @@ $(STAMP):
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
-# With no Arm FVP on this machine, the demo's Run tab uses the etu stand-in FVP (its numbers
-# are simulated, and the console says so); ETU_FVP_DIR or an FVP on PATH takes precedence.
-STANDIN_DIR := $(abspath $(VENV))/standin-fvp
+# The console on the demo workspace, as `etu` and `etu serve` open it: with no Arm FVP on this
+# machine its Run tab uses the etu stand-in FVP (simulated numbers, and the console says so;
+# ETU_FVP_DIR or an FVP on PATH takes precedence), and the real runner's source comes from the
+# project's mirror, ../shared/vendor/, as in CI (etu.fvp.standin, etu.runner.runtime_source).
 run: setup
-	@if [ -z "$${ETU_FVP_DIR:-}" ] && ! command -v FVP_Corstone_SSE-300_Ethos-U55 >/dev/null; then \
-	  $(BIN)/python -c 'import sys; from pathlib import Path; from etu.fvp.standin import install_standin; install_standin(Path(sys.argv[1]))' $(STANDIN_DIR) && \
-	  echo "make run: no Arm FVP found: the Run tab uses the etu stand-in FVP (simulated numbers)" && \
-	  ETU_FVP_DIR=$(STANDIN_DIR) $(BIN)/etu; \
-	else $(BIN)/etu; fi
+	$(BIN)/etu
 
 # Three workers on two cores: many tests wait on processes, ptys and QEMU, so a third worker
 # fills the waits (measured: the CPU was 121 % busy with two); the slowest 30 are printed.

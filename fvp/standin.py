@@ -17,7 +17,9 @@ Faults for tests and demos (environment): ``ETU_STANDIN_FAULT`` = ``missing-oper
 counter, ``ethosu_pmu_cntr1``, and N/1000 to element N of output 0).
 
 ``install_standin(folder)`` writes executables under the real FVP names into ``folder``, so
-discovery and launch are exercised exactly as with real FVPs.
+discovery and launch are exercised exactly as with real FVPs. ``demo_standin()`` is the one
+rule for the shipped demo workspace: with no Arm FVP on the machine, its Run tab uses the
+stand-in, the same under ``make run``, ``etu`` and ``etu serve``.
 """
 
 from __future__ import annotations
@@ -417,7 +419,9 @@ def _time_limit_reached(signum, frame) -> None:
 
 
 def install_standin(folder: Path, python: str | None = None) -> list[Path]:
-    """Write executables named like the real FVPs that start this stand-in."""
+    """Write executables named like the real FVPs that start this stand-in. A script that
+    is already as it should be is left alone, and a new one replaces the old in one rename,
+    so consoles starting side by side never run a half-written script."""
     folder.mkdir(parents=True, exist_ok=True)
     import shlex
 
@@ -427,17 +431,57 @@ def install_standin(folder: Path, python: str | None = None) -> list[Path]:
     project = Path(__file__).resolve().parent.parent
     # -I: neither the working folder nor PYTHONPATH can put another fvp/ or parsers/ first
     code = isolated_python_code("etu.fvp.standin", project)
+    script = (
+        "#!/bin/sh\n"
+        f"# {STANDIN_MARKER}\n"
+        f'exec {shlex.quote(python)} -I -c {shlex.quote(code)} "$0" "$@"\n'
+    )
     written = []
     for name in FVP_EXECUTABLES:
         path = folder / name
-        path.write_text(
-            "#!/bin/sh\n"
-            f"# {STANDIN_MARKER}\n"
-            f'exec {shlex.quote(python)} -I -c {shlex.quote(code)} "$0" "$@"\n'
-        )
-        path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        try:
+            current = path.read_text() if os.access(path, os.X_OK) else None
+        except OSError:
+            current = None
+        if current != script:
+            partial = folder / f".{name}.{os.getpid()}"
+            partial.write_text(script)
+            partial.chmod(partial.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+            partial.replace(path)
         written.append(path)
     return written
+
+
+DEMO_STANDIN_NOTICE = (
+    "no Arm FVP found: the demo workspace's Run tab uses the etu stand-in FVP (SIMULATED "
+    "numbers); set ETU_FVP_DIR or put an FVP on PATH to run a real one"
+)
+
+
+def demo_standin(environ=None, folder: Path | None = None) -> str | None:
+    """The demo workspace's FVP: on a machine with no Arm FVP, the stand-in. Installs it
+    (into the build cache, one folder per Python and etu checkout) and points
+    ``ETU_FVP_DIR`` of ``environ`` (default: this process's, which the console and every
+    child inherit) at it; returns the notice to print, or None when ``ETU_FVP_DIR`` is set
+    or a real FVP is found (then nothing changes). Called only when the demo workspace
+    opens (``etu``, ``make run``, ``etu serve`` with no path), never for a user's own
+    workspace, which finds a real FVP or says it found none. The console and ``etu run``
+    label the stand-in as such wherever it runs."""
+    from etu.fvp.discovery import find_fvps
+
+    environ = os.environ if environ is None else environ
+    if environ.get("ETU_FVP_DIR"):
+        return None
+    if find_fvps(dict(environ)):
+        return None
+    if folder is None:
+        from etu.runner.runtime_source import cache_root
+
+        key = hashlib.sha256(f"{sys.executable}\0{Path(__file__).resolve()}".encode())
+        folder = cache_root() / "standin-fvp" / key.hexdigest()[:12]
+    install_standin(Path(folder))
+    environ["ETU_FVP_DIR"] = str(folder)
+    return DEMO_STANDIN_NOTICE
 
 
 def is_standin(path: Path) -> bool:

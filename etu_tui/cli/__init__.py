@@ -94,6 +94,12 @@ def _open_console(path: Path | None) -> int:
     from etu.runner.run import install_stop_signals, wait_all_runs
     from etu.tui import app as console  # Textual is imported only for the console
 
+    if path is None:  # the demo: on a machine with no Arm FVP, the stand-in (labelled)
+        from etu.fvp.standin import demo_standin
+
+        standin = demo_standin()
+        if standin:
+            print(f"etu: {standin}", file=sys.stderr, flush=True)
     app = console.EtuApp(path)
 
     def exit_console(signum: int) -> None:

@@ -118,6 +118,12 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         notice(err, f"WARNING: serving on {args.host}: anyone who can reach it and holds the "
                "token gets this console (it runs simulators, reads and writes files); the "
                "token travels unencrypted over plain http")  # fmt: skip
+    if args.path is None:  # the demo, as `etu` and `make run` open it (etu.fvp.standin)
+        from etu.fvp.standin import demo_standin
+
+        standin = demo_standin()  # ETU_FVP_DIR for every console this server starts
+        if standin:
+            notice(err, standin)
     guard = Guard(
         token=token, host=args.host, port=args.port, public_url=args.public_url,
         allowed_origins=frozenset(args.allow_origin), log=err,
