@@ -4,7 +4,8 @@ Each browser tab that connects starts its own ``etu`` console process; the page 
 it over a websocket. A console runs simulators, compiles ``model.py`` files and reads and
 writes the workspace, so every request must carry the per-start token and a socket must come
 from the served origin (``etu.tui.serve_guard``); the server binds to 127.0.0.1 unless
-``--host`` says otherwise.
+``--host`` says otherwise. Serving the demo (no path) gives its consoles what ``etu`` and
+``make run`` give it: on a machine with no Arm FVP, the stand-in (``etu.fvp.standin``).
 """
 
 from __future__ import annotations
