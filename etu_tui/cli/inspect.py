@@ -13,7 +13,7 @@ from typing import TextIO
 from etu.parsers.errors import ParseError
 from etu.parsers.text import printable as p
 from etu.tui.cli.errors import notice
-from etu.tui.numbers import nbytes
+from etu.tui.numbers import nbytes, plural
 
 NPU_OPERATION_LINES = 200  # per delegate, in the text form
 
@@ -291,9 +291,10 @@ def format_inspect(record: dict) -> str:
     for plan in record["plans"]:
         kinds = ", ".join(f"{p(k)} {n}" for k, n in plan["value_kinds"].items())
         lines.append(
-            f"  plan {p(repr(plan['name']))}: {plan['values']} values ({kinds}); "
-            f"{plan['instructions']} instructions: {plan['delegate_calls']} delegate calls (NPU), "
-            f"{plan['kernel_calls']} kernel calls (CPU)"
+            f"  plan {p(repr(plan['name']))}: {plural(plan['values'], 'value')} ({kinds}); "
+            f"{plural(plan['instructions'], 'instruction')}: "
+            f"{plural(plan['delegate_calls'], 'delegate call')} (NPU), "
+            f"{plural(plan['kernel_calls'], 'kernel call')} (CPU)"
         )
         lines.append(f"    inputs {plan['inputs']}  outputs {plan['outputs']}")
         planned = ", ".join(f"mem_id {k}: {nbytes(v)}" for k, v in plan["planned_memory"].items())

@@ -87,7 +87,9 @@ class OpenFileScreen(ModalScreen[Path | None]):
     def compose(self) -> ComposeResult:
         with Vertical() as box:
             box.border_title = self.DIALOG_TITLE
-            yield Input(self._start, placeholder=self.PLACEHOLDER, id="path")
+            # Typing goes on from the prefilled folder (a selected value would be replaced
+            # by the first character typed).
+            yield Input(self._start, placeholder=self.PLACEHOLDER, select_on_focus=False, id="path")
             yield Static(id="matches")
             yield Label(self.HINT, markup=False)
 

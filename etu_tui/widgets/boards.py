@@ -148,6 +148,7 @@ class BoardsPanel(Vertical):
         self.flashing = False
         self.last_status = ""
         self.profile_error: str | None = None
+        self.baud_filled: str | None = None  # the profile's baud, as put in the field
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="boards-controls"):
@@ -218,6 +219,16 @@ class BoardsPanel(Vertical):
     @on(Select.Changed, "#boards-profile")
     def _profile_changed(self) -> None:
         self._find_firmware()
+        self._show_baud()
+
+    def _show_baud(self) -> None:
+        """The chosen profile's baud in the field (an empty field said nothing of it);
+        typed over, the typed one is used for the next flash."""
+        name = self.query_one("#boards-profile", Select).value
+        profile = self.profiles.get(name) if isinstance(name, str) else None
+        if profile is not None:
+            self.baud_filled = str(profile.baud)
+            self.query_one("#boards-baud", Input).value = self.baud_filled
 
     def _show_firmware(self) -> None:
         shown = printable(self.firmware.name) if self.firmware else "none (e picks a file)"
@@ -308,7 +319,9 @@ class BoardsPanel(Vertical):
         picked = self.query_one("#boards-port", Select).value
         picked = None if picked in (EMULATED_PORT, Select.BLANK) else str(picked)
         baud_text = self.query_one("#boards-baud", Input).value.strip()
-        baud = int(baud_text) if baud_text.isdigit() else None
+        # The profile's own baud (filled in, not typed) is the profile's: None says so.
+        typed = baud_text.isdigit() and baud_text != self.baud_filled
+        baud = int(baud_text) if typed else None
         from etu.runner.boards.flash import FlashError
         from etu.runner.boards.ports import pick_ports
 

@@ -131,6 +131,21 @@ def payload_content(program: Program, info: DelegateInfo) -> Content:
     return Content("\n").join(lines)
 
 
+def flag_lines(text: str) -> str:
+    """Command-line flags one per line (``--a --b=c`` → two lines), so a narrow column
+    wraps between flags, not inside one; other values as they are."""
+    words = text.split(" ")
+    if sum(word.startswith("--") for word in words) < 2:
+        return text
+    lines: list[str] = []
+    for word in words:
+        if word.startswith("--") or not lines:
+            lines.append(word)
+        else:
+            lines[-1] += f" {word}"
+    return "\n".join(lines)
+
+
 class CompileSpecs(Vertical):
     """Key → text rows; long values (compile flags) wrap under their own column."""
 
@@ -157,7 +172,7 @@ class CompileSpecs(Vertical):
                 key = Static(spec.key, classes="key", markup=False)
                 key.styles.width = width
                 yield key
-                yield Static(spec.text, classes="value", markup=False)
+                yield Static(flag_lines(spec.text), classes="value", markup=False)
 
 
 def one_line(program: Program, info: DelegateInfo) -> Content:
@@ -173,7 +188,8 @@ def one_line(program: Program, info: DelegateInfo) -> Content:
 
 
 class DelegateCard(Horizontal):
-    """One delegate: payload facts on the left, compile specs on the right."""
+    """One delegate: payload facts on the left, compile specs on the right; below each
+    other when the card is too narrow for both (values would wrap inside words)."""
 
     DEFAULT_CSS = """
     DelegateCard {
@@ -183,8 +199,12 @@ class DelegateCard(Horizontal):
         margin-bottom: 1;
         & > .payload { width: 68; height: auto; padding: 0 1; }
         & > .specs { width: 1fr; padding: 0 1; border-left: vkey $primary-muted; }
+        &.-stacked { layout: vertical; }
+        &.-stacked > .payload { width: 1fr; }
+        &.-stacked > .specs { border-left: none; border-top: hkey $primary-muted; }
     }
     """
+    SIDE_BY_SIDE = 150  # columns the card needs for the payload (68) beside the specs
 
     def __init__(self, program: Program, info: DelegateInfo) -> None:
         super().__init__()
@@ -198,6 +218,9 @@ class DelegateCard(Horizontal):
     def compose(self) -> ComposeResult:
         yield Static(payload_content(self._program, self._info), classes="payload")
         yield CompileSpecs(self._info, classes="specs")
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width < self.SIDE_BY_SIDE, "-stacked")
 
 
 class DelegatesView(VerticalScroll):

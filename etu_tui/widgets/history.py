@@ -26,7 +26,7 @@ from textual.worker import get_current_worker
 from etu.parsers.text import printable
 from etu.runner.history import SessionRow
 from etu.tui.keys import bindings
-from etu.tui.numbers import number, percent, seconds
+from etu.tui.numbers import number, percent, plural, seconds
 
 # (column title, key of SessionRow or a function of it, numeric)
 COLUMNS: tuple[tuple[str, str, bool], ...] = (
@@ -49,6 +49,9 @@ FIGURES: tuple[tuple[str, str], ...] = (
     ("method_allocator_used", "method allocator used (B)"),
 )
 MARK = "●"
+# The panes' keys, as the other panes write theirs (lower case, key then word).
+COMPARE_KEYS = "space mark · v compare"
+CHART_KEYS = "g next figure"
 
 
 @dataclass
@@ -111,8 +114,9 @@ class HistoryPanel(Vertical):
     HistoryPanel {
         & #history-table { height: 2fr; min-height: 6; border: round $primary; }
         & #history-bottom { height: 3fr; min-height: 10; }
-        & #history-compare { width: 3fr; border: round $secondary; }
-        & #history-chart { width: 2fr; border: round $secondary; }
+        & #history-compare { width: 3fr; height: 1fr; border: round $secondary; }
+        & #history-chart { width: 2fr; height: 1fr; border: round $secondary; }
+        & #history-compare, #history-chart { border-subtitle-color: $text-muted; }
         & #history-status { height: 1; padding: 0 1; color: $text-muted; }
     }
     """
@@ -138,7 +142,8 @@ class HistoryPanel(Vertical):
         yield table
         with Horizontal(id="history-bottom"):
             compare = DataTable(id="history-compare", cursor_type="row", show_cursor=False)
-            compare.border_title = "Compare: mark two sessions (space), then v"
+            compare.border_title = "Compare"
+            compare.border_subtitle = COMPARE_KEYS
             yield compare
             yield self._make_chart()
 
@@ -150,6 +155,7 @@ class HistoryPanel(Vertical):
         else:
             chart = PlotextPlot(id="history-chart")
         chart.border_title = "Chart"
+        chart.border_subtitle = CHART_KEYS
         return chart
 
     # ------------------------------------------------------------------ loading
@@ -195,13 +201,15 @@ class HistoryPanel(Vertical):
         self.query_one("#history-status", Static).update(status)
         self._fill_table()
         self._chart()
+        if self.diff is None:
+            self._compare_hint()
 
     def _status(self) -> str:
         if not self.rows:
             return "No recorded session yet: runs from the Run tab and `etu run` appear here."
         simulated = " · * stand-in FVP: SIMULATED" if any(r.simulated for r in self.rows) else ""
         return (
-            f"{len(self.rows)} sessions · sorted by {COLUMNS[self.sort.column][0]}"
+            f"{plural(len(self.rows), 'session')} · sorted by {COLUMNS[self.sort.column][0]}"
             f"{' ↓' if self.sort.reverse else ' ↑'}{simulated}"
         )
 
@@ -297,6 +305,19 @@ class HistoryPanel(Vertical):
         self._fill_table()
         if len(self.marked) == 2:
             self.action_compare()
+        elif self.diff is None:
+            self._compare_hint()
+
+    def _compare_hint(self) -> None:
+        """Until two sessions are compared, the pane says how (never an empty box)."""
+        table = self.query_one("#history-compare", DataTable)
+        table.clear(columns=True)
+        table.add_column("nothing compared yet")
+        marked = len(self.marked)
+        table.add_row("Mark two sessions with space: they are compared side by side.")
+        if marked == 1:
+            table.add_row("One marked: mark another.")
+        table.border_title = "Compare"
 
     def action_compare(self) -> None:
         if len(self.marked) != 2:
@@ -326,7 +347,7 @@ class HistoryPanel(Vertical):
         table = self.query_one("#history-compare", DataTable)
         table.clear(columns=True)
         if message.result is None:
-            table.border_title = f"Compare: {printable(message.error or '')}"
+            table.border_title = f"Compare · {printable(message.error or '')}"
             return
         result = message.result
         a, b = result["a"]["id"], result["b"]["id"]
@@ -335,7 +356,7 @@ class HistoryPanel(Vertical):
         for label, left, right, delta, pct in compare_rows(result):
             table.add_row(label, left, right, delta, pct)
         verdict = "equal" if result["equal"] else "different"
-        table.border_title = f"Compare: {verdict} (rtol 1e-5, atol 1e-8)"
+        table.border_title = f"Compare · {verdict} (rtol 1e-5, atol 1e-8)"
 
     # ------------------------------------------------------------------ chart
 
@@ -356,8 +377,9 @@ class HistoryPanel(Vertical):
                 (r.id, float(getattr(r, attr))) for r in same if getattr(r, attr) is not None
             ]
         chart = self.query_one("#history-chart")
-        label = f"{title} · {printable(self.chart_program)} · {len(self.chart_points)} sessions"
-        chart.border_title = f"Chart: {label} (g: next figure)"
+        sessions = plural(len(self.chart_points), "session")
+        label = f"{title} · {printable(self.chart_program)} · {sessions}"
+        chart.border_title = f"Chart · {label}"
         plt = getattr(chart, "plt", None)
         if plt is None:
             return
@@ -370,8 +392,24 @@ class HistoryPanel(Vertical):
             step = max(1, len(xs) // 6)
             plt.xticks(xs[::step], [_short_id(i) for i, _ in self.chart_points][::step])
             plt.xlabel("session (oldest → newest)")
-        plt.title(title)
+            plt.title(title)
+        else:
+            note = self.chart_note(row, title)
+            plt.title(note)
+            if note.endswith("QEMU"):
+                plt.xlabel("QEMU counts no cycles")
         chart.refresh()
+
+    def chart_note(self, row: SessionRow | None, title: str) -> str:
+        """Why the chart is empty: no session, or none of the program's recorded the
+        figure (an emulated board counts no NPU cycles)."""
+        if row is None:
+            return f"{title}: no session to chart"
+        same = [r for r in self.rows if r.program["sha256"] == row.program["sha256"]]
+        cycles = FIGURES[self.figure][0].endswith("_cycles")
+        if cycles and same and all(r.kind == "qemu" for r in same):
+            return f"{title}: none on QEMU"
+        return f"{title}: none recorded in this program's sessions"
 
     # ------------------------------------------------------------------ replay
 

@@ -87,6 +87,7 @@ class LogBox(Vertical):
         self.where = where
         self.retitle()
         self._show_hex()
+        self._find_stale()
 
     def appended(self) -> None:
         """The shown store got lines."""
@@ -111,7 +112,7 @@ class LogBox(Vertical):
             self.border_title = "Log"
         else:
             kept = len(store)
-            count = f"{kept:,} lines"
+            count = plural(kept, "line")
             if store.first:
                 count = f"last {kept:,} of {store.total:,} lines (all in the session)"
             shown = f" · {log.row_count:,} shown" if log.filtering else ""
@@ -164,11 +165,13 @@ class LogBox(Vertical):
         self.log.set_filter(text, levels)
         self.retitle()
         self._show_hex()
+        self._find_stale()
 
     @on(LogView.FilterApplied)
     def _filter_applied(self) -> None:
         self.retitle()
         self._show_hex()
+        self._find_stale()
 
     # -- find --------------------------------------------------------------------------
 
@@ -177,6 +180,15 @@ class LogBox(Vertical):
         self.log.search = event.value
         self.log.refresh()
         self.query_one("#run-find-status", Static).update("")
+
+    def _find_stale(self) -> None:
+        """Other lines are shown (a filter, another run): the last find's "3 of 7 · line
+        120" no longer holds. Said so until the next find counts again."""
+        status = self.query_one("#run-find-status", Static)
+        if self.query_one("#run-find", Input).value:
+            status.update(Content.styled(" Enter finds again in the lines shown", "dim"))
+        else:
+            status.update("")
 
     @on(Input.Submitted, "#run-find")
     def _find_submitted(self) -> None:

@@ -309,14 +309,16 @@ class SectionsTable(VirtualTable):
             (s for s in memory_map.sections if s.size) if memory_map else (),
             key=lambda s: (s.address, s.name),
         )
-        name = max((len(s.name) for s in self.sections), default=0)
+        # Columns as wide as what they hold; where a section loads (mostly "=": the same
+        # place) is one column that narrows first, the names last.
+        rows = [self.row_cells(i) for i in range(len(self.sections))]
+        widths = [max((len(row[i]) for row in rows), default=0) for i in range(5)]
         columns = [
-            Column("section", min(max(name, 8), 24), shrink=True),
+            Column("section", min(max(widths[0], 8), 24), shrink=True),
             Column("run addr", 10),
-            Column("load addr", 10),
-            Column("size", 14, "right"),
-            Column("region", 6),
-            Column("loads in", 8),
+            Column("size", max(widths[2], 4), "right"),
+            Column("region", max(widths[3], 6)),
+            Column("loads from", max(widths[4], 10), shrink=True),
         ]
         self.reset(len(self.sections), columns)
 
@@ -326,10 +328,9 @@ class SectionsTable(VirtualTable):
         return (
             s.name,
             address(s.address),
-            address(s.load_address) if moved else "=",
             nbytes(s.size),
             s.region or "?",
-            (s.load_region or "?") if moved else "",
+            f"{s.load_region or '?'} {address(s.load_address)}" if moved else "=",
         )
 
 

@@ -135,8 +135,11 @@ class PmuPane(Vertical):
         ``npu_label``: the run is on the emulated board with etu's NPU (its label): without
         a PMU report the pane shows ``npu`` (the last invoke per delegate) instead."""
         text = self.query_one("#pmu-text", Static)
+        if not reports:
+            history = []  # a run without a PMU report charts none (not other runs' cycles)
         spark = self.query_one("#pmu-history", Sparkline)
-        spark.data = list(history)
+        # One value has nothing to compare with: a sparkline of it is a full bar.
+        spark.data = list(history) if len(history) > 1 else []
         self.query_one("#pmu-history-label", Label).update(
             f"history ({len(history)})" if history else "history"
         )

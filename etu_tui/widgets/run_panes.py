@@ -394,7 +394,9 @@ class ProcessPane(Static):
             self.update(Content.styled("CPU –% · RSS – MiB\nthreads – · children – · – s", "dim"))
             return
         if stats is None:
-            if record.outcome is not None or record.failure is not None:
+            if record.failure is not None:
+                text = "The run did not start: no process to sample."
+            elif record.outcome is not None:
                 text = "Ended before the first sample (psutil samples once a second)."
             else:
                 text = "No sample yet (psutil samples once a second)."

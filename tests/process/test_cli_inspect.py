@@ -83,7 +83,7 @@ def test_readable_summary(demo_pte: Path) -> None:
     result = run_etu("inspect", str(demo_pte))
     assert result.returncode == 0
     assert "EthosUBackend" in result.stdout
-    assert "1 delegate calls (NPU), 2 kernel calls (CPU)" in result.stdout
+    assert "1 delegate call (NPU), 2 kernel calls (CPU)" in result.stdout  # issue 24 §10
     assert "EXECUTORCH_SELECT_OPS_LIST=quantized_decomposed::" in result.stdout
 
 
