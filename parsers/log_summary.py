@@ -48,7 +48,7 @@ class SummaryError(TypedDict):
     line: int
 
 
-VERDICTS = ("success", "error", "hard_fault", "timeout", "incomplete")
+VERDICTS = ("success", "no_model", "error", "hard_fault", "timeout", "incomplete")
 NPU_DELEGATES_KEPT = 256  # delegates a summary tells apart (a device prints the indices)
 
 
@@ -75,6 +75,12 @@ def npu_delegate(entry: dict[str, Any] | None, event: NpuInvoke) -> dict[str, An
     return entry
 
 
+# etu's stand-in runner firmware (runner/firmware_src/runner_stub.c) says so on its first
+# line: it prints what the runner prints and runs no model, so its "success" is none.
+NO_MODEL_BANNER = "etu stand-in runner firmware: runs no model"
+NO_MODEL_WITHIN = 256  # lines from the start where the banner counts
+
+
 @dataclass(slots=True)
 class LogSummary:
     """What a run amounted to, built from events (``add`` as they arrive, or ``from_events``).
@@ -82,7 +88,8 @@ class LogSummary:
     The verdict follows what the runner printed, never a wrapper script: a hard fault →
     ``hard_fault``; an error line, failed assert, missing kernel, failed BundleIO test or a
     non-zero ``Application exit code`` → ``error``; the runner's success line or a finished
-    inference → ``success`` (even if the FVP then hit its time limit); a time-limit stop
+    inference → ``success`` (even if the FVP then hit its time limit), unless the firmware
+    said it runs no model (etu's stand-in runner firmware) → ``no_model``; a time-limit stop
     without that → ``timeout``; nothing conclusive → ``incomplete``.
     """
 
@@ -101,6 +108,7 @@ class LogSummary:
     failed: bool = False
     faulted: bool = False
     timed_out: bool = False
+    no_model_line: int | None = None  # where the firmware said it runs no model
     stops: list[FvpStopped] = field(default_factory=list)
     # the emulated board's NPU, per delegate (None: an invoke that named none), in order
     npu: dict[int | None, dict[str, Any]] = field(default_factory=dict)
@@ -118,6 +126,8 @@ class LogSummary:
         if kind is LogLine:
             if event.line_no + event.lines - 1 > self.lines:
                 self.lines = event.line_no + event.lines - 1
+            if event.line_no <= NO_MODEL_WITHIN and event.text.startswith(NO_MODEL_BANNER):
+                self.no_model_line = event.line_no
         elif kind is OutputTensor:
             self.outputs[event.index] = event.numel
         elif kind is PteLoaded:
@@ -193,7 +203,7 @@ class LogSummary:
         if self.failed:
             return "error"
         if self.succeeded:
-            return "success"
+            return "success" if self.no_model_line is None else "no_model"
         if self.timed_out:
             return "timeout"
         return "incomplete"
@@ -255,6 +265,8 @@ class LogSummary:
             # the Ethos-U invokes etu answered on the emulated board, per delegate: the
             # functional model's figures per invoke (operations, MACs, bytes), no timing
             "npu": [dict(entry) for entry in self.npu.values()],
+            # the line where the firmware said it runs no model (verdict no_model), or null
+            "no_model_line": self.no_model_line,
         }
 
 

@@ -35,7 +35,16 @@ SESSION_FORMAT = 2
 SUMMARY = "summary.json"
 CACHE = ".summaries.json"
 MAX_OUTPUT_VALUES = 4096  # values kept per output in summary.json (the parser's own cap rules)
-ENDINGS = ("success", "runner_error", "hard_fault", "time_limit", "crash", "killed", "incomplete")
+ENDINGS = (
+    "success",
+    "no_model",
+    "runner_error",
+    "hard_fault",
+    "time_limit",
+    "crash",
+    "killed",
+    "incomplete",
+)
 
 
 # --------------------------------------------------------------------------- summaries

@@ -38,7 +38,15 @@ def _index(folder: Path) -> list[tuple[int, float]]:
 
 def recorded_outcome(meta: dict, summary: dict) -> RunOutcome:
     reason = meta.get("exit_reason")
-    if reason not in ("success", "runner_error", "hard_fault", "time_limit", "crash", "killed"):
+    if reason not in (
+        "success",
+        "no_model",
+        "runner_error",
+        "hard_fault",
+        "time_limit",
+        "crash",
+        "killed",
+    ):
         reason = "incomplete"
     line = meta.get("proof_line")
     return RunOutcome(

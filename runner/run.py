@@ -49,13 +49,20 @@ EXIT_STATUS = {
     "crash": 5,
     "killed": 6,
     "incomplete": 7,
+    "no_model": 1,  # the firmware runs no model: nothing was checked
 }
 _VERDICT_REASON = {
+    "no_model": "no_model",
     "success": "success",
     "error": "runner_error",
     "hard_fault": "hard_fault",
     "timeout": "time_limit",
 }
+NO_MODEL_PROOF = (
+    "etu's stand-in runner firmware ran: it runs no model, so nothing was computed or "
+    "checked (build the real runner: etu firmware build PROGRAM.pte --board BOARD)"
+)
+_CONCLUSIVE = ("success", "no_model", "runner_error", "hard_fault")
 _DECISIVE = (RunSucceeded, RunError, AssertFailed, MissingKernel, HardFault, FvpStopped)
 WATCHDOG_GRACE_S = 30.0  # a simulator this long past its own --timelimit is killed by etu
 _ACTIVE: weakref.WeakSet[RunController] = weakref.WeakSet()
@@ -120,13 +127,18 @@ def classify(
     when it enforced the limit); of success, the runner's last word."""
     verdict = summary.get("verdict", "incomplete")
     reason = _VERDICT_REASON.get(verdict)
-    if timed_out is not None and reason not in ("success", "runner_error", "hard_fault"):
+    if timed_out is not None and reason not in _CONCLUSIVE:
         proof = f"no runner verdict within etu's time limit of {timed_out:g} s; stopped"
         return RunOutcome("time_limit", returncode, proof, None, summary)
-    if stopped and reason not in ("success", "runner_error", "hard_fault"):
+    if stopped and reason not in _CONCLUSIVE:
         return RunOutcome("killed", returncode, stop_reason, None, summary)
-    if time_limit and reason not in ("success", "runner_error", "hard_fault"):
+    if time_limit and reason not in _CONCLUSIVE:
         return RunOutcome("time_limit", returncode, time_limit, None, summary)
+    if reason == "no_model":
+        line = summary.get("no_model_line")
+        return RunOutcome(
+            reason, returncode, NO_MODEL_PROOF, line if isinstance(line, int) else None, summary
+        )
     if reason is not None:
         wanted = {
             "success": (RunSucceeded,),

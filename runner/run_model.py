@@ -62,6 +62,7 @@ REASON_CLASS = {
     "time_limit": "-warning",
     "killed": "-warning",
     "incomplete": "-warning",
+    "no_model": "-warning",
 }
 _VERDICT_REASON = {
     "success": "success",
@@ -69,6 +70,7 @@ _VERDICT_REASON = {
     "hard_fault": "hard_fault",
     "timeout": "time_limit",
     "incomplete": "incomplete",
+    "no_model": "no_model",
 }
 
 # One read of a run: its lines as entries, and the other events (reports, outputs, ...).

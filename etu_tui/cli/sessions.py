@@ -13,8 +13,8 @@ from etu.tui.numbers import number, seconds
 HELP = "list the workspace's recorded sessions (simulator, emulated board, board)"
 
 
-ENDING_CHOICES = ("success", "runner_error", "hard_fault", "time_limit", "crash", "killed",
-                  "incomplete", "unfinished", "failed")  # fmt: skip
+ENDING_CHOICES = ("success", "no_model", "runner_error", "hard_fault", "time_limit", "crash",
+                  "killed", "incomplete", "unfinished", "failed")  # fmt: skip
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

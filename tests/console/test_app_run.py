@@ -658,7 +658,13 @@ async def test_the_emulated_board_is_a_run_target(workspace: Path) -> None:
         assert panel.start_run()  # "run anyway": the stand-in firmware runs no model
         await wait_run_end(pilot, panel)
         live = panel.live
-        assert live.outcome.reason == "success", live.outcome
+        # it printed the runner's success line, but a firmware that ran no model never ends
+        # as a success (issue 24 §3): its ending says what ran
+        assert live.outcome.reason == "no_model", live.outcome
+        assert "stand-in runner firmware ran" in live.outcome.proof
+        banner = _plain(app, "#run-banner")
+        assert "no_model" in banner or "no model" in banner, banner
+        assert "✓" not in banner
         assert live.launch.emulated and not live.launch.simulated
         meta = json.loads((live.folder / "meta.json").read_text())
         assert meta["label"].startswith("emulated board (QEMU, no NPU)") and meta["emulated"]

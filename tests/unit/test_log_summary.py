@@ -13,7 +13,7 @@ from etu.parsers.runner_log import parse_log_bytes
 TRANSCRIPTS = Path(__file__).resolve().parent.parent / "data" / "transcripts"
 FIELDS = {
     "lines", "verdict", "model", "pmu", "allocators", "outputs", "errors", "bundleio",
-    "etdump_blocks", "npu",
+    "etdump_blocks", "npu", "no_model_line",
 }  # fmt: skip
 
 
@@ -47,3 +47,22 @@ def test_an_error_entry_is_typed() -> None:
     (error,) = summary.errors
     assert error["kind"] == "missing_kernel" and error["line"] == 1
     assert error["status"] == 0x14 and error["status_name"] == "OperatorMissing"
+
+
+def test_a_firmware_that_runs_no_model_never_succeeds() -> None:
+    """etu's stand-in runner firmware prints the runner's success line, but says first that
+    it runs no model: the verdict says so (issue 24 §3), and the run's ending too."""
+    from etu.parsers.runner_log import parse_log_bytes
+    from etu.runner.run import EXIT_STATUS, NO_MODEL_PROOF, classify
+
+    log = (
+        b"etu stand-in runner firmware: runs no model, prints what the runner prints\n"
+        b"I [executorch:arm_executor_runner.cpp:1381 main()] Program complete, exiting.\n"
+    )
+    summary = LogSummary.from_events(parse_log_bytes(log))
+    assert summary.verdict == "no_model" and summary.no_model_line == 1
+    outcome = classify(summary.to_json(), [], 0, False)
+    assert (outcome.reason, outcome.proof, outcome.proof_line) == ("no_model", NO_MODEL_PROOF, 1)
+    assert EXIT_STATUS["no_model"] == 1
+    # the same lines without the banner: the runner's success
+    assert LogSummary.from_events(parse_log_bytes(log.split(b"\n", 1)[1])).verdict == "success"

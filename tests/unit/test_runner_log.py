@@ -1109,6 +1109,7 @@ def test_summary_contract_keys():
         "bundleio",
         "etdump_blocks",
         "npu",
+        "no_model_line",
     ]
     assert list(summary["model"]) == ["pte_size", "methods", "method"]
     assert list(summary["pmu"][0]) == ["npu_inferences", "npu_cycles", "cpu_cycles", "counters"]
