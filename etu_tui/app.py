@@ -301,7 +301,7 @@ class EtuApp(App[int]):
         self.query_one(FitPanel).io_notes = self.run_panel.io_notes  # the pre-flight's notes
         self.compile_panel.set_program(facts.path, program_target(facts), workspace.root)
         self.query_one(HistoryPanel).set_workspace(workspace.root)
-        self.query_one(BoardsPanel).set_workspace(workspace)
+        self.query_one(BoardsPanel).set_workspace(workspace, facts.program, program_target(facts))
         self._enable_program_tabs(True)
         self.action_show_tab(self.query_one(TabbedContent).active or PROGRAM_TAB)
         self.refresh_bindings()

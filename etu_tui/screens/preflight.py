@@ -43,12 +43,16 @@ class PreflightScreen(ModalScreen[bool]):
 
     BINDINGS: ClassVar[list[BindingType]] = bindings("preflight")
 
-    def __init__(self, problems: list[str], notes: list[str] | None = None) -> None:
+    def __init__(
+        self, problems: list[str], notes: list[str] | None = None, *, action: str = "run"
+    ) -> None:
         """``notes``: what to know before running (the program's integer inputs and their
-        scale and zero point), shown under the problems."""
+        scale and zero point), shown under the problems; ``action``: what is asked for
+        ("run", or "flash" from the Boards tab)."""
         super().__init__()
         self.problems = problems
         self.notes = list(notes or [])
+        self.action = action
 
     def compose(self) -> ComposeResult:
         with Vertical() as box:
@@ -69,9 +73,11 @@ class PreflightScreen(ModalScreen[bool]):
                     id="preflight-notes",
                 )
             with Horizontal():
-                yield Button("Run anyway (r)", id="preflight-run", variant="warning")
+                yield Button(f"{self.action.capitalize()} anyway (r)", id="preflight-run",
+                             variant="warning")  # fmt: skip
                 yield Button("Cancel (Escape)", id="preflight-cancel")
-            yield Label("The run would likely fail the way each line says.", markup=False)
+            yield Label(f"The {self.action} would likely fail the way each line says.",
+                        markup=False)  # fmt: skip
 
     def on_mount(self) -> None:
         self.query_one("#preflight-cancel", Button).focus()

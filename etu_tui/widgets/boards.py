@@ -31,6 +31,7 @@ from etu.tui.screens.open_file import OpenFileScreen
 
 if TYPE_CHECKING:  # runner.boards.transfer needs pyserial: imported when a flash starts
     from etu.runner.boards.ports import PortInfo
+    from etu.runner.boards.profiles import BoardProfile
     from etu.runner.boards.transfer import Progress
     from etu.runner.run import ByteSource
 
@@ -69,6 +70,25 @@ class Flashed(Message):
 @dataclass
 class FlashFailed(Message):
     error: str
+
+
+@dataclass(frozen=True)
+class FlashRequest:
+    """One flash the user asked for: the profile, the firmware, the picked ports, the baud
+    typed (None: the profile's)."""
+
+    profile: BoardProfile
+    firmware: Path
+    link: object  # what runner.boards.ports.pick_ports chose
+    baud: int | None
+
+
+@dataclass
+class FlashChecked(Message):
+    """The pre-flight of ``request``: what would make the flashed board fail ([]: none)."""
+
+    request: FlashRequest
+    problems: list[str]
 
 
 @dataclass
@@ -146,6 +166,8 @@ class BoardsPanel(Vertical):
         self.workspace: Path | None = None
         self.opened: Workspace | None = None  # the App's workspace: firmware by its rule
         self.flashing = False
+        self.program = None  # the open program: a flash's pre-flight checks it
+        self.program_target: str | None = None
         self.last_status = ""
         self.profile_error: str | None = None
         self.baud_filled: str | None = None  # the profile's baud, as put in the field
@@ -187,9 +209,14 @@ class BoardsPanel(Vertical):
 
     # -- the workspace ---------------------------------------------------------------------
 
-    def set_workspace(self, workspace: Workspace) -> None:
+    def set_workspace(
+        self, workspace: Workspace, program=None, program_target: str | None = None
+    ) -> None:
         """The program's firmware for the chosen board (the workspace's rule,
-        :func:`etu.runner.workspace.find_firmware`) is flashed unless a file was picked."""
+        :func:`etu.runner.workspace.find_firmware`) is flashed unless a file was picked;
+        ``program`` (parsers.pte.Program, its NPU ``program_target``) is what a flash's
+        pre-flight checks the firmware against."""
+        self.program, self.program_target = program, program_target
         if workspace.root != self.workspace:
             self.firmware_picked = False
         self.workspace, self.opened = workspace.root, workspace
@@ -331,14 +358,52 @@ class BoardsPanel(Vertical):
             self._status(tab_advice(error), error=True)
             return False
         self.flashing = True
+        self.app.refresh_bindings()
+        request = FlashRequest(profile, self.firmware, link, baud)
+        if self.program is None:  # nothing to check the firmware against
+            self._start_flash(request)
+            return True
+        self._status(f"checking {self.firmware.name} against the open program…")
+        self.run_worker(partial(self._check_in_thread, request), thread=True,
+                        group="boards-flash", exit_on_error=False)  # fmt: skip
+        return True
+
+    def _check_in_thread(self, request: FlashRequest) -> None:
+        """The Run tab's pre-flight on the firmware to be flashed (it reads the ELF)."""
+        from etu.tui.widgets.run_launch import flash_preflight
+
+        try:
+            problems = flash_preflight(self.program, self.program_target, request.firmware,
+                                       request.profile.name)  # fmt: skip
+        except Exception as error:  # a check that cannot run never stops a flash
+            problems = [f"the pre-flight could not check the firmware: {describe_error(error)}"]
+        self.post_message(FlashChecked(request, problems))
+
+    def on_flash_checked(self, message: FlashChecked) -> None:
+        if not message.problems:
+            self._start_flash(message.request)
+            return
+        from etu.tui.screens.preflight import PreflightScreen
+
+        def chosen(flash_anyway: bool | None) -> None:
+            if flash_anyway:
+                self._start_flash(message.request)
+                return
+            self.flashing = False
+            self._status("flash cancelled: the pre-flight found problems (r asks again)")
+            self.app.refresh_bindings()
+
+        self._status(f"pre-flight: {len(message.problems)} problem(s) with this firmware")
+        self.app.push_screen(PreflightScreen(message.problems, action="flash"), callback=chosen)
+
+    def _start_flash(self, request: FlashRequest) -> None:
         bar = self.query_one("#boards-progress", ProgressBar)
         bar.display = True
         bar.update(total=None, progress=0)
-        self._status(f"flashing {self.firmware.name} to {profile.name}…")
-        self.app.refresh_bindings()
-        self.run_worker(partial(self._flash_in_thread, profile, self.firmware, link, baud),
+        self._status(f"flashing {request.firmware.name} to {request.profile.name}…")
+        self.run_worker(partial(self._flash_in_thread, request.profile, request.firmware,
+                                request.link, request.baud),
                         thread=True, group="boards-flash", exit_on_error=False)  # fmt: skip
-        return True
 
     def _flash_in_thread(self, profile, firmware: Path, link, baud: int | None) -> None:
         """Flash through the one flash path (runner.boards.flash.flash_board) and hand the

@@ -33,7 +33,9 @@ from etu.tui.widgets.formatting import short_path
 from etu.tui.widgets.run_messages import RunBatch, RunEnded, RunStats
 
 BATCH_SECONDS = 0.05
-PREFLIGHT_CHECKS = ("target", "program_placement")
+# Fit checks whose failure makes a run fail (the Vela report's config is only advice)
+PREFLIGHT_CHECKS = ("target", "program_placement", "cpu_kernels", "method_allocator",
+                    "ethosu_scratch", "scratch_in_sram", "region", "system_config")  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -204,32 +206,54 @@ def preflight(
                 "PROGRAM --board qemu-an547, and etu serves its NPU part) or run its CPU "
                 "twin (etu compile --no-delegate)"
             )
-    fw = firmware
-    same = (
-        fw is not None
-        and fw.memory_map is not None
-        and fw.path is not None
-        and elf is not None
-        and same_file(fw.path, elf)
-    )
-    if same and program is not None:
-        try:
-            # the emulated board's NPU part is etu's: any U55/U65 target runs (checked above)
-            verdicts = check_fit(program, fw.memory_map, None, target=None if emulated else target)
-        except Exception:  # the Fit tab reports a check that cannot run
-            verdicts = []
-        for verdict in verdicts:
-            bad = verdict.status == FAIL or (
-                verdict.check == "program_placement" and verdict.status != OK
-            )
-            if verdict.check in PREFLIGHT_CHECKS and bad:
-                problems.append(verdict.message)
+    # the emulated board's NPU part is etu's: any U55/U65 target runs (checked above)
+    found = fit_problems(program, firmware, elf, None if emulated else target)
+    if found is not None:
+        problems += found
     elif program_target and program_target != target and not emulated:
         problems.append(
             f"the program was compiled for {program_target}, the run targets "
             f"{target}: the driver rejects a command stream for another NPU config"
         )
     return list(dict.fromkeys(problems))
+
+
+def fit_problems(program, firmware, elf: Path | None, target: str | None) -> list[str] | None:
+    """The fit verdicts of ``program`` against ``firmware`` (a FirmwareResult of ``elf``)
+    that would make a run fail: another program baked in, kernels, pools, regions, the NPU
+    ``target`` (None: not checked). None when they cannot be checked (no program, or
+    ``firmware`` is not that ELF's)."""
+    same = (
+        firmware is not None
+        and firmware.memory_map is not None
+        and firmware.path is not None
+        and elf is not None
+        and same_file(firmware.path, elf)
+    )
+    if not same or program is None:
+        return None
+    try:
+        verdicts = check_fit(program, firmware.memory_map, None, target=target)
+    except Exception:  # the Fit tab reports a check that cannot run
+        return []
+    return [
+        verdict.message
+        for verdict in verdicts
+        if verdict.check in PREFLIGHT_CHECKS
+        and (verdict.status == FAIL
+             or (verdict.check == "program_placement" and verdict.status != OK))
+    ]  # fmt: skip
+
+
+def flash_preflight(program, program_target: str | None, elf: Path, board: str) -> list[str]:
+    """The pre-flight of a Boards flash of ``elf`` to ``board`` (a profile name): what the
+    Run tab checks before a run, on the firmware to be flashed. Blocking (reads the ELF)."""
+    from etu.runner.workspace import load_firmware
+
+    firmware = load_firmware(elf, program, None, workspace=None)
+    if board == QEMU_BOARD:
+        return preflight(QEMU_BOARD, program_target, program, firmware, elf)
+    return fit_problems(program, firmware, elf, None) or []
 
 
 INTEGER_IO = ("int8", "uint8", "int16", "uint16", "int32", "int64")

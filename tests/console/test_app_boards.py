@@ -13,8 +13,9 @@ from textual.widgets import ProgressBar, Select, TabbedContent
 
 from etu.runner.session import list_sessions, sessions_root
 from etu.tui.app import BOARDS_TAB, RUN_TAB, EtuApp
+from etu.tui.screens.preflight import PreflightScreen
 from etu.tui.widgets.boards import BoardsPanel
-from tests.console_helpers import wait_until
+from tests.console_helpers import screen_text, wait_until
 from tests.helpers import demo_workspace
 from tools.screenshots import settle
 
@@ -57,6 +58,11 @@ async def test_the_emulated_board_flashed_from_the_boards_tab_runs(workspace, po
         assert app.query_one("#boards-profile", Select).value == "qemu-an547"
         assert panel.firmware == workspace / "firmware" / "arm_executor_runner.elf"
         await pilot.press("r")
+        # the Run tab's pre-flight, on the firmware to be flashed: the delegated demo on a
+        # firmware without an NPU driver layer is named before anything is flashed
+        await _wait(pilot, lambda: isinstance(app.screen, PreflightScreen), what="pre-flight")
+        assert "Flash anyway" in screen_text(app) and "no NPU driver layer" in screen_text(app)
+        await pilot.press("r")  # flash anyway
         run = app.run_panel
         await _wait(
             pilot,
@@ -83,6 +89,26 @@ async def test_the_emulated_board_flashed_from_the_boards_tab_runs(workspace, po
         assert meta["program_target"] == "ethos-u55-128" and meta["firmware_sha256"]
         assert app.query_one("#boards-progress", ProgressBar).percentage == 1.0
         assert not panel.flashing
+
+
+async def test_a_flash_of_a_firmware_with_another_program_baked_in_asks_first(
+    workspace, ports
+) -> None:
+    """Boards flashes get the Run tab's pre-flight (issue 24 §3): another program baked in
+    is named, and cancelling flashes nothing."""
+    program = workspace / "demo_cnn.pte"
+    program.write_bytes(program.read_bytes() + bytes(4096))  # a bigger program, same graph
+    app = EtuApp(workspace)
+    async with app.run_test(size=SMALL) as pilot:
+        panel = await _boards_tab(pilot)
+        await pilot.press("r")
+        await _wait(pilot, lambda: isinstance(app.screen, PreflightScreen), what="pre-flight")
+        problems = app.screen.problems
+        assert any("model_pte" in p for p in problems), problems
+        await pilot.press("escape")
+        await _wait(pilot, lambda: not panel.flashing, what="the cancel")
+        assert "flash cancelled" in panel.last_status
+        assert app.run_panel.live is None, "nothing was flashed or monitored"
 
 
 async def test_a_board_plugged_in_appears_in_the_port_list(workspace, ports) -> None:
