@@ -119,8 +119,44 @@ def find_cached(out_dir: Path, request: CompileRequest, key: str) -> CompileResu
     )  # fmt: skip
 
 
+def _link_tree(source: Path, target: Path) -> None:
+    """``target``, a copy of the job folder ``source`` made of hard links where the file
+    system allows (a job's files are never written again), whole or not at all."""
+
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    partial = target.with_name(target.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(source, partial, copy_function=link, symlinks=True)
+    shutil.rmtree(target, ignore_errors=True)
+    partial.rename(target)
+
+
+def shared_hit(out_dir: Path, shared: Path | None, request: CompileRequest, key: str):
+    """A job already compiled into ``shared`` (the workspace's compile folder, which the
+    console and the CLI share), brought into ``out_dir``; None when there is none."""
+    if shared is None or Path(shared).resolve() == Path(out_dir).resolve():
+        return None
+    found = find_cached(shared, request, key)
+    if found is None or found.folder is None:
+        return None
+    try:
+        _link_tree(found.folder, job_folder(out_dir, request, key))
+    except OSError:
+        return None
+    return find_cached(out_dir, request, key)
+
+
 class CompileJob:
-    """One request compiled in a worker process; ``run()`` blocks, ``cancel()`` stops it."""
+    """One request compiled in a worker process; ``run()`` blocks, ``cancel()`` stops it.
+
+    ``shared``: the workspace's compile folder when ``out_dir`` is another (``etu compile
+    --out build``): a job compiled there (by the console or the CLI) is reused, and a new
+    one is kept there too, so one request compiles once per workspace."""
 
     def __init__(
         self,
@@ -129,9 +165,11 @@ class CompileJob:
         listener: CompileListener | None = None,
         *,
         use_cache: bool = True,
+        shared: Path | None = None,
     ) -> None:
         self.request = request.resolved()  # RequestError before any work
         self.out_dir = Path(out_dir)
+        self.shared = Path(shared) if shared is not None else None
         self.listener = listener or CompileListener()
         self.use_cache = use_cache
         self.key = cache_key(self.request)
@@ -153,7 +191,10 @@ class CompileJob:
 
     def run(self) -> CompileResult:
         started = time.perf_counter()
-        if self.use_cache and (hit := find_cached(self.out_dir, self.request, self.key)):
+        if self.use_cache and (
+            (hit := find_cached(self.out_dir, self.request, self.key))
+            or (hit := shared_hit(self.out_dir, self.shared, self.request, self.key))
+        ):
             hit.seconds = time.perf_counter() - started
             return hit
         partial = self.folder.with_name(self.folder.name + ".partial")
@@ -177,6 +218,16 @@ class CompileJob:
         returncode = self._process.wait()
         reader.join()
         return self._finish(partial, returncode, started)
+
+    def _share(self) -> None:
+        """Keep a finished job in the workspace's compile folder too (best effort)."""
+        if self.shared is None or self.shared.resolve() == self.out_dir.resolve():
+            return
+        try:
+            self.shared.mkdir(parents=True, exist_ok=True)
+            _link_tree(self.folder, job_folder(self.shared, self.request, self.key))
+        except OSError:
+            pass  # the result in out_dir stands; the next compile elsewhere compiles again
 
     def _on_output(self, chunk: bytes, stream: str) -> None:
         """stdout and stderr alike: the job's log (whole); the listener's without the
@@ -265,6 +316,7 @@ class CompileJob:
             shutil.rmtree(self.folder, ignore_errors=True)
             partial.rename(self.folder)  # only now does it look like a result
             outcome.status, outcome.folder = "ok", self.folder
+            self._share()
             outcome.calibration = result.get("calibration")
             outcome.pte = self.folder / Path(result["pte"]).name
             vela = self.folder / "vela"

@@ -467,6 +467,14 @@ def compile_root(workspace: Path) -> Path:
     return Path(workspace) / ETU_FOLDER / COMPILE_FOLDER
 
 
+def shared_compile_root(out: Path) -> Path | None:
+    """The compile folder a compile into ``out`` shares with the console: the one of the
+    workspace (a folder holding ``etu.toml``, as ``etu init`` makes) that ``out`` is in;
+    None outside a workspace."""
+    root = workspace_of(Path(out).absolute() / "program.pte")
+    return compile_root(root) if (root / WORKSPACE_FILE).is_file() else None
+
+
 def _program_folder(program: Path) -> Path:
     """The folder a program (or a folder) stands in; a firmware ELF in ``PROGRAM.<board>/``
     (:func:`firmware_dir`) stands in the program's folder."""

@@ -103,7 +103,10 @@ def compile_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> in
             for each in requests:
                 each.resolved()
         else:
-            job = CompileJob(request, args.out, use_cache=not args.no_cache)
+            from etu.runner.workspace import shared_compile_root
+
+            job = CompileJob(request, args.out, use_cache=not args.no_cache,
+                             shared=shared_compile_root(args.out))  # fmt: skip
     except (RequestError, ValueError) as error:
         raise CommandError(f"{p(str(error))}") from None
 
