@@ -2,14 +2,18 @@
 
 Not part of the installed etu: ``make screenshots`` runs ``python -m tools.screenshots
 OUT_DIR`` from the checkout's root, and the console tests share its steps. It writes one SVG
-per view of the demo workspace (and one for a file that fails to open). Same size and steps
-every run, no clock. The Fit view checks the demo against a firmware linked here with a temp
-pool too small for it (needs arm-none-eabi-gcc; without it the view shows the demo's own
-firmware). The Run view runs the demo firmware on the stand-in FVP in a scratch copy of the
-workspace; what differs per run (host times, durations, process samples, session folder
-names) is masked. The Compile view is its form before any compile (nothing is compiled). The
-History view has three stand-in runs recorded in a scratch workspace (the last with
-``ETU_STANDIN_DRIFT``), the two newest compared; its times are the render's own.
+per tab of the demo workspace at 120×36, a terminal people use (:data:`TAB_SCREENSHOTS`),
+the Run tab also at 80×24, the palette, help and Open dialog, and a file that fails to
+open (:data:`SCREENSHOTS` names them all). Same size and steps every run, no clock; the
+Boards tab with no serial port attached (the machine's own would change the picture). The
+Fit view checks the demo against a firmware linked here with a temp pool too small for it
+(needs arm-none-eabi-gcc; without it the view shows the demo's own firmware). The Run view
+runs the demo firmware on the stand-in FVP in a scratch copy of the workspace and waits for
+the host comparison of its outputs; what differs per run (host times, durations, process
+samples, session folder names) is masked. The Compile view is its form before any compile
+(nothing is compiled). The History view has three stand-in runs recorded in a scratch
+workspace (the last with ``ETU_STANDIN_DRIFT``), the two newest compared; its times are the
+render's own.
 """
 
 from __future__ import annotations
@@ -27,11 +31,25 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from etu.tui.app import DEMO_WORKSPACE, EtuApp
+from etu.tui.app import (
+    BOARDS_TAB,
+    COMPILE_TAB,
+    DELEGATES_TAB,
+    DEMO_WORKSPACE,
+    FIT_TAB,
+    HISTORY_TAB,
+    MEMORY_TAB,
+    NPU_TAB,
+    PROGRAM_TAB,
+    RUN_TAB,
+    TENSORS_TAB,
+    EtuApp,
+)
 from etu.tui.widgets import PickElfScreen
 from etu.tui.widgets.run_log import LogView
 
-SIZE = (140, 45)
+SIZE = (120, 36)  # a laptop terminal or tmux pane people use
+SMALL_SIZE = (80, 24)  # the smallest: the Run tab is drawn at it too
 SETTLE_TIMEOUT = 10.0
 # A real Vela run of another configuration (Ethos-U85-256, Sram_Only), for the NPU tab's
 # compare table; shipped with the demo so nothing here reads tests/.
@@ -72,6 +90,24 @@ async def _press(pilot: Pilot, *keys: str) -> None:
         widget.value = "etu_tui/demo/"  # the same text on every machine
     await pilot.pause()
 
+
+# Each tab of EtuApp.TABS and its picture (a test checks every tab has one).
+TAB_SCREENSHOTS: dict[str, str] = {
+    PROGRAM_TAB: "program.svg",
+    TENSORS_TAB: "tensors.svg",
+    DELEGATES_TAB: "delegate.svg",
+    NPU_TAB: "npu.svg",
+    MEMORY_TAB: "memory.svg",
+    FIT_TAB: "fit.svg",
+    RUN_TAB: "run.svg",
+    COMPILE_TAB: "compile.svg",
+    HISTORY_TAB: "history.svg",
+    BOARDS_TAB: "boards.svg",
+}
+SMALL_RUN = "run-80x24.svg"
+# Every file render_all writes.
+SCREENSHOTS = (*TAB_SCREENSHOTS.values(), SMALL_RUN, "palette.svg", "open.svg", "help.svg",
+               "error.svg")  # fmt: skip
 
 DEMO_VIEWS: list[tuple[str, tuple[str, ...]]] = [
     ("program.svg", ()),
@@ -162,14 +198,17 @@ async def render_fit(out_dir: Path, size: tuple[int, int] = SIZE) -> Path:
 
 
 async def render_demo(out_dir: Path, size: tuple[int, int] = SIZE) -> list[Path]:
+    from unittest import mock
+
     written = []
     app = EtuApp(DEMO_WORKSPACE)
-    async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        for name, keys in DEMO_VIEWS:
-            if keys:
-                await _press(pilot, *keys)
-            written.append(Path(app.save_screenshot(name, str(out_dir))))
+    with mock.patch("serial.tools.list_ports.comports", return_value=[]):
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            for name, keys in DEMO_VIEWS:
+                if keys:
+                    await _press(pilot, *keys)
+                written.append(Path(app.save_screenshot(name, str(out_dir))))
     return written
 
 
@@ -205,8 +244,8 @@ def standin_workspace(folder: Path) -> Iterator[Path]:
 
 
 async def run_steps(pilot: Pilot, timeout: float = RUN_TIMEOUT) -> None:
-    """The Run tab after a completed stand-in run, the log's time column off and what
-    differs per run masked."""
+    """The Run tab after a completed stand-in run, its outputs compared with the host, the
+    log's time column off and what differs per run masked."""
     app = pilot.app
     assert isinstance(app, EtuApp)
     await settle(pilot)
@@ -223,23 +262,52 @@ async def run_steps(pilot: Pilot, timeout: float = RUN_TIMEOUT) -> None:
             raise TimeoutError("the stand-in run did not end in time")
         await pilot.pause(0.05)
     await settle(pilot)
+    while pending_workers(panel.shown):  # the host comparison, the ETDump
+        if loop.time() > deadline:
+            raise TimeoutError("the outputs were not compared in time")
+        await pilot.pause(0.05)
+    await settle(pilot)
     log = app.query_one(LogView)
     rest_deadline = loop.time() + 5.0
     while not log.at_rest and loop.time() < rest_deadline:  # best effort: see LogView
         await pilot.pause(0.05)
     await settle(pilot)
+    relative_command(app)
     still_cursors(app)
     await pilot.pause()
     await pilot.wait_for_scheduled_animations()
 
 
-async def render_run(out_dir: Path, size: tuple[int, int] = SIZE) -> Path:
+def relative_command(app: EtuApp) -> None:
+    """The Run tab's command names the scratch workspace by its absolute path, which differs
+    per render: shown relative to the working folder (the scratch folder, see
+    :func:`standin_workspace`), as it would be typed there."""
+    from textual.content import Content
+    from textual.widgets import Static
+
+    prefix = f"{Path.cwd().resolve()}{os.sep}"
+    for widget in app.query("#run-command").results(Static):
+        text = widget.content.plain if isinstance(widget.content, Content) else ""
+        if prefix in text:
+            widget.update(Content(text.replace(prefix, "")))
+
+
+def pending_workers(record) -> bool:
+    """A finished run's host comparison or ETDump reading is still under way (their notes
+    say so until the result is in)."""
+    if record is None:
+        return False
+    notes = (record.comparison_note, record.operators_note)
+    return any(note is not None and note.endswith("…") for note in notes)
+
+
+async def render_run(out_dir: Path, size: tuple[int, int] = SIZE, name: str = "run.svg") -> Path:
     folder = out_dir.resolve()  # the block below changes the working folder
     with tempfile.TemporaryDirectory() as tmp, standin_workspace(Path(tmp)) as workspace:
         app = EtuApp(workspace)
         async with app.run_test(size=size) as pilot:
             await run_steps(pilot)
-            return out_dir / Path(app.save_screenshot("run.svg", str(folder))).name
+            return out_dir / Path(app.save_screenshot(name, str(folder))).name
 
 
 async def compile_steps(pilot: Pilot) -> None:
@@ -334,6 +402,7 @@ async def render_all(out_dir: Path) -> list[Path]:
         await render_memory(out_dir),
         await render_fit(out_dir),
         await render_run(out_dir),
+        await render_run(out_dir, SMALL_SIZE, SMALL_RUN),
         await render_compile(out_dir),
         await render_error(out_dir),
         await render_history(out_dir),

@@ -63,6 +63,8 @@ class PmuPane(Vertical):
     """The latest PMU report: NPU cycles next to Vela's estimate, utilisation, counters,
     and the history of per-inference NPU cycles as a sparkline."""
 
+    ALLOW_MAXIMIZE = True  # a key shows it full screen (the panes row is hidden at 80×24)
+    can_focus = True
     DEFAULT_CSS = """
     PmuPane {
         border: round $primary;

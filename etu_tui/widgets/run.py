@@ -60,7 +60,9 @@ from etu.tui.widgets.run_panes import (
     OutputsPane,
     ProcessPane,
     RunBanner,
+    pane_entries,
     session_name,
+    zoom_pane,
 )
 from etu.tui.widgets.run_threads import RunThreads, StartRequest
 from etu.tui.widgets.send_box import SendBox
@@ -728,16 +730,16 @@ class RunPanel(Vertical):
         if path is not None:
             self.set_elf(path)
 
-    def action_past_runs(self) -> None:
-        self.query_one(PastRunsList).focus()
+    def action_zoom_pane(self, name: str) -> None:
+        zoom_pane(self, name, self.focus_main)  # the panes are hidden at 80×24
 
     def focus_main(self) -> None:
         self.log.focus()
 
     def palette_entries(self) -> list[PaletteCommand]:
         """The palette's entries beyond the key table: the log box's (its keys, each
-        timestamp mode and each level filter), which the App runs on the box."""
-        return self.log_box.palette_entries()
+        timestamp mode and each level filter), which the App runs on the box; the panes'."""
+        return self.log_box.palette_entries() + pane_entries()
 
 
 __all__ = ["DEFAULT_TARGET", "RunBridge", "RunElfScreen", "RunPanel"]

@@ -2,34 +2,39 @@
 banner that says how a run ended (the PMU pane has its own module). Each shows a
 RunRecord; the outputs, operators and banner panes also run the worker that fills in what
 they show (the host comparison, the ETDump, the fault triage) and keep its result on the
-record.
+record. Each pane can fill the screen (:func:`zoom_pane`): at 80×24 the panes row is
+hidden and that is how they are reached.
 
 Text a device printed (counter names, dtypes, the proof line) goes through ``printable``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
+from weakref import WeakSet
 
 from textual.content import Content
+from textual.widget import Widget
 from textual.widgets import Static
 
 from etu.parsers.errors import describe_error
 from etu.parsers.runner_events import MemoryReport, OutputTensor
 from etu.runner.process import ProcessStats
 from etu.runner.run_model import REASON_CLASS, RunRecord
+from etu.tui.commands import PaletteCommand
 from etu.tui.safe_text import printable
 from etu.tui.widgets.formatting import shape as shape_text
 from etu.tui.widgets.memory import gauge
 from etu.tui.widgets.npu_invoke_lines import (
     MISSING,
+    compact,
     count,
     labelled,
     npu_summary,
 )
-from etu.tui.widgets.pmu_pane import GAUGE
+from etu.tui.widgets.pmu_pane import GAUGE, per_inference
 from etu.tui.widgets.run_messages import FaultDecoded, OperatorsRead, OutputsCompared
 from etu.tui.widgets.triage import fault_lines
 
@@ -38,6 +43,83 @@ REASON_MARK = {"success": "✓", "runner_error": "✗", "hard_fault": "✗", "cr
 
 def mib(value: int) -> str:
     return f"{value / 2**20:,.1f} MiB"
+
+
+# The panes a key or palette entry brings into view: name → (widget id, what the palette
+# calls it). At 80×24 the panes row is hidden; a maximised pane is drawn all the same.
+PANES: dict[str, tuple[str, str]] = {
+    "pmu": ("run-pmu", "PMU"),
+    "allocator": ("run-allocator", "allocator"),
+    "outputs": ("run-outputs", "outputs"),
+    "operators": ("run-operators", "operators (ETDump)"),
+    "process": ("run-process", "process"),
+    "past": ("run-past", "past runs"),
+}
+PALETTE_ONLY = ("operators", "process")  # the others have a key of their own (etu.tui.keys)
+
+
+def zoom_pane(panel: Widget, name: str, back: Callable[[], None]) -> None:
+    """Bring the pane ``name`` (a key of :data:`PANES`) of ``panel`` into view: the
+    past-runs list, where the layout shows it, gets the focus; else the pane fills the
+    screen (focused, so the panel's keys still work), and the same key or Escape restores
+    the layout and calls ``back`` (which focuses the log). A pane with nothing to show says
+    so instead."""
+    pane_id, what = PANES[name]
+    pane = panel.query_one(f"#{pane_id}")
+    screen = panel.screen
+    if screen.maximized is pane:
+        screen.minimize()  # the watch below calls back
+        return
+    if not pane.display:  # the outputs before any, the operators without an ETDump
+        panel.notify(f"The {what} pane has nothing to show yet.")
+        return
+    if name == "past" and pane.region.area:  # a list in view: Enter opens a run
+        pane.focus()
+        return
+    if panel not in _WATCHING:  # Escape restores through Textual: focus the log then too
+        _WATCHING.add(panel)
+        panel.watch(screen, "maximized", partial(_restored, panel, back), init=False)
+    screen.maximize(pane, container=False)
+    pane.focus()
+
+
+_WATCHING: WeakSet[Widget] = WeakSet()  # the panels whose screen's maximised pane is watched
+
+
+def _restored(panel: Widget, back: Callable[[], None], maximized: Widget | None) -> None:
+    """The layout is back: a pane that had the focus (hidden again at 80×24) gives it back."""
+    focused = panel.screen.focused
+    ids = {pane_id for pane_id, _ in PANES.values()}
+    if maximized is None and (focused is None or focused.id in ids):
+        back()
+
+
+def pane_entries() -> list[PaletteCommand]:
+    """The palette's entries for the panes without a key."""
+    return [
+        PaletteCommand(f"Run: {PANES[name][1]} pane, full screen / restore",
+                       "The pane fills the screen (Escape restores)", f"zoom_pane({name!r})")
+        for name in PALETTE_ONLY
+    ]  # fmt: skip
+
+
+def figures_line(record: RunRecord) -> str | None:
+    """The run's headline figures in one line, for the banner (it shows at 80×24, where the
+    panes do not): NPU cycles per inference from the last PMU report, the method pool's
+    use from the runner's memory summary."""
+    parts = []
+    report = record.pmu[-1] if record.pmu else None
+    cycles = per_inference(report) if report is not None else None
+    if cycles is not None:
+        simulated = record.launch is not None and record.launch.simulated
+        parts.append(f"NPU {count(cycles)} cycles" + (" (simulated)" if simulated else ""))
+    memory = record.memory
+    method = memory.pools.get("method_allocator") if memory is not None else None
+    if method is not None and method.used is not None and method.size:
+        share = method.used * 100.0 / method.size
+        parts.append(f"method pool {compact(method.used, 'B')} of {compact(method.size, 'B')}"
+                     f" used ({share:.1f}%)")  # fmt: skip
+    return " · ".join(parts) or None
 
 
 # ------------------------------------------------------------------------- allocator
@@ -57,6 +139,9 @@ def pool_line(name: str, used: int | None, size: int | None) -> Content:
 
 class AllocatorPane(Static):
     """The runner's memory summary: one gauge per pool and per phase of the method pool."""
+
+    ALLOW_MAXIMIZE = True  # full screen by its key (see zoom_pane)
+    can_focus = True
 
     DEFAULT_CSS = """
     AllocatorPane {
@@ -117,10 +202,13 @@ SIMULATED_OUTPUTS = "SIMULATED: the etu stand-in FVP made these values up; they 
 class OutputsPane(Static):
     """Each output the runner dumped: index, dtype, element count (shape), first values."""
 
+    ALLOW_MAXIMIZE = True  # full screen by its key (see zoom_pane)
+    can_focus = True
+
     DEFAULT_CSS = """
     OutputsPane {
         height: auto;
-        max-height: 8;
+        max-height: 20%;
         border: round $primary;
         border-title-style: bold;
         padding: 0 1;
@@ -293,6 +381,9 @@ class OperatorsPane(Static):
     """The run's ETDump, read by ExecuTorch's Inspector: each operator call, where it ran
     (CPU or a delegate) and its time in the runner's ticks. Hidden without an ETDump."""
 
+    ALLOW_MAXIMIZE = True  # full screen by its key (see zoom_pane)
+    can_focus = True
+
     DEFAULT_CSS = """
     OperatorsPane {
         display: none;
@@ -373,6 +464,9 @@ class OperatorsPane(Static):
 
 class ProcessPane(Static):
     """The simulator process as psutil last sampled it (once a second)."""
+
+    ALLOW_MAXIMIZE = True  # full screen by its key (see zoom_pane)
+    can_focus = True
 
     DEFAULT_CSS = """
     ProcessPane {
@@ -494,12 +588,13 @@ class RunBanner(Static):
         took = ""
         if record.started is not None and record.ended is not None and not stable:
             took = f" · {record.ended - record.started:.1f} s"
-        tail = ""
+        # The ending's line stays short enough for 120 columns; the figures and the live
+        # session's name go on the next line.
+        figures = [text for text in (npu_summary(record.npu), figures_line(record)) if text]
         if record.live and record.folder is not None:
-            tail = f" · session {session}"
-        npu = npu_summary(record.npu)
-        if npu is not None:
-            triage = [npu, *triage]
+            figures.append(f"session {session}")
+        if figures:
+            triage = [" · ".join(figures), *triage]
         self.set_state(
             state,
             Content.assemble(
@@ -508,7 +603,7 @@ class RunBanner(Static):
                 (line, ""),
                 ": ",
                 (printable(outcome.proof), "bold"),
-                (f"{took}{tail}", "dim"),
+                (took, "dim"),
                 *[("\n  " + printable(line), "") for line in triage],
             ),
         )

@@ -12,8 +12,9 @@ from textual.widgets import TabbedContent
 
 from etu.tui.app import EtuApp
 from etu.tui.widgets import InstructionsTable, LayerTable, LogView
-from tests.console_helpers import screen_text, wait_until
-from tools.screenshots import DEMO_PROGRAM, DEMO_WORKSPACE, settle
+from etu.tui.widgets.run_panes import OutputsPane, RunBanner
+from tests.console_helpers import palette_search, screen_text, wait_until
+from tools.screenshots import DEMO_PROGRAM, DEMO_WORKSPACE, pending_workers, settle
 
 pytestmark = pytest.mark.anyio
 
@@ -100,6 +101,84 @@ async def test_run_tab_shows_7_log_lines_and_the_outputs_verdict_at_80x24_and_z_
         await pilot.press("z")
         await pilot.pause()
         assert app.screen.maximized is None
+
+
+async def _finish_and_compare(pilot: Pilot) -> None:
+    """A finished run whose outputs the host has compared (the pane's verdict is in)."""
+    await _finish_run(pilot)
+    app = pilot.app
+    assert isinstance(app, EtuApp)
+    await wait_until(pilot, lambda: not pending_workers(app.run_panel.shown), timeout=60,
+                     what="the outputs were not compared")  # fmt: skip
+    await settle(pilot)
+
+
+@pytest.mark.parametrize("size", [SMALL, (120, 36)], ids=["80x24", "120x36"])
+async def test_the_ending_the_verdict_and_the_allocator_headline_are_in_view(
+    workspace: Path, standin: Path, size: tuple[int, int]
+) -> None:
+    """#24 §1: at the sizes people use, after a run, the ending (one line), the output's
+    verdict line (✓/✗ with its worst error) and the allocator's headline are on screen
+    without resizing; the log keeps 10 lines at 120×36 (it kept 3: the banner wrapped, the
+    panes were 14 rows high) and 7 at 80×24."""
+    from etu.tui.widgets.npu_invoke_lines import compact
+
+    app = EtuApp(workspace)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await _finish_and_compare(pilot)
+        record = app.run_panel.shown
+        assert record.comparison is not None
+        text = screen_text(app)
+        lines = text.splitlines()
+        assert all(len(line) <= size[0] for line in lines)
+        assert any(line.startswith(" ✓ success · line ") for line in lines), text
+        verdict = app.query_one(OutputsPane).lines[1].strip()
+        assert verdict.startswith(("✓", "✗")) and "max" in verdict
+        assert verdict in text
+        used = record.memory.pools["method_allocator"].used
+        assert f"method pool {compact(used, 'B')} of" in text
+        log = app.query_one(LogView)
+        assert log.size.height >= (10 if size == (120, 36) else 7)
+        assert app.query_one(RunBanner).size.height == 2  # the ending, then the figures
+
+
+async def test_every_hidden_pane_is_one_key_or_palette_entry_away_at_80x24(
+    workspace: Path, standin: Path
+) -> None:
+    """#24 §1: the panes row is hidden at 80×24; p, A, O and v show the PMU, allocator,
+    outputs and past-runs panes full screen (the same key or Escape restores, the log has
+    the focus back); the palette finds them by "pmu", "allocator", "output", "process"."""
+    from etu.tui.widgets import PastRunsList
+    from etu.tui.widgets.pmu_pane import PmuPane
+    from etu.tui.widgets.run_panes import AllocatorPane, ProcessPane
+
+    app = EtuApp(workspace)
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot)
+        await _finish_run(pilot)
+        assert not app.query_one(PmuPane).region.area  # hidden
+        panes = {"p": PmuPane, "A": AllocatorPane, "O": OutputsPane, "v": PastRunsList}
+        for key, kind in panes.items():
+            pane = app.query_one(kind)
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.screen.maximized is pane and pane.region.height > 10, key
+            await pilot.press(key if key != "v" else "escape")
+            await pilot.pause()
+            assert app.screen.maximized is None, key
+            assert isinstance(app.screen.focused, LogView), key
+        found = {"pmu": PmuPane, "allocator": AllocatorPane, "output": OutputsPane,
+                 "process": ProcessPane}  # fmt: skip
+        for query, kind in found.items():
+            title = f"Run: {query.upper() if query == 'pmu' else query}"
+            await palette_search(pilot, query, title)
+            await pilot.press("enter")
+            pane = app.query_one(kind)
+            await wait_until(pilot, lambda p=pane: app.screen.maximized is p, what=query)
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.screen.maximized is None
 
 
 async def test_pmu_pane_names_utilisation_and_the_runners_ratio(

@@ -1,5 +1,5 @@
 """SVG snapshots of the Program, NPU, Memory, Fit, Run and Compile views on the demo
-(pytest-textual-snapshot).
+(pytest-textual-snapshot); every tab at 80×24 and 120×36, the Run tab also after a run.
 
 Update after a reviewed UI change with ``pytest tests/console/test_snapshots.py --snapshot-update``.
 """
@@ -19,8 +19,10 @@ from tools.screenshots import (
     fit_steps,
     memory_steps,
     npu_steps,
+    run_steps,
     settle,
     small_scratch_firmware,
+    standin_workspace,
 )
 
 DEMO = Path(__file__).resolve().parent.parent.parent / "etu_tui" / "demo" / "demo_cnn.pte"
@@ -114,6 +116,18 @@ def test_view_at_small_sizes(
             await _tab(pilot, SMALL_VIEWS[view])
 
     assert snap_compare(EtuApp(demo), terminal_size=size, run_before=steps)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)], ids=["80x24", "120x36"])
+def test_run_view_after_a_run_at_small_sizes(
+    snap_compare, size: tuple[int, int], tmp_path: Path
+) -> None:
+    """The Run tab after a stand-in run, its outputs compared with the host (#24 §1): the
+    ending on one line, the figures line (NPU cycles, the method pool's use), the outputs'
+    verdict line; at 120×36 the panes share the height and the log keeps 10 lines. The
+    scratch workspace and the stand-in are named by relative paths (tools/screenshots)."""
+    with standin_workspace(tmp_path) as workspace:
+        assert snap_compare(EtuApp(workspace), terminal_size=size, run_before=run_steps)
 
 
 def test_layers_view_at_80x24(demo: Path, snap_compare, monkeypatch: pytest.MonkeyPatch) -> None:
