@@ -249,6 +249,30 @@ def test_a_wrong_key_or_link_is_caught(tmp_path: Path) -> None:
 # -- the screenshot tool ---------------------------------------------------------------------
 
 
+def test_every_tab_has_a_screenshot_and_every_picture_is_the_tools() -> None:
+    """Each tab of the console has a picture in screenshots/ (``make screenshots`` renders
+    them at 120×36), the Run tab also at 80×24; no picture the tool no longer writes stays.
+    A tab added to EtuApp.TABS without one fails here. No rendering: names only."""
+    from etu.tui.app import EtuApp
+    from tools.screenshots import SCREENSHOTS, SMALL_RUN, TAB_SCREENSHOTS
+
+    folder = ROOT / "screenshots"
+    assert [tab for tab, *_ in EtuApp.TABS if tab not in TAB_SCREENSHOTS] == []
+    assert SMALL_RUN in SCREENSHOTS and set(TAB_SCREENSHOTS.values()) <= set(SCREENSHOTS)
+    assert [name for name in SCREENSHOTS if not (folder / name).is_file()] == []
+    assert sorted({path.name for path in folder.glob("*.svg")} - set(SCREENSHOTS)) == []
+
+
+def test_every_screenshot_the_pages_show_exists() -> None:
+    shown = {
+        (page.name, name)
+        for page in PAGES
+        for name in re.findall(r"screenshots/([\w.-]+\.(?:svg|png))", page.read_text("utf-8"))
+    }
+    assert shown
+    assert sorted(s for s in shown if not (ROOT / "screenshots" / s[1]).is_file()) == []
+
+
 def test_the_screenshot_tool_is_not_installed() -> None:
     assert importlib.util.find_spec("etu.tui.screenshots") is None
     assert (ROOT / "tools" / "screenshots.py").is_file()
