@@ -224,7 +224,7 @@ def test_flash_and_monitor_the_emulated_board(tmp_path: Path) -> None:
     assert flashed["port"].startswith("/dev/pts/")
     summary = records[-1]
     # the stand-in firmware ends with the runner's success line but runs no model
-    assert summary["verdict"] == "no_model" and summary["model"]["pte_size"] == 21392
+    assert summary["verdict"] == "no_model" and summary["model"]["pte_size"] == 21248
     assert summary["label"] == "emulated board (QEMU, no NPU)"
     session = read_session(Path(tmp_path / summary["session"]))
     assert session.meta["label"] == "emulated board (QEMU, no NPU)"
