@@ -49,6 +49,7 @@ def utilisation(report: PmuReport) -> tuple[float | None, str]:
 WHY_NO_PMU = {
     "hard_fault": "the core faulted before the runner printed it",
     "runner_error": "the runner stopped on an error before printing it",
+    "no_model": "the firmware runs no model",
     "time_limit": "the time limit ended the run before the runner printed it",
     "crash": "the simulator crashed before the runner printed it",
     "killed": "the run was stopped before the runner printed it",
