@@ -287,7 +287,9 @@ class OutputsPane(Static):
             self.border_title = (f"Outputs ({len(outputs)})" + (" · SIMULATED" if simulated else "")
                                  + f" · {verdict}")  # fmt: skip
         lines: list[Content] = []
-        for index in sorted(outputs):
+        # an output that fails first: the pane's first lines (all that shows at 80×24) carry
+        # the worst verdict of a run with several outputs
+        for index in sorted(outputs, key=lambda i: (compared.get(i, {}).get("passed", True), i)):
             output = outputs[index]
             shape = output.shape
             if shape is None and index < len(shapes):

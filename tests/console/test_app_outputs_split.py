@@ -79,3 +79,33 @@ def test_a_real_targets_integers_are_shown_with_their_formula() -> None:
            "target_integers": [5, -7, None], "deployment": {"off_grid": 0}}  # fmt: skip
     assert verdict_line(row).plain == "  ✓ deployment exact · quantisation SNR 31.2 dB"
     assert integers_line(row).plain == "  int8 5 -7 ? = (q + 12) × 0.25"
+
+
+async def test_with_several_outputs_a_failing_one_comes_first() -> None:
+    """At 80×24 the Outputs pane shows its first lines only: a failing output leads."""
+    from textual.app import App
+
+    from etu.parsers.runner_events import OutputTensor
+
+    class One(App):
+        def compose(self):
+            yield OutputsPane()
+
+    def output(index: int) -> OutputTensor:
+        return OutputTensor(line_no=index + 1, index=index, dtype="float", shape=None,
+                            values=(0.5, 0.25), numel=2, printed=2)  # fmt: skip
+
+    figures = {"max_abs_error": 0.1, "mean_abs_error": 0.05, "rmse": 0.07,
+               "cosine_similarity": 0.9, "snr_db": 12.0}  # fmt: skip
+    comparison = {"passed": False, "rtol": 0.01, "atol": 0.01, "outputs": [
+        {"index": 0, "passed": True, "verdict": "deployment exact", **figures},
+        {"index": 1, "passed": False, "verdict": "deployment 2 of 2 differ (max 9 LSB)",
+         **figures},
+    ]}  # fmt: skip
+    async with One().run_test() as pilot:
+        pane = pilot.app.query_one(OutputsPane)
+        pane.show({0: output(0), 1: output(1)}, [], comparison)
+        assert pane.lines[0].startswith("[1] float") and pane.lines[1].startswith("  ✗ ")
+        assert any(line.startswith("[0] float") for line in pane.lines[2:])
+        pane.show({0: output(0), 1: output(1)}, [])  # no comparison: in index order
+        assert pane.lines[0].startswith("[0] float")
