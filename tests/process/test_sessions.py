@@ -46,7 +46,7 @@ def test_lists_old_and_new_sessions_newest_first(workspace: Path) -> None:
     assert old_success["method_allocator_used"] == 29536
     assert old_success["temp_allocator"] == 2097152
     assert old_success["program"]["name"] == "demo_cnn.pte"
-    assert old_success["program"]["short"] == "c02b2995"
+    assert old_success["program"]["short"] == "dd737eeb"
     assert old_success["firmware"]["name"] == "arm_executor_runner.elf"
     assert old_success["ending"]["proof_line"] == 56
     assert "Program complete" in old_success["ending"]["proof"]
@@ -71,7 +71,7 @@ def test_table_shows_endings_and_proofs(workspace: Path) -> None:
         (["--ending", "failed"], 2),
         (["--ending", "hard_fault"], 1),
         (["--program", "demo_cnn"], 4),
-        (["--program", "c02b2995"], 4),
+        (["--program", "dd737eeb"], 4),
         (["--program", "other"], 0),
         (["--target", "ethos-u85-256"], 0),
         (["--target", "ethos-u55-128", "--limit", "3"], 3),
