@@ -20,7 +20,7 @@ from pathlib import Path
 from etu.parsers.files import open_regular
 from etu.parsers.log_summary import LogSummary
 from etu.parsers.runner_log import RunnerLogParser
-from etu.runner.history import read_meta
+from etu.runner.history import ENDINGS, read_meta
 from etu.runner.run import RunListener, RunOutcome
 from etu.runner.session import INDEX, LOG_CAP, RAW, read_index
 
@@ -38,15 +38,7 @@ def _index(folder: Path) -> list[tuple[int, float]]:
 
 def recorded_outcome(meta: dict, summary: dict) -> RunOutcome:
     reason = meta.get("exit_reason")
-    if reason not in (
-        "success",
-        "no_model",
-        "runner_error",
-        "hard_fault",
-        "time_limit",
-        "crash",
-        "killed",
-    ):
+    if reason not in ENDINGS:  # an unknown or missing ending: the run did not finish
         reason = "incomplete"
     line = meta.get("proof_line")
     return RunOutcome(
