@@ -1,6 +1,7 @@
 """Third-party noise in a compile's output: lines a library prints on every import or
 lowering that say nothing about the user's model (torchao's optional CUDA kernels that do
-not load on a CPU machine, torch's pytree deprecation warning, ExecuTorch's cpuinfo lines).
+not load on a CPU machine, torch's pytree deprecation warning, ExecuTorch's cpuinfo lines,
+the TOSA serializer's note on a compatible older graph).
 They are kept in the job's log file and left out of what etu shows (stderr, the Compile
 tab's worker log). Pure: text in, text out."""
 
@@ -15,6 +16,11 @@ NOISE = (
     re.compile(r"^W\d{4} [\d:.]+ +\d+ \S*_pytree\.py:\d+\] .*register_constant"),
     # ExecuTorch's host runtime probing the CPU: [cpuinfo_utils.cpp:NN] ...
     re.compile(r"^\[cpuinfo\w*\.(?:cpp|c|cc):\d+\]"),
+    # the TOSA serializer reading a graph written by an older, compatible one (the reference)
+    re.compile(
+        r"^WARNING: Different TOSA spec in flatbuffer and serializer versions detected\."
+        r".* is backward compatible with serializer version"
+    ),
 )
 
 

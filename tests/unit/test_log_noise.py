@@ -14,12 +14,16 @@ NOISE = [
     "torch.compile as an opaque value type. Calling register_constant() on Enum subclasses is "
     "deprecated and will be an error in a future release.",
     "[cpuinfo_utils.cpp:71] Reading file /sys/devices/soc0/image_version",
+    "WARNING: Different TOSA spec in flatbuffer and serializer versions detected. Read TOSA "
+    "spec in flatbuffer 1.0.0 is backward compatible with serializer version 1.1.0d",
 ]
 KEPT = [
     "Failed to load model.pte: not found",
     "W1125 00:44:33.076000 4408 torch/_dynamo/x.py:1] something about the user's graph",
     "RuntimeError: a and b must have same reduction dim",
     "Warning: Unsupported TOSA operator",
+    "WARNING: Different TOSA spec in flatbuffer and serializer versions detected. Read TOSA "
+    "spec in flatbuffer 2.0.0 is not compatible with serializer version 1.1.0d",
 ]
 
 
