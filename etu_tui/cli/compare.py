@@ -204,20 +204,19 @@ def write_layers_text(record: dict, out: TextIO) -> None:
 
 
 def _target_cell(layer: dict) -> str:
-    """The target's integers against the host's: = host, or ≠COUNT ±STEPS; n/a: not kept."""
-    differing = layer.get("target_differing")
-    if differing is None:
-        return "n/a"
-    return "= host" if differing == 0 else f"≠{differing} ±{layer.get('target_max_lsb')}"
+    from etu.runner.target_layers import target_cell
+
+    return target_cell(layer) or "n/a"  # n/a: the run kept none for this layer
 
 
 def _target_summary(target: dict) -> str:
     from etu.parsers.text import printable
+    from etu.runner.target_layers import target_verdict
 
     if not target.get("source"):
         return printable(str(target.get("note") or ""))
-    read, exact = target.get("read", 0), target.get("exact", 0)
-    verdict = "every one equal to the host" if read == exact else f"{read - exact} differ"
+    read = target.get("read", 0)
+    verdict = target_verdict(target)[0]
     note = f"; {target['note']}" if target.get("note") else ""
     return (f"{read} of {target.get('cpu_layers', 0)} CPU layers read from "
             f"{printable(str(target['source']))}: {verdict}{note}")  # fmt: skip

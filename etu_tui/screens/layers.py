@@ -26,6 +26,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
 from etu.parsers.errors import describe_error
+from etu.runner.target_layers import target_cell, target_verdict
 from etu.tui.keys import bindings
 from etu.tui.safe_text import printable
 from etu.tui.widgets.virtual_table import Column, VirtualTable
@@ -50,12 +51,8 @@ def sqnr_text(row: dict) -> str:
 
 
 def target_text(row: dict) -> str:
-    """The target's integers against the host's: "= host", or how many differ and by how
-    many steps at most (–: the run kept no intermediate outputs for this layer)."""
-    differing = row.get("target_differing")
-    if differing is None:
-        return MISSING
-    return "= host" if differing == 0 else f"≠{differing} ±{row.get('target_max_lsb')}"
+    """The target's integers against the host's (–: the run kept none for this layer)."""
+    return target_cell(row) or MISSING
 
 
 def target_line(summary: dict) -> Content | None:
@@ -65,13 +62,13 @@ def target_line(summary: dict) -> Content | None:
         return None
     if not target.get("source"):
         return Content.styled(f"target: {printable(str(target.get('note') or ''))}", "dim")
-    read, exact = target.get("read", 0), target.get("exact", 0)
-    verdict = ("$text-success", "every one equal to the host") if read == exact else (
-        "$text-error bold", f"{read - exact} differ from the host")  # fmt: skip
+    verdict, equal = target_verdict(target)
     return Content.assemble(
-        ("target: ", "bold"), f"{read} of {target.get('cpu_layers', 0)} CPU layers read · ",
-        (verdict[1], verdict[0]), (f" · {printable(str(target['source']))}", "dim"),
-    )  # fmt: skip
+        ("target: ", "bold"),
+        f"{target.get('read', 0)} of {target.get('cpu_layers', 0)} CPU layers read · ",
+        (verdict, "$text-success" if equal else "$text-error bold"),
+        (f" · {printable(str(target['source']))}", "dim"),
+    )
 
 
 def marks(row: dict) -> str:

@@ -17,7 +17,8 @@ import numpy
 import pytest
 
 from etu.runner.etdump import session_debug_buffer
-from etu.runner.layers import NO_INTERMEDIATES, CpuLayer, Layer, TargetLayers, session_target
+from etu.runner.layers import CpuLayer, Layer
+from etu.runner.target_layers import NO_INTERMEDIATES, TargetLayers, session_target
 from tests.helpers import DEMO, ROOT, etu
 from tests.real_programs import cache_lock, keyed_dir
 from tests.real_runner import build, run_qemu, runtime_environment
