@@ -20,6 +20,7 @@ from etu.parsers.runner_events import (
     FvpStopped,
     HardFault,
     InferenceFinished,
+    InferenceStarted,
     LogLine,
     MemoryReport,
     MethodLoaded,
@@ -35,7 +36,17 @@ from etu.parsers.runner_events import (
 )
 from etu.parsers.status_codes import status_name
 
-__all__ = ["VERDICTS", "LogSummary", "SummaryError", "summarize"]
+__all__ = [
+    "CPU_CYCLES_BUG",
+    "CPU_CYCLES_UNKNOWN",
+    "VERDICTS",
+    "LogSummary",
+    "SummaryError",
+    "cpu_cycles_note",
+    "inference_rows",
+    "spread",
+    "summarize",
+]
 
 
 class SummaryError(TypedDict):
@@ -75,6 +86,65 @@ def npu_delegate(entry: dict[str, Any] | None, event: NpuInvoke) -> dict[str, An
     return entry
 
 
+# ExecuTorch PR 21833 (2026-08-14): before it, arm_perf_monitor.cpp read the Cortex-M cycle
+# counter under __ARM_ARCH_8_1M_MAIN__, which GCC's Cortex-M55 build does not define, so
+# "Inference runtime" was always 0 CPU cycles there.
+CPU_CYCLES_BUG = "0 (known runner bug before 2026-08)"
+CPU_CYCLES_UNKNOWN = "0 (runners before 2026-08 always print 0)"
+CYCLE_COUNTER_CPUS = ("cortex-m55",)  # the CPUs the bug hit
+
+
+def cpu_cycles_note(
+    cpu_cycles: int | None, cpu: str | None, counter_fixed: bool | None
+) -> str | None:
+    """What a CPU-cycles figure of 0 means, or None when it means what it says.
+
+    ``cpu``: the runner's CPU (``cortex-m55``...), None when unknown; ``counter_fixed``:
+    whether the runner's ExecuTorch has PR 21833 (True), predates it (False) or is unknown.
+    """
+    if cpu_cycles != 0 or (cpu or "").lower() not in CYCLE_COUNTER_CPUS:
+        return None
+    if counter_fixed is None:
+        return CPU_CYCLES_UNKNOWN
+    return None if counter_fixed else CPU_CYCLES_BUG
+
+
+def _per(value: int | None, inferences: int) -> float | None:
+    return None if value is None else round(value / inferences, 2)
+
+
+def inference_rows(reports: Iterable[PmuReport], note: str | None = None) -> list[dict[str, Any]]:
+    """One row per PMU report, its figures per inference: the runner prints each report's
+    sums over its ``NPU Inferences`` (ET_NUM_INFERENCES), so a report covering N inferences
+    gives their mean (``inferences`` N); a log with one report per inference (several runs,
+    the semihosting server mode) gives one row each. ``cpu_cycles`` is the runner's timing
+    (``Inference runtime``); ``note`` explains a CPU-cycles figure of 0."""
+    rows = []
+    for n, report in enumerate(reports):
+        count = report.npu_inferences if report.npu_inferences and report.npu_inferences > 0 else 1
+        rows.append({
+            "report": n,
+            "line": report.line_no,
+            "inferences": count,
+            "npu_cycles": _per(report.npu_cycles, count),
+            "cpu_cycles": _per(report.cpu_cycles, count),
+            "cpu_wait_for_npu_cycles": _per(report.cpu_wait_for_npu_cycles, count),
+            "delegations": _per(report.delegations, count),
+            "cpu_cycles_note": note if report.cpu_cycles == 0 else None,
+        })  # fmt: skip
+    return rows
+
+
+def spread(values: Iterable[float | int | None]) -> dict[str, float] | None:
+    """Min, median and max of the figures that are there; None with fewer than two."""
+    known = sorted(v for v in values if isinstance(v, int | float) and not isinstance(v, bool))
+    if len(known) < 2:
+        return None
+    middle = len(known) // 2
+    median = known[middle] if len(known) % 2 else (known[middle - 1] + known[middle]) / 2
+    return {"n": len(known), "min": known[0], "median": median, "max": known[-1]}
+
+
 # etu's stand-in runner firmware (runner/firmware_src/runner_stub.c) says so on its first
 # line: it prints what the runner prints and runs no model, so its "success" is none.
 NO_MODEL_BANNER = "etu stand-in runner firmware: runs no model"
@@ -112,6 +182,12 @@ class LogSummary:
     stops: list[FvpStopped] = field(default_factory=list)
     # the emulated board's NPU, per delegate (None: an invoke that named none), in order
     npu: dict[int | None, dict[str, Any]] = field(default_factory=dict)
+    inferences_started: int | None = None  # "Starting running N inferences..."
+    inferences_finished: int | None = None  # "N inferences finished"
+    # What the runner is, when the caller knows (firmware record, session): explains a
+    # CPU-cycles figure of 0 (see cpu_cycles_note).
+    runner_cpu: str | None = None
+    runner_counter_fixed: bool | None = None
     _missing_seen: set[str] = field(default_factory=set, repr=False)
 
     @classmethod
@@ -148,9 +224,14 @@ class LogSummary:
                 self.pte_size = event.program_size
         elif kind is RunSucceeded:
             self.succeeded = True
+        elif kind is InferenceStarted:
+            if event.count is not None:
+                self.inferences_started = event.count
         elif kind is InferenceFinished:
             if event.success:
                 self.succeeded = True
+            if event.count is not None:
+                self.inferences_finished = event.count
         elif kind is RunError:
             self.failed = True
             self._error(event, "run_error", event.status, event.text)
@@ -208,6 +289,9 @@ class LogSummary:
             return "timeout"
         return "incomplete"
 
+    def cpu_cycles_note(self, cpu_cycles: int | None) -> str | None:
+        return cpu_cycles_note(cpu_cycles, self.runner_cpu, self.runner_counter_fixed)
+
     def to_json(self) -> dict[str, Any]:
         """The ``etu log FILE --json`` object."""
         memory = self.memory
@@ -242,9 +326,13 @@ class LogSummary:
                     "npu_cycles": r.npu_cycles,
                     "cpu_cycles": r.cpu_cycles,
                     "counters": dict(r.counters or {}),
+                    "cpu_cycles_note": self.cpu_cycles_note(r.cpu_cycles),
                 }
                 for r in self.pmu
             ],
+            # per-inference figures, one row per PMU report (issue 25 §6)
+            "inferences": inference_rows(self.pmu, self.cpu_cycles_note(0)),
+            "inference_count": self.inferences_finished or self.inferences_started,
             "allocators": allocators,
             "outputs": {str(k): v for k, v in sorted(self.outputs.items())},
             "errors": [dict(e) for e in self.errors],

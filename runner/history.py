@@ -80,6 +80,21 @@ def figures(log: dict[str, Any]) -> dict[str, Any]:
         "temp_allocator": temp.get("size"),
         "outputs": len(log.get("outputs") or {}),
         "errors": len(log.get("errors") or []),
+        **inference_figures(log),
+    }
+
+
+def inference_figures(log: dict[str, Any]) -> dict[str, Any]:
+    """How many inferences ran and, with several per-inference PMU rows, the spread of each
+    cycles figure per inference (``spread``: figure → min/median/max; issue 25 §6)."""
+    from etu.parsers.log_summary import spread
+
+    rows = [row for row in log.get("inferences") or [] if isinstance(row, dict)]
+    spreads = {name: spread(row.get(name) for row in rows) for name in ("npu_cycles", "cpu_cycles")}
+    count = log.get("inference_count")
+    return {
+        "inferences": count if isinstance(count, int) and not isinstance(count, bool) else None,
+        "spread": {name: found for name, found in spreads.items() if found} or None,
     }
 
 
@@ -173,6 +188,8 @@ class SessionRow:
     format: int
     warnings: list[str] = field(default_factory=list)
     problem: str | None = None  # why the session could not be read (one line), if it could not
+    inferences: int | None = None  # ET_NUM_INFERENCES as the runner said it
+    spread: dict | None = None  # figure → {n, min, median, max} per inference (several reports)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -248,6 +265,8 @@ def session_row(
         format=int(meta.get("format") or 1) if isinstance(meta.get("format"), int) else 1,
         warnings=warnings,
         problem=problem,
+        inferences=_number(figures_.get("inferences")),
+        spread=figures_.get("spread") if isinstance(figures_.get("spread"), dict) else None,
     )
 
 

@@ -50,6 +50,7 @@ POOL_MARGIN = 0.25  # auto pools: the fit check's need plus a quarter ...
 POOL_MARGIN_MIN = 16 * 1024  # ... and at least 16 KiB
 CPU_TEMP_POOL = 64 * 1024  # temp pool of a program with no delegate scratch
 BUILD_TIMEOUT = 1800
+MAX_INFERENCES = 1_000_000  # ET_NUM_INFERENCES: the runner's loop count (an int)
 PORTABLE_CPU = "kernels/portable/cpu/"
 
 Progress = Callable[[str], None]
@@ -411,13 +412,17 @@ def build_runner(
     bundle_seed: int = 0,
     bundle_expected: tuple[Path, ...] = (),
     inputs: str | None = None,
+    num_inferences: int = 1,
 ) -> RuntimeBuild:
     """Build the runner for ``board`` with ``pte`` baked in; ELF, map, record in ``out``.
     ``inputs`` (``FILE.npy``, ``FILE.npz`` or ``random:SEED``) bundles those inputs (BundleIO);
     the tensors are saved beside the ELF and the record's ``options.inputs`` says what they
     are. ``intermediates``: the ETDump also keeps every kernel call's outputs (a debug buffer
-    taken from the method pool, which grows by as much)."""
+    taken from the method pool, which grows by as much). ``num_inferences``: the runner's
+    ``ET_NUM_INFERENCES`` (it runs the method that many times; one PMU report sums them)."""
     say = progress or (lambda _text: None)
+    if not 1 <= num_inferences <= MAX_INFERENCES:
+        raise BuildInputError(f"--num-inferences {num_inferences}: expected 1 to {MAX_INFERENCES}")
     if board not in BOARDS:
         raise RuntimeBuildError(f"--board {board}: expected one of {', '.join(BOARDS)}")
     if not Path(pte).exists() and not Path(pte).is_symlink():
@@ -481,6 +486,9 @@ def build_runner(
     key = hashlib.sha256(key_text.encode()).hexdigest()[:16]
     # Only the runner's own file sees these: the tree of a plain ETDump build serves.
     options["etdump_intermediates"] = intermediates
+    options["num_inferences"] = num_inferences  # a compile definition: the same tree serves
+    options["cpu"] = "cortex-m55"
+    options["cpu_cycle_counter"] = reads_cpu_cycles(root)
     build_dir = cache_root() / "runtime-build" / key
     check_plain_path(build_dir, "build cache", "ETU_BUILD_CACHE")
     check_plain_path(root, "ExecuTorch source", "ETU_EXECUTORCH_SRC")
@@ -510,6 +518,7 @@ def build_runner(
         "ET_ARM_BAREMETAL_METHOD_ALLOCATOR_POOL_SIZE": str(pools["method"]),
         "ET_ARM_BAREMETAL_SCRATCH_TEMP_ALLOCATOR_POOL_SIZE": str(pools["temp"]),
         "ET_BUNDLE_IO": "ON" if bundleio else "OFF",
+        "ET_NUM_INFERENCES": str(num_inferences),
         "ET_DUMP_INTERMEDIATE_OUTPUTS": "ON" if intermediates else "OFF",
         "ET_DEBUG_BUFFER_SIZE": str(debug_buffer) if intermediates else "",
         "ETU_FAULT_ON_START": "ON" if fault_on_start else "OFF",
@@ -597,6 +606,23 @@ def build_runner(
     (out / RECORD_NAME).write_text(json.dumps(result.to_json(), indent=2) + "\n")
     (out / REBUILD_NAME).write_text("#!/bin/sh\nset -e\n" + result.to_json()["rebuild"])
     return result
+
+
+def reads_cpu_cycles(root: Path) -> bool | None:
+    """Whether the source's ``arm_perf_monitor.cpp`` reads the Cortex-M cycle counter on a
+    Cortex-M55: guarded by ``__PMU_PRESENT`` since PR 21833 (2026-08-14); before it, by
+    ``__ARM_ARCH_8_1M_MAIN__``, which GCC's M55 build does not define (always 0 cycles).
+    None when the file is not there or has neither guard."""
+    path = Path(root) / "examples/arm/executor_runner/arm_perf_monitor.cpp"
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    if "__PMU_PRESENT" in text:
+        return True
+    if "__ARM_ARCH_8_1M_MAIN__" in text:
+        return False
+    return None
 
 
 def _bundle(

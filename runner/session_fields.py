@@ -95,13 +95,14 @@ META_FIELDS: dict[str, Check] = {
 FIGURE_FIELDS: dict[str, Check] = {
     "lines": _int, "verdict": _str, "npu_cycles": _int, "cpu_cycles": _int,
     "method_allocator_used": _int, "method_allocator_size": _int, "temp_allocator": _int,
-    "outputs": _int, "errors": _int,
+    "outputs": _int, "errors": _int, "inferences": _int, "spread": _dict,
 }  # fmt: skip
 
 SUMMARY_FIELDS: dict[str, Check] = {
     "format": _int, "lines": _int, "verdict": _str, "model": _dict, "pmu": _list,
     "allocators": _dict, "outputs": _dict, "errors": _list, "bundleio": _list,
-    "etdump_blocks": _int, "output_values": _dict, "npu": _list,
+    "etdump_blocks": _int, "output_values": _dict, "npu": _list, "inferences": _list,
+    "inference_count": _int,
 }  # fmt: skip
 NPU_FIELDS: dict[str, Check] = {
     "delegate": _int, "invokes": _int, "failed": _int, "executor": _str, "operations": _int,

@@ -66,6 +66,10 @@ def add_build_options(parser: argparse.ArgumentParser, *, board_required: bool =
         help="--etdump keeping every kernel call's outputs (etu compare --layers reads them)",
     )  # fmt: skip
     parser.add_argument(
+        "--num-inferences", type=int, default=1, metavar="N",
+        help="the runner runs the method N times (ET_NUM_INFERENCES); its PMU report sums them",
+    )  # fmt: skip
+    parser.add_argument(
         "--fault-on-start", action="store_true",
         help="platform layer faults on purpose before main (to test the fault path)",
     )  # fmt: skip
@@ -149,6 +153,7 @@ def build_from_args(args: argparse.Namespace, folder: Path, *, err: TextIO | Non
         bundle_seed=getattr(args, "seed", 0),
         bundle_expected=tuple(getattr(args, "bundle_expected", ())),
         inputs=getattr(args, "inputs", None),
+        num_inferences=getattr(args, "num_inferences", 1),
     )  # fmt: skip
 
 

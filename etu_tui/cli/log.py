@@ -60,7 +60,11 @@ def log_command(
         fd, _size = open_regular(source, "a runner log", MAX_LOG_BYTES)
     except ParseError as error:
         raise CommandError(f"{printable(str(error))}") from None
-    parser, collected = RunnerLogParser(), LogSummary()
+    from etu.runner.runner_facts import runner_facts
+
+    parser = RunnerLogParser()
+    # the runner's CPU and ExecuTorch (firmware record, session): explains 0 CPU cycles
+    collected = runner_facts(_session_meta(path), elf).apply(LogSummary())
     etdump: list = []  # the run's ETDump blocks (not the debug ones), for the operator table
     faults: list = []  # the first hard fault's registers
 
@@ -111,10 +115,12 @@ def log_command(
         method = printable(str(model.get("method")))
         out.write(f"  program {_n(model['pte_size'])} B, method {method}\n")
     for report in summary["pmu"]:
+        cpu = report.get("cpu_cycles_note") or report["cpu_cycles"]
         out.write(
             f"  PMU: {report['npu_inferences']} inferences, NPU {report['npu_cycles']} cycles, "
-            f"CPU {report['cpu_cycles']} cycles\n"
+            f"CPU {cpu} cycles\n"
         )
+    _inference_lines(summary, out)
     pool = summary["allocators"].get("method_allocator") or {}
     if pool.get("size"):  # a runner printing %zu leaves figures unknown (None)
         out.write(f"  method allocator: {_n(pool.get('used'))} / {_n(pool['size'])} B\n")
@@ -134,6 +140,23 @@ def log_command(
         for line in fault.lines():
             out.write(f"    {printable(line)}\n")
     return 0
+
+
+def _inference_lines(summary: dict, out: TextIO) -> None:
+    """How many inferences ran and, with several PMU reports, the per-inference spread."""
+    from etu.parsers.log_summary import spread
+
+    count = summary.get("inference_count")
+    if isinstance(count, int) and count > 1:
+        out.write(f"  inferences: {count} (ET_NUM_INFERENCES)\n")
+    rows = summary.get("inferences") or []
+    for name, label in (("npu_cycles", "NPU cycles"), ("cpu_cycles", "CPU cycles")):
+        found = spread(row[name] for row in rows)
+        if found:
+            out.write(
+                f"  {label} per inference over {found['n']} reports: min {found['min']:,.0f}, "
+                f"median {found['median']:,.0f}, max {found['max']:,.0f}\n"
+            )
 
 
 def _session_meta(path: Path) -> dict:

@@ -131,6 +131,8 @@ class HistoryPanel(Vertical):
         self.marked: list[str] = []  # session ids, at most two, in marking order
         self.figure = 0
         self.chart_points: list[tuple[str, float]] = []  # (session id, value) as charted
+        # per-inference min/median/max of the charted sessions that ran several (x, spread)
+        self.chart_spread: list[tuple[int, dict[str, float]]] = []
         self.chart_program = ""
         self.diff: dict | None = None
         self._requests = {"list": 0, "diff": 0}
@@ -367,18 +369,25 @@ class HistoryPanel(Vertical):
     def _chart(self) -> None:
         row = self.current_row()
         attr, title = FIGURES[self.figure]
+        self.chart_spread = []
         if row is None:
             self.chart_points, self.chart_program = [], ""
         else:
             same = [r for r in self.rows if r.program["sha256"] == row.program["sha256"]]
             same.sort(key=lambda r: r.started or 0)
             self.chart_program = row.program["name"] or row.program["short"]
-            self.chart_points = [
-                (r.id, float(getattr(r, attr))) for r in same if getattr(r, attr) is not None
+            charted = [r for r in same if getattr(r, attr) is not None]
+            self.chart_points = [(r.id, float(getattr(r, attr))) for r in charted]
+            self.chart_spread = [
+                (x, found)
+                for x, r in enumerate(charted, 1)
+                if (found := inference_spread(r, attr)) is not None
             ]
         chart = self.query_one("#history-chart")
         sessions = plural(len(self.chart_points), "session")
         label = f"{title} · {printable(self.chart_program)} · {sessions}"
+        if self.chart_spread:
+            label += " · min/median/max per inference"
         chart.border_title = f"Chart · {label}"
         plt = getattr(chart, "plt", None)
         if plt is None:
@@ -389,9 +398,15 @@ class HistoryPanel(Vertical):
             xs = list(range(1, len(self.chart_points) + 1))
             plt.plot(xs, [v for _, v in self.chart_points], marker="braille")
             plt.scatter(xs, [v for _, v in self.chart_points], marker="dot")
+            if self.chart_spread:  # runs with several inferences: their spread per inference
+                spread_xs = [x for x, _ in self.chart_spread]
+                for key, marker in (("min", "v"), ("median", "x"), ("max", "^")):
+                    values = [found[key] for _, found in self.chart_spread]
+                    plt.scatter(spread_xs, values, marker=marker, label=key)
             step = max(1, len(xs) // 6)
             plt.xticks(xs[::step], [_short_id(i) for i, _ in self.chart_points][::step])
-            plt.xlabel("session (oldest → newest)")
+            here = spread_text(row, attr) if row is not None else ""
+            plt.xlabel(f"this session: {here}" if here else "session (oldest → newest)")
             plt.title(title)
         else:
             note = self.chart_note(row, title)
@@ -424,6 +439,29 @@ class HistoryPanel(Vertical):
         if row is None:
             return
         self.post_message(ReplayRequested(Path(row.folder), timed))
+
+
+def inference_spread(row: SessionRow, figure: str) -> dict[str, float] | None:
+    """A session's per-inference ``{min, median, max}`` of ``figure`` (several PMU reports),
+    None without one; every value checked to be a number (summary.json is read from disk)."""
+    found = (row.spread or {}).get(figure)
+    if not isinstance(found, dict):
+        return None
+    values = {key: found.get(key) for key in ("min", "median", "max")}
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values.values()):
+        return None
+    return {key: float(v) for key, v in values.items()}
+
+
+def spread_text(row: SessionRow, figure: str) -> str:
+    """``min 10 · median 12 · max 15 over 3 inferences`` or ``""``."""
+    found = inference_spread(row, figure)
+    if found is None:
+        return ""
+    n = (row.spread or {}).get(figure, {}).get("n")
+    over = f" over {n} reports" if isinstance(n, int) else ""
+    return (f"min {number(round(found['min']))} · median {number(round(found['median']))} · "
+            f"max {number(round(found['max']))}{over}")  # fmt: skip
 
 
 def _short_id(session_id: str) -> str:
@@ -502,5 +540,7 @@ __all__ = [
     "HistoryPanel",
     "ReplayRequested",
     "compare_rows",
+    "inference_spread",
     "replay_schedule",
+    "spread_text",
 ]
