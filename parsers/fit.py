@@ -2,7 +2,8 @@
 payloads, the firmware's memory map and (optionally) Vela's report.
 
 Each verdict names what is needed, what the firmware has, and the build flag that fixes a
-shortfall, using the runner's CMake options (runtime_formats.md §6.3–6.4). Pure: decoded
+shortfall, using the runner's CMake options (runtime_formats.md §6.3–6.4; for a Zephyr image
+the Kconfig symbols, parsers/zephyr_image.py). Pure: decoded
 objects in, verdicts out.
 """
 
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from etu.parsers.program_facts import cpu_operators, delegates
 from etu.parsers.pte import Program, Tensor
+from etu.parsers.zephyr_image import kconfig_fix
 
 if TYPE_CHECKING:
     from etu.parsers.memory_map import MemoryMap
@@ -79,8 +81,12 @@ def _kib(n: int) -> str:
     return f"{n:,} B ({n / 1024:.1f} KiB)" if n >= 1024 else f"{n:,} B"
 
 
-def _pool_fix(flag: str, need: int) -> str:
+def _pool_fix(flag: str, need: int, mm: MemoryMap | None = None) -> str:
+    """The build setting that gives a pool ``need`` bytes: the runner's CMake flag, or for a
+    Zephyr image (``mm.zephyr``) the Kconfig symbol it is sized by."""
     size = -(-need // 1024) * 1024  # whole KiB, rounded up
+    if mm is not None and mm.zephyr and (fix := kconfig_fix(flag, size)) is not None:
+        return fix
     return f"build the runner with -D{flag}={size:#x} ({size} bytes) or more"
 
 
@@ -261,7 +267,7 @@ def _method_pool(program: Program, mm: MemoryMap) -> list[Verdict]:
                 need,
                 pool.size,
                 f"method pool {_kib(pool.size)} is {need - pool.size:,} bytes short of {detail}",
-                _pool_fix(METHOD_POOL_FLAG, need),
+                _pool_fix(METHOD_POOL_FLAG, need, mm),
             )
         )
     else:
@@ -308,7 +314,7 @@ def _scratch(infos, mm: MemoryMap, memory_mode: str | None) -> list[Verdict]:
                 need,
                 None,
                 "no temp_allocation_pool in the ELF: the Ethos-U scratch has nowhere to go",
-                _pool_fix(TEMP_POOL_FLAG, need),
+                _pool_fix(TEMP_POOL_FLAG, need, mm),
             )
         ]
     verdicts = []
@@ -321,7 +327,7 @@ def _scratch(infos, mm: MemoryMap, memory_mode: str | None) -> list[Verdict]:
                 pool.size,
                 f"the largest Ethos-U scratch is {_kib(need)}; the temp pool has "
                 f"{_kib(pool.size)}: 'Failed to allocate scratch buffer' at the first inference",
-                _pool_fix(TEMP_POOL_FLAG, need),
+                _pool_fix(TEMP_POOL_FLAG, need, mm),
             )
         )
     else:

@@ -36,6 +36,7 @@ from etu.parsers.ld_map import LdMap, read_ld_map
 from etu.parsers.linker_script import LinkerScript, MemoryRegion, parse_size, read_linker_script
 from etu.parsers.memory_presets import PRESETS, Preset, get_preset, match_preset
 from etu.parsers.runner_pools import MODEL_OUTPUT_SECTIONS, POOL_ROLES, Pool, find_pools
+from etu.parsers.zephyr_image import zephyr_evidence
 
 # Re-exported: the map's parts were defined here before they had modules of their own.
 __all__ = [
@@ -112,6 +113,7 @@ class MemoryMap:
     regions_from: str | None = None  # ld_map | linker_script | regions | preset | guessed
     regions_source: str | None = None  # the file the regions were read from
     preset: str | None = None  # the preset used, or whose layout the regions are
+    zephyr: tuple[str, ...] = ()  # why it is a Zephyr build (parsers.zephyr_image); ()
 
     @property
     def kernel_names(self) -> set[str]:
@@ -226,6 +228,7 @@ def build_memory_map(
     ]
     memory_map.kernels = find_kernels(elf, ld_map, not_code)
     memory_map.got = check_got(elf, ld_map, memory_map.region_name, bool(region_list), warnings)
+    memory_map.zephyr = zephyr_evidence(elf, ld_map)
     return memory_map
 
 
@@ -259,7 +262,9 @@ def _choose_regions(elf, ld_map, script, regions, preset, warnings):
         return list(preset.regions), "preset", None
     if not elf.is_arm:
         return [], None, None
-    fitting = [p for p in PRESETS.values() if _all_sections_fit(elf, p.regions)]
+    # Only the runner's own layouts are guessed: a board's is named (--preset, its profile).
+    runner_presets = [p for p in PRESETS.values() if p.kind == "runner"]
+    fitting = [p for p in runner_presets if _all_sections_fit(elf, p.regions)]
     if len(fitting) == 1:
         warnings.append(
             f"no map, linker script or regions given: using the {fitting[0].name} layout, "

@@ -20,7 +20,10 @@ def add_region_options(parser: argparse.ArgumentParser) -> None:
         metavar="NAME:ORIGIN:LENGTH",
         help="a memory region, e.g. SRAM:0x31000000:2M (repeat for each)",
     )
-    group.add_argument("--preset", choices=["corstone-300", "corstone-320"])
+    from etu.parsers.memory_presets import PRESETS
+
+    group.add_argument("--preset", choices=list(PRESETS),
+                       help="a known layout: the runner's (corstone-300/320) or a board's")  # fmt: skip
 
 
 def memory_map_from_args(args: argparse.Namespace):

@@ -11,7 +11,10 @@ from typing import TextIO
 from etu.tui.cli.errors import CommandError, notice
 from etu.tui.numbers import transfer
 
-HELP = "flash a board (XMODEM bootloader, MPS3 USB drive, pyOCD, QEMU) and optionally monitor it"
+HELP = (
+    "flash a board (XMODEM bootloader, MPS3/MPS4 USB drive, pyOCD, QEMU, a vendor's tool) "
+    "and optionally monitor it"
+)
 FLASH_FAILED = 8
 
 
@@ -116,8 +119,11 @@ def _flash_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int
                              status=printer.status, progress=printer.progress,
                              reset=args.reset)  # fmt: skip
     except NeedMissing as error:
-        # a port nobody gave or found: bad arguments (2); a drive or probe: the flash (8)
+        # a port nobody gave or found: bad arguments (2); a drive, probe or vendor tool not
+        # there: the flash (8). A vendor tool's error line holds the command to run.
         status = 2 if error.need in ("port", "mcc_port") else FLASH_FAILED
+        if args.json and hasattr(error, "to_json"):
+            out.write(json.dumps(error.to_json()) + "\n")
         raise CommandError(cli_advice(error), status) from None
     except FlashError as error:
         if args.json:

@@ -1,5 +1,6 @@
 """Flashing a board with its own method: the WiseEye2 bootloader (XMODEM), the MPS3 USB
-drive + MCC, pyOCD, or the emulated board (QEMU loads the ELF).
+drive + MCC, pyOCD, the emulated board (QEMU loads the ELF), or a vendor's own tool (Alif SE
+Tools, Renesas Flash Programmer, ModusToolbox's OpenOCD) run as the profile writes it.
 
 Each method returns what the monitor needs to follow the boot without losing a byte: the
 application port, still open (the WE2 reboots on the port etu flashed through; the MPS3's
@@ -11,6 +12,9 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import shutil
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -261,6 +265,22 @@ def find_drive(profile: BoardProfile) -> Path | None:
     return None
 
 
+def images_folder(drive: Path, images_dir: str) -> Path:
+    """The folder ``images.txt`` goes in. A pattern (``MB/*/*``, for a board whose folder
+    name etu does not know, the MPS4) is the one matching folder on the drive that already
+    holds an ``images.txt`` (the FPGA image's board files put one there)."""
+    if not any(char in images_dir for char in "*?["):
+        return drive / images_dir
+    found = sorted({p.parent for p in drive.glob(f"{images_dir}/images.txt") if p.is_file()})
+    if len(found) != 1:
+        what = "none" if not found else ", ".join(str(f.relative_to(drive)) for f in found)
+        raise FlashError(
+            f"{drive}: one folder {images_dir}/ with an images.txt expected, found {what} "
+            "(name it in your own profile's transfer.images_dir)"
+        )
+    return found[0]
+
+
 def flash_mps3(
     profile: BoardProfile,
     files: list[FlashFile],
@@ -277,7 +297,7 @@ def flash_mps3(
         raise NeedMissing("drive", f"{drive or label}: the board's USB drive is not mounted")
     images = mps3_images(profile, files)
     software = Path(drive) / "SOFTWARE"
-    config_dir = Path(drive) / str(profile.transfer["images_dir"])
+    config_dir = images_folder(Path(drive), str(profile.transfer["images_dir"]))
     if not config_dir.resolve().is_relative_to(Path(drive).resolve()):
         raise FlashError(f"{profile.transfer['images_dir']!r}: images_dir leaves the drive {drive}")
     software.mkdir(exist_ok=True)
@@ -400,7 +420,7 @@ def flash_qemu(profile: BoardProfile, files: list[FlashFile], *, timelimit=None)
 
 
 # ------------------------------------------------------------------------- any board
-NEEDS = ("port", "mcc_port", "drive", "probe")
+NEEDS = ("port", "mcc_port", "drive", "probe", "tool")
 
 
 class NeedMissing(FlashError):
@@ -410,6 +430,100 @@ class NeedMissing(FlashError):
     def __init__(self, need: str, message: str) -> None:
         super().__init__(message)
         self.need = need
+
+
+# ------------------------------------------------------------------------- vendor tool
+VENDOR_TOOL_TIMEOUT = 600.0  # seconds one command of a vendor tool may take
+
+
+def vendor_commands(profile: BoardProfile, files: list[FlashFile], port: str | None) -> list:
+    """The profile's ``transfer.commands`` (argv lists) with ``{file}`` (the firmware's
+    absolute path) and ``{port}`` filled in."""
+    if len(files) != 1 or files[0].address is not None:
+        raise FlashError(f"{profile.name}: give exactly one firmware file (the vendor tool "
+                         "places it itself)")  # fmt: skip
+    values = {"file": str(files[0].path.resolve()), "port": port or "<port>"}
+    return [[arg.format_map(values) for arg in argv] for argv in profile.transfer["commands"]]
+
+
+def shell_line(commands: list[list[str]], cwd: str | None = None) -> str:
+    """The commands as one line a shell runs (each argument quoted), ``cd`` first."""
+    line = " && ".join(shlex.join(argv) for argv in commands)
+    return f"cd {shlex.quote(cwd)} && {line}" if cwd else line
+
+
+class ToolMissing(NeedMissing):
+    """A vendor tool that is not installed: the one line names it and the exact command
+    to run where it is; ``commands`` (argv lists) and ``shell`` say the same for --json."""
+
+    def __init__(self, profile: BoardProfile, tool: str, commands: list, cwd: str | None):
+        vendor = profile.transfer.get("vendor")
+        self.tool, self.vendor, self.commands = tool, vendor, commands
+        self.shell = shell_line(commands, cwd)
+        named = f"{tool} ({vendor})" if vendor else tool
+        super().__init__("tool", f"{profile.name}: {named} is not installed here; flash "
+                         f"with: {self.shell}")  # fmt: skip
+
+    def to_json(self) -> dict:
+        return {"type": "tool_missing", "tool": self.tool, "vendor": self.vendor,
+                "commands": self.commands, "shell": self.shell}  # fmt: skip
+
+
+def tool_folder_hint(profile: BoardProfile) -> str | None:
+    """Where the commands run when the tool is not installed (printed, never entered)."""
+    if not _in_tool_folder(profile):
+        return None
+    return str(profile.transfer.get("folder") or f"<the folder of {profile.transfer['tool']}>")
+
+
+def _in_tool_folder(profile: BoardProfile) -> bool:
+    return profile.transfer.get("cwd") == "tool"
+
+
+def check_tool(profile: BoardProfile, files: list[FlashFile], port: str | None) -> Path:
+    """The vendor tool's path on PATH, else ToolMissing with the exact command."""
+    tool = str(profile.transfer["tool"])
+    found = shutil.which(tool)
+    if found is None:
+        commands = vendor_commands(profile, files, port)
+        raise ToolMissing(profile, tool, commands, tool_folder_hint(profile))
+    return Path(found)
+
+
+def flash_vendor_tool(
+    profile: BoardProfile, files: list[FlashFile], *, port: str | None = None,
+    status: Status = lambda text: None,
+) -> FlashResult:  # fmt: skip
+    """Run the profile's commands (argv lists, no shell), in the tool's folder when the
+    profile says so; a command that fails is one line with its exit status and last word."""
+    tool = check_tool(profile, files, port)
+    commands = vendor_commands(profile, files, port)
+    cwd = tool.parent if _in_tool_folder(profile) else None
+    result = FlashResult(port=port)
+    for argv in commands:
+        status(f"running {shlex.join(argv)}")
+        try:
+            done = subprocess.run(
+                argv, cwd=cwd, capture_output=True, text=True, errors="replace",
+                timeout=VENDOR_TOOL_TIMEOUT, check=False,
+            )  # fmt: skip
+        except FileNotFoundError:
+            raise ToolMissing(profile, argv[0], commands, tool_folder_hint(profile)) from None
+        except subprocess.TimeoutExpired:
+            raise FlashError(f"{argv[0]}: no answer in {VENDOR_TOOL_TIMEOUT:.0f} s") from None
+        except OSError as error:
+            raise FlashError(f"{argv[0]}: {error.strerror or error}") from None
+        if done.returncode != 0:
+            said = _last_line(done.stderr) or _last_line(done.stdout) or "no output"
+            raise FlashError(f"{argv[0]}: exit status {done.returncode}: {said}")
+        result.files.append({"file": str(files[0].path), "command": argv})
+    return result
+
+
+def _last_line(text: str) -> str:
+    """The last non-blank line of a tool's output, without control characters."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    return "".join(ch for ch in lines[-1] if ch.isprintable())[:200] if lines else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -527,10 +641,25 @@ register(FlashMethod("pyocd", ("probe",), _pyocd, uses=("port",)))
 register(FlashMethod("qemu", (), _qemu))
 
 
-def check_needs(profile: BoardProfile, link: BoardLink) -> BoardLink:
+def _vendor_tool(request: FlashRequest) -> FlashResult:
+    """The board's port (to monitor) is opened after the tool: the tool may talk through it
+    (Alif's SE-UART is the DevKit's one USB port)."""
+    return flash_vendor_tool(request.profile, request.files, port=request.link.port,
+                             status=request.status)  # fmt: skip
+
+
+register(FlashMethod("vendor-tool", ("tool",), _vendor_tool, uses=("port",)))
+
+
+def check_needs(
+    profile: BoardProfile, link: BoardLink, files: list[FlashFile] | None = None
+) -> BoardLink:
     """``link`` with the drive found (by its volume label) when none was given; NeedMissing
-    naming the first need nobody supplied."""
+    naming the first need nobody supplied (a vendor tool not installed: ToolMissing, with
+    the command to run where it is)."""
     method = method_of(profile)
+    if "tool" in method.needs:
+        check_tool(profile, files or [FlashFile(Path("FIRMWARE"))], link.port)
     if "port" in method.needs and link.port is None:
         raise NeedMissing("port", f"{profile.name}: no serial port to flash through")
     if "mcc_port" in method.needs and link.mcc_port is None:
@@ -572,7 +701,7 @@ def flash_board(
     profile's) is pulsed first by a method that flashes through a port, and ignored by the
     others, which reset the board themselves."""
     method = method_of(profile)
-    link = check_needs(profile, link)
+    link = check_needs(profile, link, files)
     line = reset_line(profile, reset) if method.resets else None
     return method.flash(FlashRequest(profile, files, link, timelimit, status, progress, line))
 

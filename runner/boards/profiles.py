@@ -20,7 +20,7 @@ from etu.runner.boards.terminal import DEFAULT_EOL, LINE_ENDINGS, RESET_LINES
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "profiles"
 ENV_DIR = "ETU_BOARDS_DIR"
-METHODS = ("xmodem-wiseeye2", "xmodem", "mps3-drive", "pyocd", "qemu")
+METHODS = ("xmodem-wiseeye2", "xmodem", "mps3-drive", "pyocd", "qemu", "vendor-tool")
 FRAMING = re.compile(r"([5-8])([NEOMS])(1|1\.5|2)")
 _VIDPID = re.compile(r"([0-9A-Fa-f]{4}):([0-9A-Fa-f]{4})")
 _KEY = re.compile(r"\s*([A-Za-z0-9_\-]+|\"[^\"]*\")\s*=")
@@ -299,6 +299,30 @@ class _Reader:
             update = self.get(transfer, "transfer", "update", str, default="AUTO")
             if update not in ("AUTO", "NONE", "FORCE"):
                 raise self.fail("transfer", "update", f"{update!r}: AUTO, NONE or FORCE")
+        if method == "vendor-tool":
+            self._check_vendor_tool(transfer)
+
+    def _check_vendor_tool(self, transfer: dict) -> None:
+        """``tool`` (looked up on PATH), ``commands`` (argv lists; ``{file}``, ``{port}``),
+        ``cwd = "tool"`` to run them in the tool's folder, ``vendor`` and ``folder`` to
+        name them when the tool is not installed."""
+        self.get(transfer, "transfer", "tool", str, required=True)
+        self.get(transfer, "transfer", "vendor", str)
+        self.get(transfer, "transfer", "folder", str)
+        commands = self.get(transfer, "transfer", "commands", list, required=True)
+        for argv in commands:
+            if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
+                raise self.fail("transfer", "commands", "each command is a list of strings")
+            for arg in argv:
+                try:
+                    arg.format_map({"file": "", "port": ""})
+                except (KeyError, ValueError, IndexError) as error:
+                    raise self.fail("transfer", "commands",
+                                    f"{arg!r}: placeholders are {{file}} and {{port}} ({error})"
+                                    ) from None  # fmt: skip
+        cwd = self.get(transfer, "transfer", "cwd", str)
+        if cwd not in (None, "tool"):
+            raise self.fail("transfer", "cwd", f"{cwd!r}: 'tool' (the tool's folder) or unset")
 
 
 __all__ = [
