@@ -2,9 +2,8 @@
 payloads, the firmware's memory map and (optionally) Vela's report.
 
 Each verdict names what is needed, what the firmware has, and the build flag that fixes a
-shortfall, using the runner's CMake options (runtime_formats.md §6.3–6.4; for a Zephyr image
-the Kconfig symbols, parsers/zephyr_image.py). Pure: decoded
-objects in, verdicts out.
+shortfall, using the runner's CMake options (runtime_formats.md §6.3–6.4), or for a Zephyr
+image the Kconfig symbols (parsers/zephyr_image.py). Pure: decoded objects in, verdicts out.
 """
 
 from __future__ import annotations
@@ -106,6 +105,7 @@ def check_fit(
         *_program_placement(program, memory_map),
         *_method_pool(program, memory_map),
         *_scratch(infos, memory_map, flags.get("memory-mode")),
+        *_scratch_limit(infos, flags),
         *_fast_scratch(memory_map, flags.get("memory-mode")),
         *_targets(infos, memory_map, target),
         *_cpu_kernels(program, memory_map),
@@ -355,6 +355,46 @@ def _scratch(infos, mm: MemoryMap, memory_mode: str | None) -> list[Verdict]:
             )
         )
     return verdicts
+
+
+def _scratch_limit(infos, flags: dict[str, str]) -> list[Verdict]:
+    """The compile-time scratch limit (ExecuTorch PR 22884, ``max_scratch_size``): the
+    same budget a compile with a newer ExecuTorch checks, shown for the delegate's config."""
+    from etu.parsers.ethosu_defaults import scratch_limit
+
+    if not infos:
+        return []
+    need = max(info.payload.scratch_size for info in infos)
+    given = infos[0].delegate.spec("max_scratch_size")
+    digits = (given or "").strip()
+    explicit = int(digits) if digits.isdigit() and len(digits) <= 20 else None
+    limit = scratch_limit(infos[0].delegate.spec("target"), flags.get("system-config"),
+                          flags.get("memory-mode"), flags.get("config"), explicit)  # fmt: skip
+    if limit.size is None:
+        return []
+    if need > limit.size:
+        return [
+            Verdict(
+                "scratch_limit",
+                WARN,
+                need,
+                limit.size,
+                f"Ethos-U scratch {_kib(need)} exceeds the compile-time limit {_kib(limit.size)} "
+                f"({limit.basis}): ExecuTorch since PR 22884 refuses to compile it",
+                "compile with a smaller scratch (--arena-cache-size, a smaller model) or pass "
+                "max_scratch_size for a board with more SRAM",
+            )
+        ]
+    return [
+        Verdict(
+            "scratch_limit",
+            OK,
+            need,
+            limit.size,
+            f"Ethos-U scratch {_kib(need)} within the compile-time limit {_kib(limit.size)} "
+            f"(max_scratch_size, {limit.basis})",
+        )
+    ]
 
 
 def _fast_scratch(mm: MemoryMap, memory_mode: str | None) -> list[Verdict]:
