@@ -101,8 +101,11 @@ def delegates(program: Program) -> list[DelegateInfo]:
 
 
 def delegate_summary(program: Program, info: DelegateInfo) -> dict:
+    from etu.parsers.ethosu_defaults import tosa_profile_problem
+
     delegate = info.delegate
     span = program.delegate_span(delegate)
+    tosa = delegate.spec("tosa_spec")
     return {
         "index": info.index,
         "id": delegate.id,
@@ -112,6 +115,9 @@ def delegate_summary(program: Program, info: DelegateInfo) -> dict:
         "payload_offset": span.offset,
         "ethosu": payload_summary(info.payload) if info.payload else None,
         "ethosu_error": info.error,
+        # the TOSA profile string it was compiled with; why it is not one upstream makes
+        "tosa_spec": tosa,
+        "tosa_spec_warning": tosa_profile_problem(tosa, delegate.spec("target")),
     }
 
 

@@ -43,9 +43,49 @@ class LoweringSpec:
     extra_vela_flags: tuple[str, ...] = ()
     # Vela blocks moved to a .ptd beside the program ("cmd", "weights"; ExecuTorch PR 21893)
     external_blocks: tuple[str, ...] = ()
+    # a larger Ethos-U scratch fails the compile (ExecuTorch PR 22884's max_scratch_size)
+    max_scratch_size: int | None = None
 
 
 EXTERNAL_BLOCKS = {"cmd": "cmd_data", "weights": "weight_data"}
+
+
+class ScratchLimitError(ValueError):
+    """A delegate's Ethos-U scratch is larger than ``max_scratch_size``."""
+
+
+def scratch_limit_argument(spec_class, limit: int | None) -> dict:
+    """``{"max_scratch_size": limit}`` when the installed ``EthosUCompileSpec`` takes it
+    (ExecuTorch PR 22884, after 1.5.1), else {}: etu checks the limit itself."""
+    import inspect
+
+    if limit is None:
+        return {}
+    try:
+        accepted = "max_scratch_size" in inspect.signature(spec_class).parameters
+    except (TypeError, ValueError):
+        accepted = False
+    return {"max_scratch_size": limit} if accepted else {}
+
+
+def check_scratch(payloads: list[tuple[bytes, bytes]], limit: int | None) -> None:
+    """Each delegate's scratch (from the Vela payload) against ``limit``, as PR 22884 does
+    before packaging: required, available and the excess in one line."""
+    from etu.parsers.errors import ParseError
+    from etu.parsers.ethosu import decode_ethosu_payload
+
+    if limit is None:
+        return
+    for index, (_tosa, payload) in enumerate(payloads):
+        try:
+            need = decode_ethosu_payload(payload).scratch_size
+        except ParseError:
+            continue
+        if need > limit:
+            raise ScratchLimitError(
+                f"delegate {index}: Ethos-U scratch {need:,} B exceeds max_scratch_size "
+                f"{limit:,} B by {need - limit:,} B"
+            )
 
 
 def external_placements(spec: LoweringSpec, tag: str):
@@ -130,6 +170,7 @@ def lower_to_pte(
         memory_mode=spec.memory_mode,
         extra_flags=list(spec.extra_vela_flags) or None,
         external_block_placements=external_placements(spec, Path(out_pte).stem),
+        **scratch_limit_argument(EthosUCompileSpec, spec.max_scratch_size),
     )
     scratch_dir: Path | None = None
     calibration_record: dict | None = None  # per input: the range calibration saw
@@ -170,6 +211,7 @@ def lower_to_pte(
                 partitioner=partitioners,
                 compile_config=EdgeCompileConfig(_check_ir_validity=False),
             )
+        check_scratch(delegates, spec.max_scratch_size)
         done("lower")
         _forget_debug_paths(edge)  # the same program wherever its debug artifacts went
         program = edge.to_executorch(

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 
+from etu.parsers.ethosu_defaults import DEFAULT_CONFIGS
 from etu.parsers.fit import RUNNER_SYSTEM_CONFIGS, is_dedicated_sram
 
 TARGETS = (
@@ -39,12 +40,8 @@ MEMORY_MODES = (
     "Sram_Only", "Shared_Sram", "Dedicated_Sram",
     "Dedicated_Sram_256KB", "Dedicated_Sram_384KB", "Dedicated_Sram_512KB",
 )  # fmt: skip
-# EthosUCompileSpec's defaults when none are given (ExecuTorch 1.5.1).
-DEFAULTS = {
-    "ethos-u55": ("Ethos_U55_High_End_Embedded", "Shared_Sram"),
-    "ethos-u65": ("Ethos_U65_High_End", "Dedicated_Sram_384KB"),
-    "ethos-u85": ("Ethos_U85_SYS_DRAM_Mid", "Sram_Only"),
-}
+# EthosUCompileSpec's defaults when none are given (ExecuTorch 1.5.1), shared with Fit.
+DEFAULTS = DEFAULT_CONFIGS
 DTYPES = ("float32", "float16", "bfloat16", "int8", "uint8", "int16", "int32", "int64", "bool")
 BUILTIN_MODELS = ("add", "add2", "softmax", "cnn", "mv2")
 
@@ -105,6 +102,7 @@ class CompileRequest:
     vela_flags: tuple[str, ...] = ()
     external_blocks: tuple[str, ...] = ()  # "cmd", "weights": Vela blocks put in a .ptd
     calibration: str | None = None  # a .npz or a folder of .npy: one sample per array
+    max_scratch_size: int | None = None  # bytes: a larger Ethos-U scratch fails the compile
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -166,6 +164,8 @@ class CompileRequest:
             raise RequestError(
                 f"unknown external block {unknown[0]!r}; use {', '.join(EXTERNAL_BLOCK_NAMES)}"
             )
+        if self.max_scratch_size is not None and not 0 < self.max_scratch_size <= 1 << 32:
+            raise RequestError(f"max scratch size {self.max_scratch_size}: 1 B to 4 GiB")
         if self.external_blocks and not self.delegate:
             raise RequestError("external blocks are the NPU delegate's: not with --no-delegate")
         has_inputs = self.inputs or self.input_file
@@ -181,6 +181,8 @@ class CompileRequest:
             data.pop("external_blocks")  # so earlier jobs' cache keys stay what they were
         if self.calibration is None:
             data.pop("calibration")  # likewise
+        if self.max_scratch_size is None:
+            data.pop("max_scratch_size")  # likewise
         return data
 
     @classmethod

@@ -199,6 +199,7 @@ def run(request: CompileRequest, out_dir: Path, stages: Stages) -> dict:
             extract_delegate_segments=request.delegate_segments,
             extra_vela_flags=("--verbose-performance", "--enable-debug-db", *request.vela_flags),
             external_blocks=request.external_blocks,
+            max_scratch_size=request.max_scratch_size,
         )
         result = aot.lower_to_pte(
             model,

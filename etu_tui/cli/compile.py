@@ -47,6 +47,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "load .ptd files",
     )  # fmt: skip
     parser.add_argument(
+        "--max-scratch-size", metavar="BYTES",
+        help="fail the compile when a delegate's Ethos-U scratch is larger (K/M ok; ExecuTorch "
+        "PR 22884's max_scratch_size, passed on when the installed ExecuTorch takes it)",
+    )  # fmt: skip
+    parser.add_argument(
         "--sweep", help="e.g. targets=ethos-u55-128,ethos-u85-256;memory-modes=Sram_Only"
     )
     parser.add_argument("--workers", type=int, default=1, help="sweep jobs at once")
@@ -55,6 +60,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--out", type=Path, required=True, help="output folder (one sub-folder per job)"
     )
     parser.add_argument("--json", action="store_true", help="the job's result as one JSON object")
+
+
+def parse_size(text: str | None, option: str) -> int | None:
+    """``2M``, ``512K`` or bytes; None when not given; RequestError when not a size."""
+    from etu.runner.compile_request import RequestError
+
+    if text is None:
+        return None
+    digits, unit = text.strip().upper(), 1
+    if digits[-1:] in ("K", "M"):
+        digits, unit = digits[:-1], 1024 if digits[-1] == "K" else 1 << 20
+    if not digits.isdigit() or len(digits) > 12 or int(digits) == 0:
+        raise RequestError(f"{option} {text!r}: expected a size in bytes (K/M ok), e.g. 2M")
+    return int(digits) * unit
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
@@ -88,6 +107,7 @@ def compile_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> in
             delegate_segments=args.segments,
             vela_flags=tuple(args.vela_flag),
             calibration=args.calibration,
+            max_scratch_size=parse_size(args.max_scratch_size, "--max-scratch-size"),
             external_blocks=tuple(
                 dict.fromkeys(b.strip() for b in args.external_blocks.split(",") if b.strip())
             ),

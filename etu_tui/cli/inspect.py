@@ -310,7 +310,10 @@ def format_inspect(record: dict) -> str:
                 f"    delegate {delegate['index']}: {p(delegate['id'])}, "
                 f"{delegate['payload_location']} payload {nbytes(delegate['payload_size'])}"
                 + (f", target {p(specs['target'])}" if "target" in specs else "")
+                + (f", {p(delegate['tosa_spec'])}" if delegate.get("tosa_spec") else "")
             )
+            if delegate.get("tosa_spec_warning"):
+                lines.append(f"      warning: {p(delegate['tosa_spec_warning'])}")
             payload = delegate["ethosu"]
             if payload:
                 external = {e["block"]: e for e in delegate.get("external_data") or []}

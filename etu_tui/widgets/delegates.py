@@ -11,6 +11,7 @@ from textual.widgets import Static
 
 from etu.parsers.errors import ParseError
 from etu.parsers.ethosu import EthosUPayload, VelaIO, is_ethosu_delegate
+from etu.parsers.ethosu_defaults import tosa_profile_problem
 from etu.parsers.program_facts import DelegateInfo
 from etu.parsers.pte import Program
 from etu.runner.io_quantization import delegate_io_quantization
@@ -78,6 +79,19 @@ def _external_rows(program: Program, info: DelegateInfo) -> list[Content]:
     return rows
 
 
+def tosa_rows(info: DelegateInfo) -> list[Content]:
+    """The TOSA profile string the delegate was compiled with (``tosa_spec``), and a
+    warning when it is not one upstream ExecuTorch makes."""
+    tosa = info.delegate.spec("tosa_spec")
+    if tosa is None:
+        return []
+    problem = tosa_profile_problem(tosa, npu_target(info))
+    rows = [_row("TOSA profile", tosa)]
+    if problem:
+        rows.append(_row("warning", f"⚠ {problem}", "$text-warning"))
+    return rows
+
+
 def payload_content(program: Program, info: DelegateInfo) -> Content:
     delegate = info.delegate
     lines: list[Content] = [_row("backend", delegate.id, "bold")]
@@ -114,6 +128,7 @@ def payload_content(program: Program, info: DelegateInfo) -> Content:
     lines += [
         _row("command stream", f"{fmt} · {nbytes(payload.command_stream_size)}{words}"),
         _row("NPU", npu),
+        *tosa_rows(info),
         _row("weights", nbytes(payload.weights_size)),
         _row("scratch", nbytes(payload.scratch_size)),
         _row(

@@ -27,6 +27,7 @@ BYTE_CHECKS = frozenset(
         "method_allocator",
         "planned_fast_memory",
         "ethosu_scratch",
+        "scratch_limit",
         "fast_scratch",
         "region",
     }

@@ -15,8 +15,10 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Label, Sparkline, Static
 
+from etu.parsers.log_summary import cpu_cycles_note
 from etu.parsers.runner_events import NpuInvoke, PmuReport
 from etu.runner.run_model import RunRecord
+from etu.runner.runner_facts import RunnerFacts, runner_facts
 from etu.runner.runtime_run import NPU_LABEL
 from etu.tui.safe_text import printable
 from etu.tui.widgets.memory import gauge
@@ -84,6 +86,7 @@ class PmuPane(Vertical):
         super().__init__(id=id)
         self.lines: list[str] = []
         self.history: deque[float] = deque(maxlen=HISTORY)  # the live runs' cycles
+        self._runners: dict[str, RunnerFacts] = {}  # session folder → its runner's facts
 
     def note_live(self, reports: Sequence[PmuReport]) -> None:
         """New reports of the live run: their cycles join the sparkline's history."""
@@ -114,12 +117,26 @@ class PmuPane(Vertical):
         )
         launch = record.launch
         label = launch.label if launch else ""
+        facts = self.runner_of(record)
         self.show(
             record.pmu, history, vela_cycles, launch.simulated if launch else False,
             record.outcome.reason if record.outcome is not None else None,
             npu=record.npu, npu_invokes=record.npu_invokes, vela_calls=vela_calls,
             npu_label=label if label == NPU_LABEL or record.npu else None,
+            runner=facts,
         )  # fmt: skip
+
+    def runner_of(self, record: RunRecord) -> RunnerFacts:
+        """The CPU and ExecuTorch of the runner a session ran (its meta.json and firmware
+        record, read once per session): they explain a CPU-cycles figure of 0."""
+        from etu.runner.history import read_meta
+
+        if record.folder is None:
+            return RunnerFacts()
+        key = str(record.folder)
+        if key not in self._runners:
+            self._runners[key] = runner_facts(read_meta(record.folder))
+        return self._runners[key]
 
     def show(
         self,
@@ -133,10 +150,12 @@ class PmuPane(Vertical):
         npu_invokes: dict[int | None, int] | None = None,
         vela_calls: Sequence[VelaCall] = (),
         npu_label: str | None = None,
+        runner: RunnerFacts | None = None,
     ) -> None:
         """``ended``: the run's end reason when it is over (says why a report is missing).
         ``npu_label``: the run is on the emulated board with etu's NPU (its label): without
-        a PMU report the pane shows ``npu`` (the last invoke per delegate) instead."""
+        a PMU report the pane shows ``npu`` (the last invoke per delegate) instead.
+        ``runner``: its CPU and ExecuTorch, which explain a CPU-cycles figure of 0."""
         text = self.query_one("#pmu-text", Static)
         if not reports:
             history = []  # a run without a PMU report charts none (not other runs' cycles)
@@ -208,7 +227,9 @@ class PmuPane(Vertical):
             )
         if report.npu_ratio is not None:
             lines.append(labelled("runner's NPU ratio", f"{report.npu_ratio:.1f}%"))
-        cpu = f"CPU cycles {count(report.cpu_cycles)}"
+        runner = runner or RunnerFacts()
+        note = cpu_cycles_note(report.cpu_cycles, runner.cpu, runner.counter_fixed)
+        cpu = f"CPU cycles {note or count(report.cpu_cycles)}"
         if report.delegations is not None:
             cpu += f" · delegations {report.delegations}"
         lines.append(Content.styled(cpu, "dim"))
