@@ -247,6 +247,24 @@ class BoardsPanel(Vertical):
     def _profile_changed(self) -> None:
         self._find_firmware()
         self._show_baud()
+        self._show_vendor_tool()
+
+    def _show_vendor_tool(self) -> None:
+        """A profile flashed by its vendor's tool says which, and whether it is installed
+        here: without it, r shows the exact command to run where it is."""
+        import shutil
+
+        name = self.query_one("#boards-profile", Select).value
+        profile = self.profiles.get(name) if isinstance(name, str) else None
+        if profile is None or profile.method != "vendor-tool":
+            return
+        tool = str(profile.transfer.get("tool"))
+        vendor = profile.transfer.get("vendor") or tool
+        if shutil.which(tool):
+            self._status(f"{profile.name} flashes with {vendor} ({tool}): r runs it")
+        else:
+            self._status(f"{profile.name} flashes with {vendor} ({tool}, not installed here): "
+                         "r shows the command to run where it is")  # fmt: skip
 
     def _show_baud(self) -> None:
         """The chosen profile's baud in the field (an empty field said nothing of it);
