@@ -330,9 +330,6 @@ class LogSummary:
                 }
                 for r in self.pmu
             ],
-            # per-inference figures, one row per PMU report (issue 25 §6)
-            "inferences": inference_rows(self.pmu, self.cpu_cycles_note(0)),
-            "inference_count": self.inferences_finished or self.inferences_started,
             "allocators": allocators,
             "outputs": {str(k): v for k, v in sorted(self.outputs.items())},
             "errors": [dict(e) for e in self.errors],
@@ -355,6 +352,10 @@ class LogSummary:
             "npu": [dict(entry) for entry in self.npu.values()],
             # the line where the firmware said it runs no model (verdict no_model), or null
             "no_model_line": self.no_model_line,
+            # per-inference figures, one row per PMU report (issue 25 §6), and how many
+            # inferences the runner said it ran (ET_NUM_INFERENCES)
+            "inferences": inference_rows(self.pmu, self.cpu_cycles_note(0)),
+            "inference_count": self.inferences_finished or self.inferences_started,
         }
 
 
