@@ -13,6 +13,7 @@ from pathlib import Path
 from etu.fvp.targets import FvpTarget
 
 DEFAULT_TIMELIMIT = 600  # seconds, run_fvp.sh's default --timeout
+PMU_TRACE_FILE = "pmu_trace.json"  # the Ethos-U plugin's --pmu-trace, in the session folder
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,8 @@ class FvpOptions:
     data: tuple[str, ...] = ()  # FILE@ADDRESS, e.g. a .pte at ET_MODEL_PTE_ADDR
     fast: bool = False  # the Ethos-U plugin's functional (non-timed) mode
     pmu_trace: Path | None = None
+    # prepare_fvp_launch: with no pmu_trace, the plugin writes PMU_TRACE_FILE into the session
+    keep_pmu_trace: bool = True
     extra_params: tuple[tuple[str, str], ...] = field(default_factory=tuple)  # from a profile
 
 

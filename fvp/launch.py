@@ -4,13 +4,14 @@ session should remember about it (hashes of the ELF and of the program inside it
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from etu.fvp.command import FvpOptions, build_command
+from etu.fvp.command import PMU_TRACE_FILE, FvpOptions, build_command
 from etu.fvp.discovery import find_fvps
 from etu.fvp.standin import is_standin
 from etu.fvp.targets import FvpTarget, fvp_target
+from etu.runner.run import SESSION_FOLDER
 from etu.runner.session import firmware_meta
 
 
@@ -27,6 +28,7 @@ class FvpLaunch:
     argv: list[str]
     elf: Path
     found: bool = True  # False: the simulator is not installed (argv has its bare name)
+    pmu_trace: str | None = None  # the PMU trace the plugin writes, in the session folder
 
     def meta(self) -> dict:
         """The session's fields: the FVP's target and simulator, and the firmware with the
@@ -38,6 +40,7 @@ class FvpLaunch:
             "simulator_found_via": self.found_via,
             "simulated": self.simulated,
             **firmware_meta(self.elf),
+            **({"pmu_trace": self.pmu_trace} if self.pmu_trace else {}),
         }
 
 
@@ -53,7 +56,14 @@ def prepare_fvp_launch(
 ) -> FvpLaunch:
     """``settings`` (runner.config.Settings) adds its ``fvp_dir`` and ``executorch_src`` to
     the places searched; None reads no settings. ``allow_missing`` (a dry run): a simulator
-    that is not installed gives the command with its bare name and ``found=False``."""
+    that is not installed gives the command with its bare name and ``found=False``. Unless
+    ``options`` names a trace file or turns ``keep_pmu_trace`` off, the Ethos-U plugin
+    writes its PMU trace into the run's session folder (``<session>`` in the argv)."""
+    options = options or FvpOptions()
+    trace = None
+    if options.pmu_trace is None and options.keep_pmu_trace:
+        options = replace(options, pmu_trace=Path(SESSION_FOLDER) / PMU_TRACE_FILE)
+        trace = PMU_TRACE_FILE
     try:
         fvp = fvp_target(target)
     except ValueError as error:
@@ -77,8 +87,9 @@ def prepare_fvp_launch(
         if found is None and allow_missing:
             argv = build_command(Path(fvp.executable), fvp, Path(elf), options)
             return FvpLaunch(
-                fvp, Path(fvp.executable), "not found", False, argv, Path(elf), found=False
-            )
+                fvp, Path(fvp.executable), "not found", False, argv, Path(elf), found=False,
+                pmu_trace=trace,
+            )  # fmt: skip
         if found is None:
             ignored = [w for w in (settings.warnings if settings else []) if ": fvp_dir = " in w]
             raise LaunchError(
@@ -89,4 +100,5 @@ def prepare_fvp_launch(
             )
         executable, found_via = found.path, found.found_via
     argv = build_command(executable, fvp, Path(elf), options)
-    return FvpLaunch(fvp, executable, found_via, is_standin(executable), argv, Path(elf))
+    simulated = is_standin(executable)
+    return FvpLaunch(fvp, executable, found_via, simulated, argv, Path(elf), pmu_trace=trace)

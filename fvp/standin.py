@@ -7,7 +7,9 @@ ExecuTorch 1.5 ``arm_executor_runner`` prints, with numbers derived from those i
 program size, planned buffers, pool sizes, allocator use, missing kernels, scratch; NPU
 cycles from the workspace's Vela estimate when there is one for the program's NPU (``vela/``
 beside the ELF or its folder, or ``ETU_STANDIN_VELA``), else a rough figure.
-Every number is SIMULATED, and the banner says so.
+Every number is SIMULATED, and the banner says so. ``ethosu.extra_args=--pmu-trace FILE``
+gets the plugin's PMU trace, written from the program's command stream (fvp/standin_trace.py)
+and marked simulated.
 
 Faults for tests and demos (environment): ``ETU_STANDIN_FAULT`` = ``missing-operator`` |
 ``alloc-failure`` | ``hard-fault`` | ``hang`` | ``crash``; ``ETU_STANDIN_INFERENCES=N``;
@@ -321,6 +323,9 @@ def simulate(executable: str, options: dict, out: Transcript) -> int:
     perf.append(f"Ethos-U PMU Events:[{events}]")
     for line in perf:
         out.log("I", 166, "StopMeasurements", line, file="arm_perf_monitor.cpp")
+    trace_path = _pmu_trace_path(executable, options)
+    if trace_path is not None:
+        _write_pmu_trace(trace_path, program, infos, npu_cycles, inferences, executable, options)
     out.log("I", 1172, "run_model", f"{inferences} inferences finished")
     outputs = [plan.values[i] for i in plan.outputs]
     out.log("I", 1270, "print_outputs", f"{len(outputs)} outputs: ")
@@ -360,6 +365,35 @@ def simulate(executable: str, options: dict, out: Transcript) -> int:
     out.log("I", 1383, "main", "\x04")
     out.raw("Info: /OSCI/SystemC: Simulation stopped by user.")
     return 0
+
+
+def _pmu_trace_path(executable: str, options: dict) -> Path | None:
+    """The file of the plugin's ``--pmu-trace FILE`` (in ``extra_args``), if asked for."""
+    npu = "mps4_board.subsystem.ethosu" if executable == SSE320 else "ethosu"
+    words = options["params"].get(f"{npu}.extra_args", "").split()
+    for index, word in enumerate(words):
+        if word == "--pmu-trace" and index + 1 < len(words):
+            return Path(words[index + 1])
+        if word.startswith("--pmu-trace="):
+            return Path(word.partition("=")[2])
+    return None
+
+
+def _write_pmu_trace(
+    path: Path, program, infos, npu_cycles: int, inferences: int, executable: str, options: dict
+) -> None:
+    """The run's PMU trace from the program's own command streams (SIMULATED timing)."""
+    from etu.fvp.standin_trace import standin_trace, write_standin_trace
+    from etu.parsers.ethosu_commands import program_operations
+
+    streams = [d.stream for d in program_operations(program, infos) if d.stream is not None]
+    npu = "mps4_board.subsystem.ethosu" if executable == SSE320 else "ethosu"
+    macs = int(options["params"].get(f"{npu}.num_macs", "128") or 128)
+    document = standin_trace(streams, npu_cycles, inferences, macs)
+    try:
+        write_standin_trace(path, document)
+    except OSError as error:  # the real plugin would fail to open the file: say so, go on
+        sys.stderr.write(f"Warning: cannot write the PMU trace {path}: {error.strerror}\n")
 
 
 def _print_etdump(out: Transcript, seed: int) -> None:

@@ -66,6 +66,9 @@ _CONCLUSIVE = ("success", "no_model", "runner_error", "hard_fault")
 _DECISIVE = (RunSucceeded, RunError, AssertFailed, MissingKernel, HardFault, FvpStopped)
 WATCHDOG_GRACE_S = 30.0  # a simulator this long past its own --timelimit is killed by etu
 _ACTIVE: weakref.WeakSet[RunController] = weakref.WeakSet()
+# In a run's argv, stands for its session folder (made when the run is set up): files the
+# simulator writes, such as an FVP's PMU trace, land in the session.
+SESSION_FOLDER = "<session>"
 # A run may print for days: what is held in memory is bounded. The first entries (the cause)
 # and the latest (the state now) are kept; the raw log on disk keeps everything.
 MAX_HELD = 1024
@@ -289,6 +292,12 @@ class RunController:
         self._etdumps = 0
         self._outputs: list[OutputTensor] = []
         self.session = SessionWriter(sessions, kind, {"command": self.argv, **meta})
+        if any(SESSION_FOLDER in arg for arg in self.argv):
+            folder = str(self.session.folder.resolve())
+            self.argv = [arg.replace(SESSION_FOLDER, folder) for arg in self.argv]
+            self.session.update_meta(command=self.argv)
+            if isinstance(source, ProcessSource):
+                source.argv = list(self.argv)
         self.outcome: RunOutcome | None = None
         self._done = threading.Event()
         self._peak_rss = 0

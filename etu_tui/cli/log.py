@@ -106,6 +106,9 @@ def log_command(
 
         fault = decode_fault(faults[0], elf or _session_elf(path))
     summary["fault"] = fault.to_json() if fault is not None else None
+    layers = _npu_layers(path)
+    if layers is not None:
+        summary.update(layers)
     if as_json:
         out.write(json.dumps(summary) + "\n")
         return 0
@@ -132,6 +135,7 @@ def log_command(
         )
     if summary.get("etdump_time_note"):
         out.write(f"  etdump times: {summary['etdump_time_note']}\n")
+    _layer_lines(summary, out)
     for error in summary["errors"]:
         name = printable(error.get("status_name") or "")
         out.write(f"  error {name}: {printable(error['text'])}\n")
@@ -157,6 +161,39 @@ def _inference_lines(summary: dict, out: TextIO) -> None:
                 f"  {label} per inference over {found['n']} reports: min {found['min']:,.0f}, "
                 f"median {found['median']:,.0f}, max {found['max']:,.0f}\n"
             )
+
+
+def _npu_layers(path: Path) -> dict | None:
+    """A session's measured NPU cycles per layer (its PMU trace), None without a trace."""
+    from etu.runner.npu_layers import session_layers
+
+    if not path.is_dir():
+        return None
+    found = session_layers(path, _session_meta(path))
+    return found.to_json() if found is not None else None
+
+
+def _layer_lines(summary: dict, out: TextIO) -> None:
+    """Measured beside Vela's estimate, one line per layer (PMU trace of an FVP run)."""
+    from etu.parsers.text import printable
+
+    if summary.get("npu_layers_error"):
+        out.write(f"  NPU layers: {printable(summary['npu_layers_error'])}\n")
+    layers = summary.get("npu_layers") or []
+    if not layers:
+        return
+    out.write(f"  NPU cycles per layer ({printable(str(summary.get('npu_layers_source')))}),"
+              " measured / Vela estimate:\n")  # fmt: skip
+    for layer in layers:
+        estimate = layer["estimated_cycles"]
+        ratio = layer["ratio"]
+        out.write(
+            f"    {printable(layer['name'])[:48]:<48} {layer['measured_cycles']:>10,} / "
+            + (f"{estimate:,} (×{ratio:.2f})" if estimate and ratio is not None else "n/a")
+            + "\n"
+        )
+    for warning in summary.get("npu_layers_warnings") or []:
+        out.write(f"  NPU layers: {printable(warning)}\n")
 
 
 def _session_meta(path: Path) -> dict:

@@ -46,6 +46,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("--timelimit", type=int, default=600, help="seconds (FVP --timelimit)")
     parser.add_argument("--fast", action="store_true", help="the Ethos-U plugin's --fast mode")
+    parser.add_argument(
+        "--no-pmu-trace", action="store_true",
+        help="do not have the Ethos-U plugin write its PMU trace (pmu_trace.json, per-layer NPU"
+        " cycles) into the session",
+    )  # fmt: skip
     parser.add_argument("--fvp-path", type=Path, help="the simulator executable to use")
     parser.add_argument(
         "--param", action="append", default=[], metavar="NAME=VALUE",
@@ -85,7 +90,10 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         notice(err, f"warning: {printable(warning)}")
     try:
         params = tuple(parse_param(p) for p in args.param)
-        options = FvpOptions(timelimit=args.timelimit, fast=args.fast, extra_params=params)
+        options = FvpOptions(
+            timelimit=args.timelimit, fast=args.fast, extra_params=params,
+            keep_pmu_trace=not getattr(args, "no_pmu_trace", False),
+        )  # fmt: skip
         launch = prepare_fvp_launch(
             args.target or settings.target, args.elf, options,
             fvp_path=args.fvp_path, settings=settings, allow_missing=args.dry_run,
