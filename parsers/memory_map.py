@@ -387,6 +387,7 @@ def elf_record(memory_map: MemoryMap, *, top: int = 20) -> dict:
         "regions_from": mm.regions_from,
         "regions_source": mm.regions_source,
         "preset": mm.preset,
+        "zephyr": list(mm.zephyr),
         "regions": [
             {
                 "name": r.name,

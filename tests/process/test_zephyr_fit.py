@@ -158,3 +158,7 @@ def test_etu_fit_finds_zephyr_map_beside_the_elf(tmp_path: Path) -> None:
     assert any(TEMP_POOL_KCONFIG in (fix or "") for fix in fixes_printed)
     text = subprocess.run(run, capture_output=True, text=True, check=False)
     assert text.returncode == 1 and f"{TEMP_POOL_KCONFIG}=" in text.stdout
+    elf_json = subprocess.run([sys.executable, "-m", "etu.tui.cli", "elf", "--json", str(elf)],
+                              capture_output=True, text=True, check=True)  # fmt: skip
+    record = json.loads(elf_json.stdout)
+    assert record["preset"] == "alif-e8-hp" and "its map is zephyr.map" in record["zephyr"]
