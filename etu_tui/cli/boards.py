@@ -18,6 +18,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
     profiles = board_profiles()
+    width = max((len(name) for name in profiles), default=12)  # the names line up
     for profile in profiles.values():
         if args.json:
             out.write(json.dumps(profile.to_json()) + "\n")
@@ -25,7 +26,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         origin = "built-in" if profile.builtin else str(profile.source)
         usb = ",".join(f"{v:04X}:{p:04X}" for v, p in profile.usb) or "-"
         out.write(
-            f"{profile.name:<12} {profile.method:<16} {profile.baud:>7} {profile.framing}"
+            f"{profile.name:<{width}} {profile.method:<16} {profile.baud:>7} {profile.framing}"
             f"  usb {usb:<20} {origin}\n    {profile.description}\n"
         )
     return 0

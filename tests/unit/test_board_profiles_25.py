@@ -127,6 +127,9 @@ def test_etu_boards_lists_the_new_boards(capsys, monkeypatch, tmp_path) -> None:
     assert code == 0 and set(NEW_BOARDS) <= set(records)
     assert records["renesas-ra8p1"]["transfer"]["tool"] == "rfp-cli"
     assert records["alif-e8"]["memory"]["preset"] == "alif-e8-hp"
+    code, out, _ = cli("boards", capsys=capsys)
+    rows = [line for line in out.splitlines() if not line.startswith(" ")]
+    assert code == 0 and len({row.index(" 115200 ") for row in rows if " 115200 " in row}) == 1
 
 
 @pytest.mark.parametrize(
