@@ -498,6 +498,10 @@ def flash_vendor_tool(
     profile says so; a command that fails is one line with its exit status and last word."""
     tool = check_tool(profile, files, port)
     commands = vendor_commands(profile, files, port)
+    if port is None and any("{port}" in arg for argv in profile.transfer["commands"]
+                            for arg in argv):  # fmt: skip
+        raise NeedMissing("port", f"{profile.name}: its tool flashes through the board's "
+                          "serial port: none was given or found")  # fmt: skip
     cwd = tool.parent if _in_tool_folder(profile) else None
     result = FlashResult(port=port)
     for argv in commands:

@@ -248,6 +248,25 @@ def test_a_vendor_tool_takes_one_firmware_file(tmp_path, no_tools) -> None:
     assert calls(no_tools) == []
 
 
+def test_a_tool_that_takes_the_port_gets_the_picked_one(tmp_path, no_tools) -> None:
+    """A user's profile whose tool talks through the serial port: ``{port}`` is the port
+    picked (never a placeholder handed to the tool); with none, the port is the need."""
+    write_tool(no_tools, "isp-tool")
+    (tmp_path / "boards").mkdir()
+    (tmp_path / "boards" / "isp.toml").write_text(
+        'name = "isp"\n[transfer]\nmethod = "vendor-tool"\ntool = "isp-tool"\n'
+        'commands = [["isp-tool", "--port", "{port}", "{file}"]]\n'
+    )
+    profile = load_profiles(tmp_path / "boards")["isp"]
+    firmware = tmp_path / "app.bin"
+    firmware.write_bytes(b"\x01")
+    with pytest.raises(NeedMissing) as no_port:
+        flash_board(profile, [FlashFile(firmware)], BoardLink())
+    assert no_port.value.need == "port" and calls(no_tools) == []
+    flash_board(profile, [FlashFile(firmware)], BoardLink(port="/dev/ttyUSB7"))
+    assert calls(no_tools)[0]["argv"][1:] == ["--port", "/dev/ttyUSB7", str(firmware)]
+
+
 # ------------------------------------------------------------------ pyOCD and the MPS4
 def test_nuvoton_goes_through_pyocd_with_its_part(tmp_path, monkeypatch) -> None:
     probe = PyocdStandIn(None, b"")
