@@ -507,9 +507,11 @@ def flash_vendor_tool(
     for argv in commands:
         status(f"running {shlex.join(argv)}")
         try:
+            # No terminal to answer a prompt: a tool that asks (for a port, say) reads
+            # end-of-file and fails with its own last line rather than waiting unseen.
             done = subprocess.run(
-                argv, cwd=cwd, capture_output=True, text=True, errors="replace",
-                timeout=VENDOR_TOOL_TIMEOUT, check=False,
+                argv, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                errors="replace", timeout=VENDOR_TOOL_TIMEOUT, check=False,
             )  # fmt: skip
         except FileNotFoundError:
             raise ToolMissing(profile, argv[0], commands, tool_folder_hint(profile)) from None
