@@ -140,7 +140,8 @@ def parse_pmu_trace(data: bytes, source: str | None = None) -> PmuTrace:
     try:
         document = json.loads(text)
     except json.JSONDecodeError as error:
-        cut = not text[error.pos :].strip()
+        # the input ran out: at the error, or inside a string that never closes
+        cut = not text[error.pos :].strip() or error.msg.startswith("Unterminated string")
         salvaged = _salvage(text) if cut else None
         if salvaged is None:
             kind = TruncatedError if cut else FormatError

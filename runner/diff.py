@@ -1,7 +1,8 @@
 """What changed between two runs, two programs or two Vela estimates (``etu diff``).
 
 Sessions: the ending, every PMU counter and cycle count, the allocators, each output
-(max/mean absolute difference, cosine similarity) and the first log line where the two
+(max/mean absolute difference, cosine similarity), the measured NPU cycles per layer (when
+both kept an FVP PMU trace: runner/npu_layers.py) and the first log line where the two
 runs part, with timestamps and other volatile text (addresses, durations) masked. The logs
 are streamed line by line side by side, so two million-line sessions cost two file reads
 and no more memory than two lines; the figures come from ``summary.json`` (or a one-pass
@@ -228,6 +229,7 @@ def _diff_sessions(a: Path, b: Path, tol: Tolerance) -> dict[str, Any]:
     outputs = compare_outputs(
         sum_a.get("output_values") or {}, sum_b.get("output_values") or {}, tol
     )
+    layers = layer_deltas(_session_layers(a, meta_a), _session_layers(b, meta_b), tol)
     diverge, text_differs = (None, False)
     if os.path.lexists(a / RAW) and os.path.lexists(b / RAW):
         diverge, text_differs = first_divergence(a / RAW, b / RAW)
@@ -240,7 +242,7 @@ def _diff_sessions(a: Path, b: Path, tol: Tolerance) -> dict[str, Any]:
     }
     equal = (
         not ending["changed"]
-        and all(item["equal"] for item in [*cycles, *counters, *allocators, *outputs])
+        and all(item["equal"] for item in [*cycles, *counters, *allocators, *outputs, *layers])
         and not text_differs
     )
     return {
@@ -252,12 +254,49 @@ def _diff_sessions(a: Path, b: Path, tol: Tolerance) -> dict[str, Any]:
         "counters": counters,
         "allocators": allocators,
         "outputs": outputs,
+        "npu_layers": layers,
         "first_divergence": diverge,
         "log_text_differs": text_differs,
         "losses": session_losses(a, b),
         "tolerance": {"rtol": tol.rtol, "atol": tol.atol},
         "equal": equal,
     }
+
+
+def _session_layers(folder: Path, meta: dict) -> list[dict] | None:
+    """A session's measured NPU cycles per layer (its PMU trace), None without one."""
+    from etu.runner.npu_layers import session_layers
+
+    found = session_layers(folder, meta)
+    return found.layers if found is not None else None
+
+
+def layer_deltas(a: list[dict] | None, b: list[dict] | None, tol: Tolerance) -> list[dict]:
+    """Measured cycles per layer of two runs, matched by delegate and name in A's order
+    (a layer only one side has is a change too); Vela's estimate rides along. Only when
+    both runs kept a PMU trace: a run without one (an older session, a board, the emulated
+    board) has nothing per layer to compare."""
+    if not a or not b:
+        return []
+
+    def keyed(layers: list[dict] | None) -> dict[tuple, dict]:
+        found: dict[tuple, dict] = {}
+        for layer in layers or []:
+            key = (layer.get("delegate"), layer.get("name"))
+            while key in found:  # the same operation twice: tell them apart by position
+                key = (*key, len(found))
+            found[key] = layer
+        return found
+
+    side_a, side_b = keyed(a), keyed(b)
+    rows = []
+    for key in dict.fromkeys([*side_a, *side_b]):
+        one, two = side_a.get(key) or {}, side_b.get(key) or {}
+        row = _delta(str(key[1]), one.get("measured_cycles"), two.get("measured_cycles"), tol)
+        row["delegate"] = key[0]
+        row["estimated_cycles"] = two.get("estimated_cycles", one.get("estimated_cycles"))
+        rows.append(row)
+    return rows
 
 
 def loss_summary(row: dict) -> dict[str, Any]:

@@ -112,6 +112,11 @@ def format_diff(result: dict) -> str:
             changed = _rows(result[key])
             lines.append(f"{title}:" + ("" if changed else " no change"))
             lines.extend(changed)
+        if result.get("npu_layers"):  # both runs kept an FVP PMU trace
+            layers = [{**r, "name": printable(r["name"])[:34]} for r in result["npu_layers"]]
+            changed = _rows(layers)
+            lines.append("NPU cycles per layer:" + ("" if changed else " no change"))
+            lines.extend(changed)
         lines.append("outputs:" + ("" if result["outputs"] else " none printed"))
         for o in result["outputs"]:
             mark = "=" if o["equal"] else "≠"

@@ -70,8 +70,9 @@ def test_dry_run_prints_the_exact_argv(env, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     record = json.loads(result.stdout)
     simulator = find_fvps(env)[SSE320].path
+    trace = Path("<session>") / "pmu_trace.json"  # the run's session folder, once it exists
     assert record["argv"] == build_command(
-        simulator, fvp_target("ethos-u85-256"), ELF, FvpOptions(timelimit=30)
+        simulator, fvp_target("ethos-u85-256"), ELF, FvpOptions(timelimit=30, pmu_trace=trace)
     )
     assert "mps4_board.subsystem.ethosu.num_macs=256" in record["argv"]
     assert record["simulated"] is True

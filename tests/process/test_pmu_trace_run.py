@@ -1,0 +1,121 @@
+"""Measured NPU cycles per layer end to end: ``etu run`` has the FVP (the stand-in installed
+under the real FVP names) write its PMU trace into the session, ``etu log --json`` joins it
+to the demo firmware's program and to a Vela debug database made here by the installed
+Vela from the demo's own TOSA graph, and ``etu diff`` shows the per-layer deltas."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from etu.fvp.standin import install_standin
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+DEMO = ROOT / "etu_tui" / "demo"
+ELF = DEMO / "firmware" / "arm_executor_runner.elf"
+VELA = Path(sys.executable).parent / "vela"
+
+
+def etu(*args: str, env: dict, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "etu.tui.cli", *args],
+        capture_output=True, text=True, env=env, cwd=cwd, timeout=180, check=False,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> Path:
+    """``firmware/fw.elf`` (the demo's) and ``vela/`` holding Vela's debug database for
+    the demo's delegate, compiled as ExecuTorch compiled it (its etu_compile.json)."""
+    if not VELA.is_file():
+        pytest.skip("Vela is not installed in this environment")
+    root = tmp_path_factory.mktemp("pmu")
+    (root / "firmware").mkdir()
+    shutil.copy(ELF, root / "firmware" / "fw.elf")
+    (tosa,) = DEMO.glob("vela/output_tag0_*.tosa")
+    spec = json.loads((DEMO / "vela" / "etu_compile.json").read_text())["spec"]
+    subprocess.run(
+        [str(VELA), f"--accelerator-config={spec['target']}", "--config=Arm/vela.ini",
+         "--output-format=raw", f"--system-config={spec['system_config']}",
+         f"--memory-mode={spec['memory_mode']}", "--enable-debug-db", str(tosa),
+         f"--output-dir={root / 'vela'}"],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    fvps = root / "fvps"
+    install_standin(fvps)
+    return root
+
+
+@pytest.fixture
+def env(workspace: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ETU_STANDIN")}
+    return {**env, "ETU_FVP_DIR": str(workspace / "fvps")}
+
+
+def run_session(workspace: Path, env: dict, *extra: str) -> Path:
+    result = etu("run", "--elf", "firmware/fw.elf", "--json", *extra, env=env, cwd=workspace)
+    assert result.returncode == 0, result.stderr
+    return workspace / json.loads(result.stdout.splitlines()[-1])["session"]
+
+
+def test_standin_run_keeps_a_simulated_trace_and_log_shows_layers(workspace, env) -> None:
+    session = run_session(workspace, {**env, "ETU_STANDIN_INFERENCES": "2"})
+    trace = json.loads((session / "pmu_trace.json").read_text())
+    assert trace["otherData"]["etu_standin"] is True
+    meta = json.loads((session / "meta.json").read_text())
+    assert meta["pmu_trace"] == "pmu_trace.json"
+    assert f"--pmu-trace {session.resolve()}/pmu_trace.json" in " ".join(meta["command"])
+    summary = json.loads(etu("log", "--json", str(session), env=env, cwd=workspace).stdout)
+    layers = summary["npu_layers"]
+    assert summary["npu_layers_source"] == "stand-in (simulated)"
+    assert summary["npu_layers_debug_db"].endswith("_debug.xml")
+    assert summary["npu_layers_passes"] == 2 and summary["npu_layers_warnings"] == []
+    assert {layer["measured_source"] for layer in layers} == {"stand-in (simulated)"}
+    operators = [layer["operator"] for layer in layers]
+    assert "Conv2D" in operators and "MaxPool" in operators
+    assert all(layer["estimated_cycles"] and layer["ratio"] > 0 for layer in layers)
+    # every cycle of the PMU report's per-inference count is charged to some layer
+    (pmu,) = summary["pmu"]
+    per_inference = pmu["npu_cycles"] // 2
+    measured = sum(layer["measured_cycles"] for layer in layers)
+    assert per_inference - len(layers) * 2 <= measured <= per_inference
+    text = etu("log", str(session), env=env, cwd=workspace).stdout
+    assert "NPU cycles per layer (stand-in (simulated))" in text and "Conv2D" in text
+
+
+def test_no_pmu_trace_option_keeps_none(workspace, env) -> None:
+    session = run_session(workspace, env, "--no-pmu-trace")
+    assert not (session / "pmu_trace.json").exists()
+    summary = json.loads(etu("log", "--json", str(session), env=env, cwd=workspace).stdout)
+    assert "npu_layers" not in summary
+
+
+def test_a_garbled_trace_is_one_line_in_the_log(workspace, env) -> None:
+    session = run_session(workspace, env)
+    (session / "pmu_trace.json").write_text('{"traceEvents": [}')
+    result = etu("log", "--json", str(session), env=env, cwd=workspace)
+    assert result.returncode == 0
+    error = json.loads(result.stdout)["npu_layers_error"]
+    assert "pmu_trace.json" in error and "JSON" in error and "\n" not in error
+
+
+def test_diff_of_two_runs_shows_per_layer_deltas(workspace, env) -> None:
+    first = run_session(workspace, env)
+    # the second run's NPU takes the stand-in's rough figure, not Vela's: every layer moves
+    second = run_session(workspace, {**env, "ETU_STANDIN_VELA": str(workspace / "none")})
+    result = etu("diff", str(first), str(second), "--json", env=env, cwd=workspace)
+    record = json.loads(result.stdout)
+    layers = record["npu_layers"]
+    assert result.returncode == 1 and not record["equal"]
+    assert layers and all(not row["equal"] and row["delta"] for row in layers)
+    assert all(row["estimated_cycles"] for row in layers)
+    same = etu("diff", str(first), str(first), "--json", env=env, cwd=workspace)
+    assert all(row["equal"] for row in json.loads(same.stdout)["npu_layers"])
+    text = etu("diff", str(first), str(second), env=env, cwd=workspace).stdout
+    assert "NPU cycles per layer:" in text and "Conv2D" in text
