@@ -77,12 +77,23 @@ def session_layers(folder: Path, meta: dict) -> SessionLayers | None:
         return result
     result.measured_source = STANDIN_SOURCE if trace.simulated else FVP_SOURCE
     result.warnings += trace.warnings
-    elf = meta.get("elf")
-    if not isinstance(elf, str) or not Path(elf).is_file():
+    elf = session_elf(folder, meta)
+    if elf is None:
         result.error = f"{path}: the firmware that ran is gone, so the trace cannot be joined"
         return result
-    join_trace(result, trace, Path(elf))
+    join_trace(result, trace, elf)
     return result
+
+
+def session_elf(folder: Path, meta: dict) -> Path | None:
+    """The firmware a session ran: its recorded path, which ``etu run`` keeps as typed, so a
+    relative one is tried from the workspace too (``WORKSPACE/.etu/sessions/FOLDER``)."""
+    elf = meta.get("elf")
+    if not isinstance(elf, str) or not elf:
+        return None
+    path = Path(elf)
+    candidates = [path] if path.is_absolute() else [Path(folder).parent.parent.parent / path, path]
+    return next((c for c in candidates if c.is_file()), None)
 
 
 def join_trace(result: SessionLayers, trace, elf: Path) -> None:
@@ -134,3 +145,23 @@ def join_trace(result: SessionLayers, trace, elf: Path) -> None:
     result.layers = [
         {**layer.to_json(), "measured_source": source} for layer in npu_layers(timing, inferences)
     ]
+
+
+def latest_measured(program: Path) -> tuple[Path, SessionLayers] | None:
+    """The newest session of ``program``'s workspace that ran this program (same bytes)
+    and kept a PMU trace, with its layers; None when there is none. Blocking."""
+    from etu.runner.history import read_meta
+    from etu.runner.session import file_sha256, list_sessions, sessions_root
+    from etu.runner.workspace import workspace_of
+
+    wanted = file_sha256(Path(program))
+    if wanted is None:
+        return None
+    for folder in list_sessions(sessions_root(workspace_of(Path(program)))):
+        meta = read_meta(folder)
+        if meta.get("program_sha256") != wanted or trace_path(folder, meta) is None:
+            continue
+        found = session_layers(folder, meta)
+        if found is not None:
+            return folder, found
+    return None

@@ -2,7 +2,9 @@
 them (add, sort, next, drop). The App hands it the workspace's own report; reports added
 with ``a`` are read by the panel's worker, which posts :class:`VelaAdded`. The App also
 hands it the program: a worker decodes each delegate's command stream and posts
-:class:`OperationsDecoded`; ``v`` shows those NPU operations in place of the per-layer table.
+:class:`OperationsDecoded`; ``v`` shows those NPU operations in place of the per-layer table,
+then (when an FVP session of the program kept a PMU trace, read by another worker that posts
+:class:`MeasuredRead` whenever the tab is shown) the measured cycles per layer.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from etu.tui.widgets.npu import (
     VelaSummary,
     operations_title,
 )
+from etu.tui.widgets.npu_measured import MeasuredRead, MeasuredTable, measured_title
 
 
 @dataclass
@@ -91,7 +94,11 @@ class NpuPanel(Vertical):
         self.start_folder = ""
         self.operations: list[DelegateOperations] = []
         self.showing_operations = False
+        self.showing_measured = False
         self._program_request = 0
+        self.program_path: Path | None = None
+        self.measured = None  # (session folder, runner.npu_layers.SessionLayers) or None
+        self._measured_request = 0
 
     def compose(self) -> ComposeResult:
         yield VelaError(id="vela-error")
@@ -99,6 +106,7 @@ class NpuPanel(Vertical):
         with Vertical(id="layers-box"), ContentSwitcher(initial="layers", id="layers-switcher"):
             yield LayerTable(id="layers")
             yield OperationTable(id="npu-operations")
+            yield MeasuredTable(id="npu-measured")
         with Horizontal(id="npu-details"):
             yield CompareTable(id="compare")
             yield VelaMessages(id="vela-messages")
@@ -158,9 +166,19 @@ class NpuPanel(Vertical):
             self.add_report(path)
 
     def action_toggle_operations(self) -> None:
-        """The NPU operations of the command streams, or Vela's per-layer table."""
-        self.showing_operations = not self.showing_operations
-        current = "npu-operations" if self.showing_operations else "layers"
+        """Vela's per-layer table → the NPU operations of the command streams → the
+        measured cycles per layer (when a session kept a PMU trace) → back."""
+        if self.showing_operations and self.measured is not None:
+            self.showing_operations, self.showing_measured = False, True
+        elif self.showing_operations or self.showing_measured:
+            self.showing_operations = self.showing_measured = False
+        else:
+            self.showing_operations = True
+        current = (
+            "npu-operations" if self.showing_operations
+            else "npu-measured" if self.showing_measured
+            else "layers"
+        )  # fmt: skip
         self.query_one(ContentSwitcher).current = current
         self._title_layers()
         self.focus_main()
@@ -194,7 +212,9 @@ class NpuPanel(Vertical):
         return True
 
     def focus_main(self) -> None:
-        if self.showing_operations:
+        if self.showing_measured:
+            self.query_one(MeasuredTable).focus()
+        elif self.showing_operations:
             self.query_one(OperationTable).focus()
         else:
             self.query_one(LayerTable).focus()
@@ -209,6 +229,9 @@ class NpuPanel(Vertical):
         self.operations = []
         self._show_operations()
         self._decode(program, infos, self._program_request)
+        source = getattr(program, "source", None)
+        self.program_path = Path(source) if isinstance(source, str) and source else None
+        self.refresh_measured()
 
     @work(thread=True, group="npu-operations", exit_on_error=False)
     def _decode(self, program: Program, infos: list[DelegateInfo], request: int) -> None:
@@ -233,6 +256,40 @@ class NpuPanel(Vertical):
 
     def _show_operations(self) -> None:
         self.query_one(OperationTable).show_operations(self.operations)
+        self._title_layers()
+
+    # -- measured per layer (an FVP session's PMU trace) ---------------------------------
+
+    def on_show(self) -> None:
+        """A run may have ended since: the newest traced session is read again."""
+        self.refresh_measured()
+
+    def refresh_measured(self) -> None:
+        if self.program_path is None:
+            return
+        self._measured_request += 1
+        self._read_measured(self.program_path, self._measured_request)
+
+    @work(thread=True, group="npu-measured", exit_on_error=False)
+    def _read_measured(self, program: Path, request: int) -> None:
+        from etu.runner.npu_layers import latest_measured
+
+        try:
+            found = latest_measured(program)
+        except Exception:  # a session being written: the next show reads it again
+            found = None
+        self.post_message(MeasuredRead(found, request))
+
+    @on(MeasuredRead)
+    def _measured_read(self, message: MeasuredRead) -> None:
+        message.stop()
+        if message.request != self._measured_request:
+            return
+        self.measured = message.found
+        self.query_one(MeasuredTable).show_layers(self.measured[1] if self.measured else None)
+        if self.showing_measured and self.measured is None:
+            self.showing_measured = False
+            self.query_one(ContentSwitcher).current = "layers"
         self._title_layers()
 
     # -- adding ------------------------------------------------------------------------
@@ -295,10 +352,15 @@ class NpuPanel(Vertical):
         layers = self.query_one(LayerTable)
         shown = self.shown_report
         box = self.query_one("#layers-box")
+        if self.showing_measured:
+            box.border_title = printable(measured_title(self.measured))
+            box.border_subtitle = "measured / Vela estimate per inference · v per-layer"
+            return
         if self.showing_operations:
             table = self.query_one(OperationTable)
             box.border_title = printable(operations_title(self.operations))
-            box.border_subtitle = printable("; ".join(table.problems)) or "v per-layer"
+            back = "v measured" if self.measured is not None else "v per-layer"
+            box.border_subtitle = printable("; ".join(table.problems)) or back
             return
         self._title_per_layer(layers, shown, box)
         hint = "v NPU ops"

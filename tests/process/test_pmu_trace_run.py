@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from etu.fvp.standin import install_standin
+from tests.pmu_workspace import demo_debug_db
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEMO = ROOT / "etu_tui" / "demo"
 ELF = DEMO / "firmware" / "arm_executor_runner.elf"
-VELA = Path(sys.executable).parent / "vela"
 
 
 def etu(*args: str, env: dict, cwd: Path) -> subprocess.CompletedProcess:
@@ -33,20 +33,10 @@ def etu(*args: str, env: dict, cwd: Path) -> subprocess.CompletedProcess:
 def workspace(tmp_path_factory) -> Path:
     """``firmware/fw.elf`` (the demo's) and ``vela/`` holding Vela's debug database for
     the demo's delegate, compiled as ExecuTorch compiled it (its etu_compile.json)."""
-    if not VELA.is_file():
-        pytest.skip("Vela is not installed in this environment")
     root = tmp_path_factory.mktemp("pmu")
+    demo_debug_db(root / "vela" / "out_debug.xml")
     (root / "firmware").mkdir()
     shutil.copy(ELF, root / "firmware" / "fw.elf")
-    (tosa,) = DEMO.glob("vela/output_tag0_*.tosa")
-    spec = json.loads((DEMO / "vela" / "etu_compile.json").read_text())["spec"]
-    subprocess.run(
-        [str(VELA), f"--accelerator-config={spec['target']}", "--config=Arm/vela.ini",
-         "--output-format=raw", f"--system-config={spec['system_config']}",
-         f"--memory-mode={spec['memory_mode']}", "--enable-debug-db", str(tosa),
-         f"--output-dir={root / 'vela'}"],
-        check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
     fvps = root / "fvps"
     install_standin(fvps)
     return root
