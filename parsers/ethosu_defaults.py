@@ -101,9 +101,7 @@ def scratch_limit(
         and (system_config, memory_mode) == standard
         and (config_ini or STANDARD_CONFIG_INI) == STANDARD_CONFIG_INI
     ):
-        return ScratchLimit(
-            DEFAULT_MAX_SCRATCH, "the standard U55 configuration (Corstone-300 Shared_Sram)"
-        )
+        return ScratchLimit(DEFAULT_MAX_SCRATCH, "standard U55 Shared_Sram config")
     return ScratchLimit(None, "no implicit limit for this configuration")
 
 
