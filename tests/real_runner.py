@@ -53,8 +53,16 @@ def etu(args: list, env: dict, cwd: Path | None = None, timeout: float = 1500):
 def build(pte: Path, out: Path, env: dict, *extra) -> dict:
     result = etu(["firmware", "build", pte, "--board", "qemu-an547", "--out", out, "--json",
                   *extra], env)  # fmt: skip
-    assert result.returncode == 0, f"status {result.returncode}: {result.stderr[-2000:]}"
+    assert result.returncode == 0, failure(result)
     return json.loads(result.stdout)
+
+
+def failure(result: subprocess.CompletedProcess) -> str:
+    """A failed etu's status and its one-line error first (CI's summary keeps one line),
+    then the tail of its stderr."""
+    errors = [line for line in result.stderr.splitlines() if line.startswith("etu:")]
+    first = errors[-1] if errors else "(no etu: line)"
+    return f"status {result.returncode}: {first}\n{result.stderr[-2000:]}"
 
 
 def run_qemu(elf: Path, sessions: Path, env: dict, *extra) -> tuple[int, list[dict], Path]:
