@@ -31,9 +31,9 @@ _FOREIGN = re.compile(
     r"(?:(?:\[[^\]]{0,48}\]|\(\d[\d:.,]*\)|\d+(?:[:.,]\d+)+)[ \t]*)*"
     r"(?:<(?P<lvl>[a-z]{3}|\d{1,3})>[ \t]*(?:[\w.-]{1,32}: ?)?)?"
 )
-_FOREIGN_FIRST = frozenset("[<(0123456789")
+FOREIGN_FIRST = frozenset("[<(0123456789")  # the first characters _FOREIGN can match
 _FOREIGN_LEVELS = {"inf": "I", "err": "E", "wrn": "W", "dbg": "D", "crt": "F"}
-_ET_MARK = "executorch:"
+ET_MARK = "executorch:"  # in every runtime prefix
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 # First characters of the non-runtime lines classify_other knows (see there).
@@ -109,9 +109,9 @@ def classify_other(text: str) -> tuple[str | None, str | None]:
 def runtime_inside(text: str) -> tuple[str, int, re.Match[str]] | None:
     """ExecuTorch's prefix after a foreign one (a timestamp, a trace tag): the text from
     that prefix on, the index of its "]" there, and its match; None if there is none."""
-    if _ET_MARK not in text:  # most lines: one scan without find()'s argument parsing
+    if ET_MARK not in text:  # most lines: one scan without find()'s argument parsing
         return None
-    mark = text.find(_ET_MARK, 0, PREFIX_MAX)
+    mark = text.find(ET_MARK, 0, PREFIX_MAX)
     if mark <= 0:
         return None
     start = mark - 2 if text[mark - 1] in " [" else mark - 1
@@ -128,7 +128,7 @@ def runtime_inside(text: str) -> tuple[str, int, re.Match[str]] | None:
 def foreign_prefix(text: str) -> tuple[int, str | None]:
     """How many characters a platform's prefix takes (0 for none), and the level its tag
     gives (Zephyr's ``<err>``, syslog's ``<3>``), if any."""
-    m = _FOREIGN.match(text) if text[:1] in _FOREIGN_FIRST else None
+    m = _FOREIGN.match(text) if text[:1] in FOREIGN_FIRST else None
     if m is None or not m.end():
         return 0, None
     tag = m["lvl"]

@@ -17,8 +17,11 @@ def leading_int(text: str | None) -> int | None:
     """The leading decimal of ``text``; None for ``zu``/``?`` (unsupported printf)."""
     if not text:
         return None
-    if len(text) < 20 and text.isascii() and text.isdigit():  # the usual case: a bare count
-        return int(text)
+    # The usual case, a count maybe between spaces and followed by a word: the first word
+    # (str.lstrip drops what the regex's \s skips) all ASCII digits is the regex's match.
+    word = text.lstrip().partition(" ")[0]
+    if len(word) < 20 and word.isascii() and word.isdigit():
+        return int(word)
     m = _INT.match(text)
     if m is None:
         return None
@@ -48,6 +51,12 @@ def after(text: str, sep: str) -> str:
 
 
 def status_in(message: str) -> int | None:
-    """The ExecuTorch ``Error`` code a message ends with (``... 0x12``), if any."""
-    m = _STATUS.search(message)
+    """The ExecuTorch ``Error`` code a message ends with (``... 0x12``), if any.
+
+    Only the last "0x" can start the code (what may follow it holds no "x"), so the search
+    starts one character before it instead of trying every position of the message."""
+    at = message.rfind("0x")
+    if at < 0:
+        return None
+    m = _STATUS.search(message, at - 1 if at else 0)
     return int(m.group(1), 16) if m else None

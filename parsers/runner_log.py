@@ -46,6 +46,8 @@ import re
 from typing import Any
 
 from etu.parsers.log_prefix import (
+    ET_MARK,
+    FOREIGN_FIRST,
     LAUNCH_FAILURES,
     OTHER_FIRST,
     PREFIX_MAX,
@@ -105,6 +107,29 @@ _SPLIT_RUNS = re.compile(rb"(\r\n|\r|\n)([\r\n]*)")
 BLANK_RUN = 16
 _BLANK_FLOODS = (b"\n" * BLANK_RUN, b"\r" * BLANK_RUN, b"\r\n" * BLANK_RUN)
 _PREFIX_CACHE_SIZE = 4096
+
+
+_SPECIAL = ("\x04", "\x1b", "\u2666")  # what ``_complete`` treats: EOT, ANSI, "♦"
+
+
+def _special_lines(text: str, sep: str) -> list[int]:
+    """Indices of the lines of ``text`` (``sep`` between lines) that hold an EOT byte, an
+    ANSI escape or "♦", in order. ``find`` scans much faster than a regex character class."""
+    positions: list[int] = []
+    for char in _SPECIAL:
+        pos = text.find(char)
+        while pos >= 0:
+            positions.append(pos)
+            pos = text.find(char, pos + 1)
+    positions.sort()
+    found: list[int] = []
+    line = at = 0
+    for pos in positions:
+        line += text.count(sep, at, pos)
+        at = pos
+        if not found or found[-1] != line:
+            found.append(line)
+    return found
 
 
 def _utf8_cut(data: bytes | bytearray, limit: int) -> int:
@@ -250,12 +275,15 @@ class RunnerLogParser(OtherLines, RuntimeMessages):
                     # One decoding for the whole chunk: a line ends at an ASCII byte, which
                     # also ends any broken UTF-8 sequence, so the texts are the lines' own.
                     text = data.decode("utf-8", "replace")
+                    sep = "\n" if mixed or not ncr else "\r\n"
                     if mixed:
-                        texts = text.replace("\r\n", "\n").split("\n")
-                    else:
-                        texts = text.split("\r\n" if ncr else "\n")
+                        text = text.replace("\r\n", "\n")
+                    texts = text.split(sep)
                     end = b"\r\n" if ncr and not mixed else b"\n"
-                    self._complete_many(parts, texts, end, mixed, special, out)
+                    if special:
+                        self._complete_special(parts, texts, end, mixed, text, sep, out)
+                    else:
+                        self._complete_many(parts, texts, end, mixed, out)
         else:
             parts = _SPLIT.split(data)
             rest = parts.pop()
@@ -387,13 +415,43 @@ class RunnerLogParser(OtherLines, RuntimeMessages):
 
     # ----------------------------------------------------------------- one line
 
+    def _complete_special(
+        self,
+        parts: list[bytes],
+        texts: list[str],
+        end: bytes,
+        mixed: bool,
+        text: str,
+        sep: str,
+        out: list[Event],
+    ) -> None:
+        """A chunk with EOT bytes, ANSI codes or "♦" in it: the lines holding one go through
+        ``_complete`` (which removes and reports them), the runs between through the hot
+        loop, so the hot loop never looks for them line by line."""
+        start = 0
+        for i in _special_lines(text, sep):
+            if i >= len(parts):
+                break  # in the unfinished rest
+            if i > start:
+                self._complete_many(parts[start:i], texts[start:i], end, mixed, out)
+            raw = parts[i]
+            if mixed:
+                if raw and raw[-1] == 13:
+                    self._complete(raw[:-1], b"\r\n", out)
+                else:
+                    self._complete(raw, b"\n", out)
+            else:
+                self._complete(raw, end, out)
+            start = i + 1
+        if start < len(parts):
+            self._complete_many(parts[start:], texts[start:], end, mixed, out)
+
     def _complete_many(
         self,
         parts: list[bytes],
         texts: list[str],
         end: bytes,
         mixed: bool,
-        special: bool,
         out: list[Event],
     ) -> None:
         """The hot loop: the complete, short lines of one chunk, with their texts
@@ -431,7 +489,7 @@ class RunnerLogParser(OtherLines, RuntimeMessages):
                     self._settle(None, out)
                 n += 1
                 continue
-            if in_etdump or (special and ("\x04" in text or "\x1b" in text or "♦" in text)):
+            if in_etdump:
                 self._next = n
                 self._complete(raw, end, out)
                 n = self._next
@@ -440,20 +498,17 @@ class RunnerLogParser(OtherLines, RuntimeMessages):
             # The prefix up to the first "]" decides whether (and how) the line is a runtime
             # line; a log repeats a few hundred call sites, so the regex runs once per site.
             head, close, tail = text.partition("]")
-            if close and 0 < len(head) < prefix_max:
-                info = cache.get(head)
-                if info is None:
-                    info = self._prefix(text, len(head))
-            else:
-                info = False
+            # Only heads that passed the length check are cached: a hit needs no check.
+            info = cache.get(head) if close else False
+            if info is None:
+                info = self._prefix(text, len(head)) if 0 < len(head) < prefix_max else False
             if info is False:
-                self._next = n + 1
-                self._other(n, raw, end, text, out)
+                self._other(n, raw, end, text, out)  # reads n, not self._next
                 n += 1
                 in_etdump = self._etdump is not None
                 continue
             level, file, line_no, function = info
-            message = tail[1:] if tail and tail[0] == " " else tail
+            message = tail.removeprefix(" ")
             append(
                 make(
                     n, raw, end, text, level, file, line_no, function, message, "runtime", False,
@@ -558,11 +613,10 @@ class RunnerLogParser(OtherLines, RuntimeMessages):
             return
         if c not in OTHER_FIRST:
             # Most plain lines: no prefix worth a look (one check for an FVP launch failure).
-            origin = handler = None
             if text.endswith(LAUNCH_FAILURES):
                 origin, handler = "script", "launch"
-            elif self._unprefixed(n, raw, end, text, out):
-                return
+            else:
+                origin = handler = None
         elif c in "EWID" and text[1:3] == ": ":
             # Ethos-U driver (also Zephyr's minimal log): "E: msg", "I: msg".
             message = text[3:]
@@ -585,8 +639,22 @@ class RunnerLogParser(OtherLines, RuntimeMessages):
             return
         else:
             origin, handler = classify_other(text)
-            if handler is None and self._unprefixed(n, raw, end, text, out):
-                return
+        # A line of no known kind may still be a message behind a foreign prefix or none;
+        # _unprefixed reads it unless its quick refusal below is certain (no ExecuTorch mark,
+        # no foreign prefix, a first word no handler has, no failure).
+        if (
+            handler is None
+            and (
+                ET_MARK in text
+                or c in FOREIGN_FIRST
+                or "ail" in text
+                or "!=" in text
+                or (key := text.lstrip(" ").partition(" ")[0]) in self._runtime_handlers
+                or key[:1] in "eo["
+            )
+            and self._unprefixed(n, raw, end, text, out)
+        ):
+            return
         out.append(
             new_log_line(n, raw, end, text, None, None, None, None, None, origin, False, stream)
         )

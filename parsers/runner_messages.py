@@ -482,9 +482,9 @@ class RuntimeMessages:
             return
         index_s, elem_s, dtype, token = m.groups()
         index = int(index_s)
-        group = self._settle("output", out)
-        if group is not None and group.index != index:
-            self._settle(None, out)  # the next output starts
+        group = self._group
+        if group is not None and (group.kind != "output" or group.index != index):
+            self._settle(None, out)  # another report ends, or the next output starts
             group = None
         if group is None:
             group = self._group = OutputCollector(n, index, dtype, self._max_values)

@@ -227,7 +227,7 @@ class MemoryCollector(Report):
         if kind == "pool":
             m = _POOL.search(rest)
             if m is not None:
-                used, size, free, percent = (leading_int(g) for g in m.groups())
+                used, size, free, percent = map(leading_int, m.groups())
                 self.pools[name] = PoolUsage(used, size, free, percent)
             else:
                 self.pools[name] = PoolUsage(leading_int(rest), None)
@@ -269,8 +269,7 @@ class PlannedCollector(Report):
             self.buffers.append((mem_id, size))
 
     def finish(self) -> PlannedBuffers:
-        ids = tuple(i for i, _ in self.buffers)
-        sizes = tuple(s for _, s in self.buffers)
+        ids, sizes = zip(*self.buffers, strict=True) if self.buffers else ((), ())
         return PlannedBuffers(self.line_no, len(self.buffers), sizes, ids)
 
 

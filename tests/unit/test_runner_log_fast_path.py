@@ -29,9 +29,9 @@ class CountingFastPath(RunnerLogParser):
         super().__init__(**options)
         self.fast_lines = 0
 
-    def _complete_many(self, parts, texts, end, mixed, special, out) -> None:
+    def _complete_many(self, parts, texts, end, mixed, out) -> None:
         self.fast_lines += len(parts)
-        super()._complete_many(parts, texts, end, mixed, special, out)
+        super()._complete_many(parts, texts, end, mixed, out)
 
 
 def _events(parser: RunnerLogParser, data: bytes, chunk: int | None) -> list[Event]:
@@ -111,4 +111,18 @@ def test_fast_path_and_full_path_agree_on_odd_lines(line: bytes, style: str) -> 
     plain = b"I [executorch:arm_executor_runner.cpp:325] BLINK"
     data = _ends(b"\n".join([plain, line, plain, line, b"", line, plain]), style)
     for chunk in (None, 5, 64):
+        _assert_same(data, chunk)
+
+
+@pytest.mark.parametrize("style", ["lf", "crlf", "mixed"])
+def test_lines_with_eot_or_colour_leave_the_others_to_the_hot_loop(style: str) -> None:
+    """A chunk with EOT bytes, ANSI colours or "♦" in some lines (a coloured Zephyr log):
+    those lines take the full path, every other line still the hot loop, same events."""
+    plain = b"I [executorch:arm_executor_runner.cpp:325] BLINK"
+    coloured = b"\x1b[32mI [executorch:f.cpp:5] Model executed successfully.\x1b[0m"
+    eot = b"I [executorch:f.cpp:4] Program complete, exiting.\x04"
+    lines = [plain, coloured, coloured, plain, b"Output[0][0]: 1", eot, b"\xe2\x99\xa6", plain]
+    data = _ends(b"\n".join(lines * 50), style)
+    assert _assert_same(data, None) == 4 * 50  # the plain and Output lines
+    for chunk in (4096, 333, 7):
         _assert_same(data, chunk)
