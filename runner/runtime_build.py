@@ -556,6 +556,7 @@ def build_runner(
             "FETCH_ETHOS_U_CONTENT": "OFF",
             "ETU_NPU_BRIDGE": "ON" if bridged else "OFF",
         })  # fmt: skip
+    skew = _check_skew(pte, source, driver if ethosu else None, facts.all_ops)
     ccache = ccache_settings()
     if ccache:
         defines["CMAKE_C_COMPILER_LAUNCHER"] = defines["CMAKE_CXX_COMPILER_LAUNCHER"] = "ccache"
@@ -599,7 +600,7 @@ def build_runner(
         source={"root": str(root), "origin": source.origin, "given": source.given,
                 "commit": source.commit},
         cache_key=key, seconds=seconds, reused_tree=reused, build_env=ccache,
-        options={**options, "fault_on_start": fault_on_start, "compiler": gcc_version,
+        options={**options, "fault_on_start": fault_on_start, "compiler": gcc_version, **skew,
                  "program": str(program_pte), "baked": str(pte),
                  **({"inputs": inputs_record} if inputs_record else {})},
     )  # fmt: skip
@@ -623,6 +624,17 @@ def reads_cpu_cycles(root: Path) -> bool | None:
     if "__ARM_ARCH_8_1M_MAIN__" in text:
         return False
     return None
+
+
+def _check_skew(pte: Path, source, driver: Path | None, operators: list[str]) -> dict:
+    """Refuse a program the runner would refuse at run time (runner.skew_sources); what was
+    checked goes into the record, for pre-flights of this firmware."""
+    from etu.runner.skew_sources import SkewError, check_program
+
+    try:
+        return check_program(pte, source.root, source.commit, driver, operators)
+    except SkewError as error:
+        raise BuildInputError(str(error)) from None
 
 
 def _bundle(
