@@ -292,6 +292,10 @@ class RunController:
         self._etdumps = 0
         self._outputs: list[OutputTensor] = []
         self.session = SessionWriter(sessions, kind, {"command": self.argv, **meta})
+        from etu.runner.runner_facts import runner_facts
+
+        # the runner's CPU and ExecuTorch explain a CPU-cycles figure of 0 (summary.json)
+        runner_facts(self.session.meta).apply(self._summary)
         if any(SESSION_FOLDER in arg for arg in self.argv):
             folder = str(self.session.folder.resolve())
             self.argv = [arg.replace(SESSION_FOLDER, folder) for arg in self.argv]

@@ -121,3 +121,34 @@ def test_a_runner_built_with_three_inferences_runs_three(float_program, runtime_
     shown = etu(["log", session, "--json"], runtime_env)
     assert json.loads(shown.stdout)["inference_count"] == 3
     assert "inferences: 3 (ET_NUM_INFERENCES)" in etu(["log", session], runtime_env).stdout
+
+
+def test_a_recorded_session_keeps_the_cpu_cycles_note(tmp_path: Path) -> None:
+    """The run writes summary.json with the note, from the firmware record beside the ELF
+    its meta names (History and etu report read that file, not the log)."""
+    from etu.parsers.log_summary import CPU_CYCLES_BUG
+    from etu.runner.run import RunController
+    from tests.unit.test_runner_changes_25 import log_of, pmu_report
+
+    firmware = tmp_path / "fw"
+    firmware.mkdir()
+    (firmware / "etu_firmware.json").write_text(
+        json.dumps({"options": {"cpu": "cortex-m55", "cpu_cycle_counter": False}})
+    )
+    log = tmp_path / "runner.log"
+    log.write_bytes(log_of(pmu_report(2, 8000, 0)))
+    printer = [sys.executable, "-c", "import sys; sys.stdout.buffer.write(open(sys.argv[1], "
+               "'rb').read())", str(log)]  # fmt: skip
+    controller = RunController(
+        printer, sessions=tmp_path / "sessions", kind="fvp",
+        meta={"elf": str(firmware / "arm_executor_runner.elf")},
+    ).start()  # fmt: skip
+    controller.wait(60)
+    summary = json.loads((controller.folder / "summary.json").read_text())
+    assert summary["pmu"][0]["cpu_cycles_note"] == CPU_CYCLES_BUG
+    (row,) = summary["inferences"]
+    assert (row["inferences"], row["npu_cycles"], row["cpu_cycles_note"]) == (
+        2,
+        4000,
+        CPU_CYCLES_BUG,
+    )
