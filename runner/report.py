@@ -185,6 +185,7 @@ def build_report(folder: Path, workspace: Path | None = None) -> dict[str, Any]:
         "pmu": {
             "npu_cycles": pmu.get("npu_cycles"),
             "cpu_cycles": pmu.get("cpu_cycles"),
+            "cpu_cycles_note": pmu.get("cpu_cycles_note"),  # why a 0 is no measurement
             "npu_inferences": pmu.get("npu_inferences"),
             "counters": pmu.get("counters") or {},
         },

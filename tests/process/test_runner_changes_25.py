@@ -152,3 +152,13 @@ def test_a_recorded_session_keeps_the_cpu_cycles_note(tmp_path: Path) -> None:
         4000,
         CPU_CYCLES_BUG,
     )
+    # etu report reads summary.json: its PMU table says it too
+    from etu.runner.report import build_report
+
+    report = build_report(controller.folder, tmp_path)
+    assert report["pmu"]["cpu_cycles_note"] == CPU_CYCLES_BUG
+    shown = subprocess.run(
+        [sys.executable, "-m", "etu.tui.cli", "report", str(controller.folder), "--format", "md"],
+        capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert CPU_CYCLES_BUG in shown.stdout, shown.stderr[-2000:]
