@@ -390,6 +390,9 @@ class RunPanel(Vertical):
         ran = message.controller.session.meta.get("program_sha256")
         if isinstance(ran, str) and message.launch is not None:
             message.launch.program_sha256 = ran
+        if message.launch is not None and message.controller.argv:
+            # the command as it ran: <session> (the PMU trace's folder) filled in
+            message.launch.command = list(message.controller.argv)
         # Relative times count from the session's start, which precedes every line it
         # stamps (a board's port may have bytes before this message is handled).
         started = message.controller.session.meta.get("started")
@@ -471,6 +474,9 @@ class RunPanel(Vertical):
         changed = record.take(chunks)
         if record is self.live:
             self.query_one(PmuPane).note_live(record.pmu[before:])
+            if "skew" in changed:  # flagged live: the run is about to fail for it
+                self.notify(printable(record.skew[-1]), title="Version skew", severity="error",
+                            markup=False)  # fmt: skip
         if record is not self.shown:
             return
         if "store" in changed:  # the run outgrew the ring: its session file from now on
@@ -581,7 +587,7 @@ class RunPanel(Vertical):
         missing = []
         if record is not None and record.outcome is not None:
             fix = missing_fix(self.firmware, self.select_ops)
-            missing = missing_operator_lines(record.missing, fix)
+            missing = missing_operator_lines(record.missing, fix) + record.skew
         banner.show(record, hint, name, self._stable, missing, self.elf)
 
     def _show_controls(self) -> None:

@@ -109,8 +109,11 @@ async def test_run_on_the_demo_firmware_succeeds(workspace: Path, standin: Path)
         assert live.folder.name in banner.text and str(workspace) not in banner.text
         assert banner.styles.background.g > banner.styles.background.r  # green
 
-        # The exact command that ran, as format_command writes it.
-        assert _plain(app, "#run-command") == "$ " + format_command(meta["command"])
+        # The exact command that ran, as format_command writes it; the next run's, shown
+        # now, names its session folder (where the PMU trace goes) <session> until it exists.
+        ran = format_command(meta["command"]).replace(str(live.folder.resolve()), "<session>")
+        assert "<session>/pmu_trace.json" in ran
+        assert _plain(app, "#run-command") == "$ " + ran
 
         # PMU: the cycles the runner printed, next to Vela's estimate, marked simulated.
         events = parse_log_bytes(raw)
