@@ -328,6 +328,17 @@ def test_the_compile_defaults_are_upstreams() -> None:
         assert (request.system_config, request.memory_mode) == DEFAULT_CONFIGS[family]
 
 
+def test_fit_accepts_upstreams_default_pairs_on_their_platform() -> None:
+    """Fit's system-config check (the runner's CMake) takes each NPU's default pair, on the
+    Corstone platform that NPU comes with."""
+    from etu.parsers.fit import PLATFORM_NPUS, RUNNER_SYSTEM_CONFIGS, is_dedicated_sram
+
+    for family, (config, mode) in DEFAULT_CONFIGS.items():
+        platform, modes = RUNNER_SYSTEM_CONFIGS[config]
+        assert family in PLATFORM_NPUS[platform]
+        assert any(mode == m or (m.endswith("*") and is_dedicated_sram(mode)) for m in modes)
+
+
 def test_a_summary_json_keeps_the_new_fields_typed() -> None:
     from etu.runner.session_fields import check_summary
 
