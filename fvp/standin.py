@@ -291,6 +291,18 @@ def simulate(executable: str, options: dict, out: Transcript) -> int:
                 "In function run_model(), assert failed (status == Error::Ok): Execution of "
                 f"method {plan.name} failed with status 0x21")  # fmt: skip
         return _abort(out)
+    refused = _npu_config_refused(infos, executable, options)
+    if refused:  # the driver's check of the command stream's config (ethosu_driver.c)
+        for line in refused:
+            out.raw(line)
+        out.log("E", 116, "platform_execute", "Ethos-U invocation failed error (-1)",
+                file="EthosUBackend_Cortex_M.cpp")  # fmt: skip
+        out.log("E", 1531, "execute", "CALL_DELEGATE execute failed at instruction 1: 0x23",
+                file="method.cpp")  # fmt: skip
+        out.log("F", 1163, "run_model",
+                "In function run_model(), assert failed (status == Error::Ok): Execution of "
+                f"method {plan.name} failed with status 0x23")  # fmt: skip
+        return _abort(out)
     words = sum(i.payload.command_stream_words or 0 for i in infos if i.payload)
     built_for = next((i.payload.target for i in infos if i.payload), None)
     npu_cycles = _npu_cycles(words, Path(elf_path), built_for) * inferences if infos else 0
@@ -365,6 +377,25 @@ def simulate(executable: str, options: dict, out: Transcript) -> int:
     out.log("I", 1383, "main", "\x04")
     out.raw("Info: /OSCI/SystemC: Simulation stopped by user.")
     return 0
+
+
+def _npu_config_refused(infos, executable: str, options: dict) -> list[str]:
+    """The driver's lines when a command stream's MACs differ from the FVP's NPU
+    (``-C ethosu.num_macs``): the real driver refuses the stream before running it."""
+    npu = "mps4_board.subsystem.ethosu" if executable == SSE320 else "ethosu"
+    given = options["params"].get(f"{npu}.num_macs")
+    config = next((i.payload.npu for i in infos if i.payload and i.payload.npu), None)
+    if not given or config is None or not given.isdigit() or int(given) < 1:
+        return []
+    npu_log2 = int(given).bit_length() - 1
+    stream_log2 = config.macs_per_cycle.bit_length() - 1
+    if npu_log2 == stream_log2:
+        return []
+    return [
+        f"E: NPU config mismatch. npu.macs_per_cc={npu_log2}, optimizer.macs_per_cc="
+        f"{stream_log2} (ethosu_device_u55_u65.c:337)",
+        "E: Failed to invoke inference. (ethosu_driver.c:734)",
+    ]
 
 
 def _pmu_trace_path(executable: str, options: dict) -> Path | None:

@@ -35,6 +35,7 @@ from etu.parsers.runner_events import (
     RunSucceeded,
 )
 from etu.parsers.status_codes import status_name
+from etu.parsers.version_skew import driver_line
 
 __all__ = [
     "CPU_CYCLES_BUG",
@@ -149,6 +150,7 @@ def spread(values: Iterable[float | int | None]) -> dict[str, float] | None:
 # line: it prints what the runner prints and runs no model, so its "success" is none.
 NO_MODEL_BANNER = "etu stand-in runner firmware: runs no model"
 NO_MODEL_WITHIN = 256  # lines from the start where the banner counts
+DRIVER_LINES_KEPT = 32  # a driver that repeats itself each inference says it once here
 
 
 @dataclass(slots=True)
@@ -188,6 +190,8 @@ class LogSummary:
     # CPU-cycles figure of 0 (see cpu_cycles_note).
     runner_cpu: str | None = None
     runner_counter_fixed: bool | None = None
+    # what the Ethos-U driver (or a kernel) said of the NPU and of a version skew
+    driver: list[dict[str, Any]] = field(default_factory=list)
     _missing_seen: set[str] = field(default_factory=set, repr=False)
 
     @classmethod
@@ -204,6 +208,16 @@ class LogSummary:
                 self.lines = event.line_no + event.lines - 1
             if event.line_no <= NO_MODEL_WITHIN and event.text.startswith(NO_MODEL_BANNER):
                 self.no_model_line = event.line_no
+            text = event.text
+            if "config." in text or "mismatch" in text or "args received" in text:
+                says = driver_line(text)
+                if (
+                    says is not None
+                    and len(self.driver) < DRIVER_LINES_KEPT
+                    and all(said["text"] != says.text for said in self.driver)
+                ):
+                    self.driver.append({"kind": says.kind, "text": says.text,
+                                        "line": event.line_no})  # fmt: skip
         elif kind is OutputTensor:
             self.outputs[event.index] = event.numel
         elif kind is PteLoaded:
@@ -356,6 +370,9 @@ class LogSummary:
             # inferences the runner said it ran (ET_NUM_INFERENCES)
             "inferences": inference_rows(self.pmu, self.cpu_cycles_note(0)),
             "inference_count": self.inferences_finished or self.inferences_started,
+            # the NPU the driver found, the command stream's, and each mismatch it refused
+            # (kind npu_config / optimizer_config / mismatch; issue 25 §5)
+            "version_skew": list(self.driver),
         }
 
 

@@ -221,6 +221,8 @@ def driver_line(message: str) -> DriverSays | None:
     match = NPU_MISMATCH_LINE.search(message)
     if match:
         what, field, npu, _same, optimizer = match.groups()
+        if field == "macs_per_cc" and npu.isdigit() and optimizer.isdigit():
+            field, npu, optimizer = "MACs", str(1 << int(npu)), str(1 << int(optimizer))
         return DriverSays(
             "mismatch",
             f"NPU {what} mismatch: the NPU has {field} {npu}, the command stream wants "

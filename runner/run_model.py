@@ -30,6 +30,7 @@ from etu.parsers.runner_events import (
     PmuReport,
 )
 from etu.parsers.runner_log import LogSummary, parse_log_bytes
+from etu.parsers.version_skew import driver_line
 from etu.runner.history import read_meta
 from etu.runner.process import ProcessStats
 from etu.runner.run import RunOutcome
@@ -212,6 +213,8 @@ class RunRecord:
         self.warnings: list[str] = []
         self.faults: list[HardFault] = []  # hard faults the platform reported
         self.missing: list[str] = []  # operators the runner build has no kernel for
+        # what the Ethos-U driver or a kernel said of a program/runner mismatch (issue 25 §5)
+        self.skew: list[str] = []
         # The outputs against the host runtime (the `etu compare --json` record), or why not.
         self.comparison: dict | None = None
         self.comparison_note: str | None = None
@@ -248,6 +251,8 @@ class RunRecord:
                 store.add(entries)
             self.errors += sum(1 for entry in entries if entry[LEVEL] in ("E", "F"))
             changed.add("log")
+            if self._skew_in(entries):
+                changed.add("skew")
         for event in others:
             kind = type(event)
             if kind is PmuReport:
@@ -274,6 +279,18 @@ class RunRecord:
                 self.missing.append(event.operator)
                 changed.add("triage")
         return changed
+
+    def _skew_in(self, entries: Sequence[Entry]) -> bool:
+        """Note the driver's mismatch lines (parsers.version_skew.driver_line) as they come."""
+        found = False
+        for entry in entries:
+            text = entry[TEXT]
+            if "mismatch" in text or "args received" in text:
+                says = driver_line(text)
+                if says is not None and says.kind == "mismatch" and says.text not in self.skew:
+                    self.skew.append(says.text)
+                    found = True
+        return found
 
     def _outgrows(self, store: LogStore, adding: int) -> bool:
         """A recorded live run whose ring would drop lines: read its session file now."""

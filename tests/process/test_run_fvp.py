@@ -257,3 +257,18 @@ def test_standin_npu_cycles_come_from_the_workspace_vela_estimate(env, tmp_path:
     )
     assert words > 0 and 120 * words != estimate
     assert pmu["npu_cycles"] == 3 * 120 * words
+
+
+def test_an_fvp_npu_of_another_size_is_refused_by_the_driver_and_named(env, tmp_path) -> None:
+    """The stand-in's NPU checks the command stream's config as the real driver does
+    (issue 25 §5): a 128-MAC stream on a 256-MAC FVP ends with the driver's lines, and
+    `etu log --json` names the mismatch in words."""
+    result = run_cli("run", "--elf", str(ELF), "--param", "ethosu.num_macs=256", "--json",
+                     env=env, cwd=tmp_path)  # fmt: skip
+    ended = json.loads(result.stdout.splitlines()[-1])
+    assert (result.returncode, ended["reason"]) == (1, "runner_error")
+    assert "NPU config mismatch. npu.macs_per_cc=8, optimizer.macs_per_cc=7" in ended["proof"]
+    logged = run_cli("log", str(tmp_path / ended["session"]), "--json", env=env, cwd=tmp_path)
+    (skew,) = json.loads(logged.stdout)["version_skew"]
+    assert skew["kind"] == "mismatch" and "MACs 256" in skew["text"]
+    assert "wants 128" in skew["text"] and skew["line"] == ended["proof_line"]

@@ -161,7 +161,10 @@ def test_the_driver_lines_at_run_time_say_what_was_found():
     assert npu is not None and npu.kind == "npu_config" and "ethos-u55-256" in npu.text
     mismatch = driver_line("E: NPU config mismatch. npu.macs_per_cc=8, optimizer.macs_per_cc=7")
     assert mismatch is not None and mismatch.kind == "mismatch"
-    assert "macs_per_cc 8" in mismatch.text and "wants 7" in mismatch.text
+    assert "MACs 256" in mismatch.text and "wants 128" in mismatch.text
+    version = driver_line("E: NPU config mismatch. npu.cmd_stream_version=1, "
+                          "optimizer.cmd_stream_version=0 (ethosu_device_u55_u65.c:345)")  # fmt: skip
+    assert version is not None and "cmd_stream_version 1" in version.text
     args = driver_line("E [executorch:RegisterCodegenUnboxedKernels.cpp:40] Expected 8 args "
                        "received 9")  # fmt: skip
     assert args is not None and "different ExecuTorch versions" in args.text
