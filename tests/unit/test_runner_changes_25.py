@@ -25,6 +25,7 @@ from etu.parsers.log_summary import (
     spread,
     summarize,
 )
+from etu.parsers.program_facts import delegates
 from etu.parsers.runner_log import parse_log_bytes
 from etu.runner.history import figures
 from etu.runner.runner_facts import runner_facts
@@ -346,3 +347,24 @@ def test_a_summary_json_keeps_the_new_fields_typed() -> None:
     assert "inferences" not in clean and "inference_count" not in clean and len(notes) == 2
     summary = LogSummary()
     assert summary.to_json()["inferences"] == [] and summary.to_json()["inference_count"] is None
+
+
+def test_the_delegates_view_shows_the_profile_and_warns_on_an_unknown_one() -> None:
+    """The demo's real delegate, then the same delegate with its ``tosa_spec`` spec set to a
+    string upstream does not make (as a newer or hand-made compile could write)."""
+    from dataclasses import replace
+
+    from etu.parsers.pte import CompileSpec, open_program
+    from etu.tui.widgets.delegates import payload_content
+
+    with open_program(ROOT / "etu_tui" / "demo" / "demo_cnn.pte") as program:
+        info = next(i for i in delegates(program) if i.payload is not None)
+        shown = payload_content(program, info).plain
+        assert "TOSA profile    TOSA-1.0+INT+int16+int4+u55" in shown and "⚠" not in shown
+        specs = tuple(
+            CompileSpec(s.key, b"TOSA-1.0+INT+int16+int4+u99") if s.key == "tosa_spec" else s
+            for s in info.delegate.compile_specs
+        )
+        odd = replace(info, delegate=replace(info.delegate, compile_specs=specs))
+        shown = payload_content(program, odd).plain
+        assert "⚠ TOSA profile 'TOSA-1.0+INT+int16+int4+u99': unknown extension u99" in shown
