@@ -494,6 +494,13 @@ def compare_rows(result: dict) -> list[tuple[str, str, str, str, str]]:
                 number(item["delta"], signed=True, missing=""),
                 percent(item["percent"], signed=True, missing=""),
             ))  # fmt: skip
+    for layer in result.get("npu_layers") or []:  # both runs kept an FVP PMU trace
+        rows.append((
+            ("  " if layer["equal"] else "≠ ") + "NPU " + printable(layer["name"])[:28],
+            fmt(layer["a"]), fmt(layer["b"]),
+            number(layer["delta"], signed=True, missing=""),
+            percent(layer["percent"], signed=True, missing=""),
+        ))  # fmt: skip
     for output in result["outputs"]:
         rows.append((
             ("  " if output["equal"] else "≠ ") + f"output {output['index']}",
