@@ -155,7 +155,7 @@ KEYS: tuple[KeySpec, ...] = (
             "NPU: drop the shown report from the comparison",
             "A report added with a (the program's own stays)"),
     KeySpec("toggle_operations", "v", "toggle_operations", ("npu",), "Ops",
-            "NPU: show the command streams' operations / Vela's per-layer table",
+            "NPU: show the command streams' operations / measured cycles / Vela's per-layer table",
             "Each delegate's NPU operations, decoded from its command stream"),
     # -- firmware ----------------------------------------------------------------------
     KeySpec("pick_elf", "e", "pick_elf", FIRMWARE_TABS, "Pick ELF",
