@@ -13,7 +13,7 @@ from etu.parsers.runner_log import parse_log_bytes
 TRANSCRIPTS = Path(__file__).resolve().parent.parent / "data" / "transcripts"
 FIELDS = {
     "lines", "verdict", "model", "pmu", "allocators", "outputs", "errors", "bundleio",
-    "etdump_blocks", "npu", "no_model_line", "inferences", "inference_count",
+    "etdump_blocks", "npu", "no_model_line", "inferences", "inference_count", "version_skew",
 }  # fmt: skip
 
 

@@ -1113,6 +1113,7 @@ def test_summary_contract_keys():
         "no_model_line",
         "inferences",
         "inference_count",
+        "version_skew",
     ]
     assert list(summary["model"]) == ["pte_size", "methods", "method"]
     assert list(summary["pmu"][0]) == [
