@@ -403,10 +403,18 @@ def _pmu_trace_path(executable: str, options: dict) -> Path | None:
     npu = "mps4_board.subsystem.ethosu" if executable == SSE320 else "ethosu"
     words = options["params"].get(f"{npu}.extra_args", "").split()
     for index, word in enumerate(words):
-        if word == "--pmu-trace" and index + 1 < len(words):
-            return Path(words[index + 1])
         if word.startswith("--pmu-trace="):
-            return Path(word.partition("=")[2])
+            words[index : index + 1] = ["--pmu-trace", word.partition("=")[2]]
+    for index, word in enumerate(words):
+        if word == "--pmu-trace" and index + 1 < len(words):
+            after = words[index + 2 : index + 3]
+            if after and not after[0].startswith("-"):  # a path with a space, split apart
+                sys.stderr.write(
+                    f"Warning: --pmu-trace {words[index + 1]} {after[0]}...: the "
+                    "plugin's arguments are split at spaces; no trace written\n"
+                )
+                return None
+            return Path(words[index + 1])
     return None
 
 

@@ -21,9 +21,11 @@ Everything here is pure: bytes in, typed records out; every failure a one-line P
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import json
+import math
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -69,16 +71,18 @@ class PmuTrace:
 
 
 def _number(value: Any, what: str, index: int, source: str | None) -> int:
-    """An event's number: an int, or a string of digits (the FVP writes ``"ts":"1029"``)."""
-    if isinstance(value, bool):
-        raise FormatError(f"event {index}: {what} is not a number", source=source)
-    if isinstance(value, int):
+    """An event's number: an int, or a string of one (the FVP writes ``"ts":"1029"``); a
+    fractional one (Chrome's ``ts`` may be) is truncated to whole cycles."""
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
         number = value
-    elif isinstance(value, float) and value.is_integer():
+    elif isinstance(value, float) and math.isfinite(value):
         number = int(value)
-    elif isinstance(value, str) and value.strip().isdigit() and len(value) <= 20:
-        number = int(value.strip())
-    else:
+    elif isinstance(value, str) and len(value) <= 40:
+        text = value.strip()
+        with contextlib.suppress(ValueError, OverflowError):  # "nan", "inf"
+            number = int(text) if text.lstrip("-").isdigit() else int(float(text))
+    if number is None:
         shown = repr(value)[:40]
         raise FormatError(f"event {index}: {what} {shown} is not a number", source=source)
     if number < 0:
@@ -114,7 +118,7 @@ def _salvage(text: str) -> list[Any] | None:
             at += 1
         try:
             event, at = decoder.raw_decode(text, at)
-        except ValueError:
+        except (ValueError, RecursionError):
             break
         events.append(event)
     return events or None
@@ -187,11 +191,15 @@ def _read_events(trace: PmuTrace, events: list[Any], source: str | None) -> None
             word = _number(args[QREAD], "args.qread", index, source)
             trace.reads.append(QueueRead(ts, word))
         elif isinstance(tid, (str, int)) and "dur" in event:
+            try:  # another track's figure: a bad one is skipped, the per-layer timing stands
+                duration = _number(event["dur"], "dur", index, source)
+            except FormatError:
+                skipped += 1
+                continue
             name = str(tid)[:80]
-            duration = _number(event["dur"], "dur", index, source)
             trace.tracks[name] = trace.tracks.get(name, 0) + duration
     if skipped:
-        trace.warnings.append(f"{skipped} trace entries are not events (skipped)")
+        trace.warnings.append(f"{skipped} trace entries are not events or lack a number (skipped)")
     if not trace.reads:
         trace.warnings.append("the trace has no qread events: nothing can be timed per layer")
 

@@ -13,6 +13,7 @@ for an FVP that never started is the cautionary tale).
 from __future__ import annotations
 
 import itertools
+import os
 import signal
 import threading
 import time
@@ -298,6 +299,8 @@ class RunController:
         runner_facts(self.session.meta).apply(self._summary)
         if any(SESSION_FOLDER in arg for arg in self.argv):
             folder = str(self.session.folder.resolve())
+            if any(c.isspace() for c in folder):  # an FVP plugin splits extra_args at spaces
+                folder = os.path.relpath(folder)
             self.argv = [arg.replace(SESSION_FOLDER, folder) for arg in self.argv]
             self.session.update_meta(command=self.argv)
             if isinstance(source, ProcessSource):

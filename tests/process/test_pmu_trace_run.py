@@ -86,6 +86,20 @@ def test_no_pmu_trace_option_keeps_none(workspace, env) -> None:
     assert "npu_layers" not in summary
 
 
+def test_a_session_folder_with_a_space_is_named_relatively(workspace, env) -> None:
+    """The plugin's extra_args are split at spaces: a session folder whose absolute path
+    has one is passed relative to the working folder."""
+    spaced = workspace / "with space"
+    spaced.mkdir(exist_ok=True)
+    shutil.copytree(workspace / "firmware", spaced / "firmware", dirs_exist_ok=True)
+    shutil.copytree(workspace / "vela", spaced / "vela", dirs_exist_ok=True)
+    session = run_session(spaced, env)
+    meta = json.loads((session / "meta.json").read_text())
+    (extra,) = [arg for arg in meta["command"] if "--pmu-trace" in arg]
+    assert extra == f"ethosu.extra_args=--pmu-trace .etu/sessions/{session.name}/pmu_trace.json"
+    assert (session / "pmu_trace.json").is_file()
+
+
 def test_a_garbled_trace_is_one_line_in_the_log(workspace, env) -> None:
     session = run_session(workspace, env)
     (session / "pmu_trace.json").write_text('{"traceEvents": [}')
@@ -96,9 +110,10 @@ def test_a_garbled_trace_is_one_line_in_the_log(workspace, env) -> None:
 
 
 def test_diff_of_two_runs_shows_per_layer_deltas(workspace, env) -> None:
-    first = run_session(workspace, env)
-    # the second run's NPU takes the stand-in's rough figure, not Vela's: every layer moves
-    second = run_session(workspace, {**env, "ETU_STANDIN_VELA": str(workspace / "none")})
+    # the first run's NPU takes the demo's Vela estimate, the second the stand-in's rough
+    # figure (no Vela summary in this workspace): every layer moves
+    first = run_session(workspace, {**env, "ETU_STANDIN_VELA": str(DEMO / "vela")})
+    second = run_session(workspace, env)
     result = etu("diff", str(first), str(second), "--json", env=env, cwd=workspace)
     record = json.loads(result.stdout)
     layers = record["npu_layers"]

@@ -89,6 +89,9 @@ def test_garbled_and_wrong_kind_are_one_line_errors() -> None:
         parse_pmu_trace(document({"tid": "qread", "ts": 1}), SOURCE)
     with pytest.raises(FormatError, match="event 1: ts"):
         parse_pmu_trace(document(qread(1, 10), qread("soon", 20)), SOURCE)
+    for endless in ("inf", "nan", "1e999"):
+        with pytest.raises(FormatError, match="not a number"):
+            parse_pmu_trace(document(qread(endless, 10)), SOURCE)
     with pytest.raises(FormatError, match="negative"):
         parse_pmu_trace(document({"tid": "qread", "ts": -5, "args": {"qread": 1}}), SOURCE)
 
@@ -201,3 +204,29 @@ def test_standin_trace_of_the_demo_program_reads_back(tmp_path: Path) -> None:
     assert trace.simulated and timing.passes == 3 * len(streams) and timing.warnings == []
     assert 90_000 - 3 * len(units[0].units) <= timing.total <= 90_000
     assert all(c > 0 for c in timing.cycles[0])
+
+
+def test_fractional_times_count_and_a_bad_figure_elsewhere_is_skipped() -> None:
+    """Chrome's ``ts`` may be fractional; another track's unreadable ``dur`` does not cost
+    the per-layer timing."""
+    bad = {"name": "x", "ph": "X", "ts": "5", "pid": "DMA", "tid": "axi", "dur": "lots"}
+    trace = parse_pmu_trace(
+        document({"tid": "qread", "ts": 10.75, "args": {"qread": "10"}}, bad, qread("20.0", 41)),
+        SOURCE,
+    )
+    assert [(r.ts, r.word) for r in trace.reads] == [(10, 10), (20, 41)]
+    assert trace.tracks == {} and "skipped" in trace.warnings[0]
+
+
+def test_standin_refuses_a_trace_path_split_at_a_space(capsys: pytest.CaptureFixture) -> None:
+    from etu.fvp.standin import _pmu_trace_path
+
+    def path(extra: str) -> Path | None:
+        return _pmu_trace_path("FVP_Corstone_SSE-300_Ethos-U55",
+                               {"params": {"ethosu.extra_args": extra}})  # fmt: skip
+
+    assert path("--fast --pmu-trace /s/pmu_trace.json") == Path("/s/pmu_trace.json")
+    assert path("--pmu-trace=/s/t.json --fast") == Path("/s/t.json")
+    assert path("--pmu-trace /my ws/pmu_trace.json") is None
+    assert "split at spaces" in capsys.readouterr().err
+    assert path("--fast") is None
