@@ -124,3 +124,36 @@ def test_diff_of_two_runs_shows_per_layer_deltas(workspace, env) -> None:
     assert all(row["equal"] for row in json.loads(same.stdout)["npu_layers"])
     text = etu("diff", str(first), str(second), env=env, cwd=workspace).stdout
     assert "NPU cycles per layer:" in text and "Conv2D" in text
+
+
+def test_a_real_program_and_its_own_debug_db_are_joined() -> None:
+    """The compiled ``mix_u55`` test program and the debug database Vela wrote for it:
+    every queue row is one of its NPU operations,
+    the layers carry Vela's per-source estimate, and a trace's cycles all reach a layer."""
+    from etu.fvp.standin_trace import standin_trace
+    from etu.parsers.ethosu_commands import program_operations
+    from etu.parsers.pmu_trace import npu_layers, parse_pmu_trace, stream_units, time_units
+    from etu.parsers.program_facts import delegates
+    from etu.parsers.pte import decode_program
+    from etu.parsers.vela_debug_db import parse_debug_db
+    from tests.npu_programs import build
+
+    folder = build("mix_u55")
+    pte = folder / "program.pte"
+    program = decode_program(pte.read_bytes(), str(pte))
+    (decoded,) = [d for d in program_operations(program, delegates(program)) if d.stream]
+    db = parse_debug_db((folder / "vela" / "out_debug.xml").read_bytes(), "out_debug.xml")
+    units, why = stream_units(decoded.index, decoded.stream, db)
+    assert why is None and units.from_debug_db
+    assert len(units.units) == len(db.tables["queue"])
+    covered = sorted(i for unit in units.units for i in unit.operations)
+    assert covered == list(range(len(decoded.stream.operations)))
+    trace = standin_trace([decoded.stream], 100_000, 2, 128)
+    timing = time_units(parse_pmu_trace(json.dumps(trace).encode(), "t.json"), [units])
+    assert timing.warnings == [] and timing.passes == 2
+    layers = npu_layers(timing, inferences=2)
+    assert len(layers) < len(units.units)  # two scheduled operators from one source operator
+    perf = db.tables["perf"]
+    assert sum(x.estimated_cycles or 0 for x in layers) == sum(r["npu_cycles"] for r in perf)
+    assert 100_000 - 2 * len(units.units) <= 2 * sum(x.measured_cycles for x in layers)
+    assert {"Conv2D", "DepthwiseConv2D", "MaxPool"} <= {x.operator for x in layers}
