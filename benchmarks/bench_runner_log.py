@@ -4,10 +4,12 @@ The log repeats the lines of every transcript in ``tests/data/transcripts`` (run
 ExecuTorch 0.1 to 1.5, PMU and memory reports, output dumps, FVP and driver lines), so the
 mix is what etu reads from an FVP or a board. It is fed in 64 KiB chunks, as a UART reader
 would, and the best of three runs is reported. Goal: ≥300,000 lines/s.
+``--lines N`` runs a shorter log for a quick comparison.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -59,8 +61,8 @@ def run_timed(data: bytes) -> tuple[float, float, int, int]:
     return elapsed, cpu, lines, events - lines
 
 
-def main() -> dict:
-    data = build_log()
+def main(lines: int = LINES) -> dict:
+    data = build_log(lines)
     best = best_cpu = float("inf")
     lines = derived = 0
     for _ in range(3):
@@ -89,4 +91,9 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main()))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--lines", type=int, default=LINES, help=f"log length (default {LINES:,}; fewer for a "
+        "quick look, the goal is for the full length)",
+    )  # fmt: skip
+    print(json.dumps(main(parser.parse_args().lines)))

@@ -13,7 +13,8 @@ timestamp or trace tag, a platform's own prefix (Zephyr's ``[time] <inf> module:
 prefix at all (a plain printf PAL: then a message is an error only when it says so).
 
 This module is the byte-level split and the per-line dispatch (the hot loop). What a runtime
-message means is :mod:`etu.parsers.runner_messages` (a handler per first word); what the
+message means is :mod:`etu.parsers.runner_messages` (a handler per first word, also for a
+message behind a foreign prefix or none); what the
 driver's, the platform's, the FVP's and the scripts' lines mean is
 :mod:`etu.parsers.runner_other`; both are base classes of :class:`RunnerLogParser`. Prefixes
 and levels are :mod:`etu.parsers.log_prefix`; the reports spread over several lines are
@@ -35,8 +36,12 @@ Design notes:
   regex at most; other lines go through first-character checks. No per-line regex cascade.
   A chunk is decoded once, and the hot loop uses ``partition`` and indexing rather than
   ``find``/``startswith`` with bounds (each such call parses its arguments: in CPython 3.11
-  that cost more than the search). ``_complete_many`` (the fast path) and ``_complete`` (the
-  full path, line by line) give the same events (tests/unit/test_runner_log_fast_path.py).
+  that cost more than the search). Whole-chunk checks are single C scans: one regex for a
+  bare CR (instead of counting CRs, CRLFs and LFs), ``str.find`` for the EOT/ANSI/"♦" lines,
+  which alone take the full path while the lines between stay in the hot loop. A line of no
+  known kind skips the foreign-prefix reading when its quick refusal is certain.
+  ``_complete_many`` (the fast path) and ``_complete`` (the full path, line by line) give the
+  same events (tests/unit/test_runner_log_fast_path.py).
 * ETDump base64 is decoded, never run.
 """
 
@@ -53,10 +58,8 @@ from etu.parsers.log_prefix import (
     PREFIX_MAX,
     RUNTIME_PREFIX,
     classify_other,
-    foreign_prefix,
     line_level,
     line_text,
-    runtime_inside,
 )
 from etu.parsers.log_summary import VERDICTS, LogSummary, summarize
 from etu.parsers.log_values import status_in
@@ -78,7 +81,6 @@ from etu.parsers.runner_reports import (
     Report,
     npu_generation,
 )
-from etu.parsers.status_codes import status_name
 
 __all__ = [
     "BLANK_RUN",
@@ -101,6 +103,7 @@ MAX_OUTPUT_VALUES = 1 << 20
 
 _SPLIT = re.compile(rb"(\r\n|\r|\n)")
 # A line's terminator and the empty lines right after it (their terminators, maybe none).
+_BARE_CR = re.compile(rb"\r(?!\n)")  # a CR that is a line end of its own
 _SPLIT_RUNS = re.compile(rb"(\r\n|\r|\n)([\r\n]*)")
 # Runs of this many empty lines or more become one LogLine (``lines``): a CR/LF flood costs
 # one event, not one per byte; shorter runs stay a line each, as logs usually have them.
@@ -247,20 +250,24 @@ class RunnerLogParser(OtherLines, RuntimeMessages):
     def _split(self, data: bytes, out: list[Event]) -> None:
         # Fast paths for the usual LF-only and CRLF-only chunks: one C-level split, then the
         # per-line work only (the length limit is checked once for the whole chunk).
-        ncr = data.count(b"\r") if b"\r" in data else 0
+        if b"\r" in data:
+            ncr = data.count(b"\r")
+            crlf_only = data[-1] != 13 and _BARE_CR.search(data) is None
+        else:
+            ncr = 0
+            crlf_only = True
         if any(flood in data for flood in _BLANK_FLOODS):
             self._split_runs(data, out)
             return
-        if self._fast_path and (not ncr or (ncr == data.count(b"\r\n") and data[-1] != 13)):
+        if self._fast_path and crlf_only:
             # Every CR is in a CRLF: LF ends, CRLF ends, or both mixed (a CR cut per line).
             mixed = False
-            if not ncr:
-                parts = data.split(b"\n")
-            elif ncr == data.count(b"\n"):
-                parts = data.split(b"\r\n")
-            else:
-                parts = data.split(b"\n")
-                mixed = True
+            parts = data.split(b"\n")
+            if ncr:
+                if ncr == len(parts) - 1:
+                    parts = data.split(b"\r\n")
+                else:
+                    mixed = True
             rest = parts.pop()
             if parts:
                 if self._long or max(map(len, parts)) > self._max:
@@ -276,9 +283,7 @@ class RunnerLogParser(OtherLines, RuntimeMessages):
                     # also ends any broken UTF-8 sequence, so the texts are the lines' own.
                     text = data.decode("utf-8", "replace")
                     sep = "\n" if mixed or not ncr else "\r\n"
-                    if mixed:
-                        text = text.replace("\r\n", "\n")
-                    texts = text.split(sep)
+                    texts = text.split(sep)  # mixed: the hot loop cuts a CRLF line's CR
                     end = b"\r\n" if ncr and not mixed else b"\n"
                     if special:
                         self._complete_special(parts, texts, end, mixed, text, sep, out)
@@ -455,8 +460,8 @@ class RunnerLogParser(OtherLines, RuntimeMessages):
         out: list[Event],
     ) -> None:
         """The hot loop: the complete, short lines of one chunk, with their texts
-        (``texts[i]`` is ``parts[i]`` decoded, its CR dropped) and their end (``mixed``: a
-        part ending in CR ends with CRLF, the others with LF).
+        (``texts[i]`` is ``parts[i]`` decoded) and their end (``mixed``: a part ending in CR
+        ends with CRLF, the others with LF; the loop cuts the CR from both).
 
         Same result as ``_complete`` line by line (tests/unit/test_runner_log_fast_path.py
         holds them to it), with the common cases inlined: a runtime line whose prefix was
@@ -480,6 +485,7 @@ class RunnerLogParser(OtherLines, RuntimeMessages):
             if mixed:
                 if raw and raw[-1] == 13:
                     raw = raw[:-1]
+                    text = text[:-1]
                     end = crlf
                 else:
                     end = lf
@@ -663,98 +669,6 @@ class RunnerLogParser(OtherLines, RuntimeMessages):
                 self._settle(None, out)  # "...(Skipped)" inside a dump keeps it open
             return
         OTHER_HANDLERS[handler](self, n, text, out)
-
-    def _unprefixed(self, n: int, raw: bytes, end: bytes, text: str, out: list[Event]) -> bool:
-        """A line the known formats did not claim, read by what it says whatever is in
-        front: ExecuTorch's prefix after a foreign one (a timestamp, a trace tag), a
-        platform's own prefix (Zephyr's ``[time] <inf> module:``), or none at all (a plain
-        printf PAL). True when it was recognised (its LogLine and events are out)."""
-        found = runtime_inside(text)
-        if found is not None:
-            inner, close, m = found
-            level, file, line_no, function = (m[1], m[2], int(m[3]) if m[3] else None, m[4])
-            begins = close + 2 if inner[close + 1 : close + 2] == " " else close + 1
-            message = inner[begins:]
-            out.append(
-                new_log_line(
-                    n, raw, end, text, level, file, line_no, function, message,
-                    "runtime", False, self._stream,
-                )
-            )  # fmt: skip
-            body = message.lstrip(" ")
-            sp = body.find(" ")
-            key = body if sp < 0 else body[:sp]
-            handler = self._runtime_handlers.get(key)
-            if handler is None or not handler(n, level, message, out):
-                self._runtime_rest(n, level, message, key, handler is not None, out)
-            return True
-        stripped, level = foreign_prefix(text)
-        message = text[stripped:]
-        if self._message(n, raw, end, text, level, message, out):
-            return True
-        if stripped and level is None:
-            # A trace tag between a report's lines does not end the report.
-            out.append(
-                new_log_line(n, raw, end, text, None, None, None, None, message, None, False,
-                             self._stream)
-            )  # fmt: skip
-            return True
-        return False
-
-    def _message(
-        self, n: int, raw: bytes, end: bytes, text: str, level: str | None, message: str,
-        out: list[Event],
-    ) -> bool:  # fmt: skip
-        """Dispatch a bare message to the runtime handlers by its first word. With an
-        explicit ``level`` (from a platform prefix) it is a runtime line whatever it says
-        (an error level makes it an error); without one, only a recognised message is."""
-        body = message.lstrip(" ")
-        key = body.partition(" ")[0]
-        handler = self._runtime_handlers.get(key)
-        if handler is None:
-            c = key[:1]
-            if c == "e" and key.startswith("ethosu_pmu_cntr"):
-                handler = self._h_pmu
-            elif c == "o" and key.startswith("output["):
-                handler = self._h_zephyr_output
-            elif c == "[" and self._group is not None and self._group.kind == "output":
-                handler = self._h_zephyr_value
-            elif level is None:
-                pass
-            elif c.isdigit():
-                handler = self._h_counted
-            elif c == "O" and body.startswith("Output["):
-                self._output_line(n, body, out)
-                return True
-        failure = level is None and (
-            ("ail" in body and ("fail" in body or "Fail" in body))
-            or ("!=" in body and "!= expected" in body)
-        )  # without a level, what the message says is all there is
-        if handler is None and level is None and not failure:
-            return False
-        at = len(out)
-        handled = handler is not None and handler(n, level or "I", body, out)
-        if not handled and level is None:
-            if not failure:
-                return False
-            out.insert(
-                at,
-                new_log_line(n, raw, end, text, None, None, None, None, message, "runtime",
-                             False, self._stream),
-            )  # fmt: skip
-            if self._group is not None:
-                self._settle(None, out)
-            status = status_in(body)
-            out.append(RunError(n, status, status_name(status), body, "runtime"))
-            return True
-        out.insert(
-            at,
-            new_log_line(n, raw, end, text, level, None, None, None, message, "runtime", False,
-                         self._stream),
-        )  # fmt: skip
-        if not handled:
-            self._runtime_rest(n, level or "I", body, key, handler is not None, out)
-        return True
 
     # ----------------------------------------------------------------- ETDump block
 

@@ -8,7 +8,8 @@ regex at most, and appends the events it means. A handler returns True when it r
 the message; otherwise :meth:`RuntimeMessages._runtime_rest` decides whether the line is an
 error. The reports spread over several lines (PMU, memory, planned buffers, output dumps) are
 kept by the collectors of :mod:`etu.parsers.runner_reports`; which lines belong to them is
-decided here.
+decided here. A message without ExecuTorch's prefix at the start of its line (behind a
+timestamp, a Zephyr prefix, or bare) is read by :meth:`RuntimeMessages._unprefixed`.
 
 The handlers read and change the parser's state, set by ``RunnerLogParser.__init__`` (listed
 on the class below), and close an open report with the parser's ``_settle``.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from etu.parsers.log_prefix import foreign_prefix, runtime_inside
 from etu.parsers.log_values import after, leading_float, leading_int, status_in
 from etu.parsers.npu_log import PREFIX as NPU_PREFIX
 from etu.parsers.npu_log import npu_invoke
@@ -38,6 +40,7 @@ from etu.parsers.runner_events import (
     PteLoaded,
     RunError,
     RunSucceeded,
+    new_log_line,
 )
 from etu.parsers.runner_reports import (
     MEMORY_KEYS,
@@ -106,6 +109,8 @@ class RuntimeMessages:
     _load_status: int | None
     _load_failed: bool
     _bundle: dict[str, float | None]
+    _stream: str | None  # copied onto every LogLine
+    _runtime_handlers: dict[str, Handler]  # _message_handlers(), bound
 
     def _settle(self, kind: str | None, out: list[Event]) -> Report | None:
         raise NotImplementedError  # RunnerLogParser's
@@ -181,6 +186,101 @@ class RuntimeMessages:
             status = status_in(body)
             if status is not None:
                 out.append(RunError(n, status, status_name(status), body, "runtime"))
+
+    # Messages without ExecuTorch's prefix at the start of the line (the parser's other
+    # lines hand them here): behind a foreign prefix, or bare.
+
+    def _unprefixed(self, n: int, raw: bytes, end: bytes, text: str, out: list[Event]) -> bool:
+        """A line the known formats did not claim, read by what it says whatever is in
+        front: ExecuTorch's prefix after a foreign one (a timestamp, a trace tag), a
+        platform's own prefix (Zephyr's ``[time] <inf> module:``), or none at all (a plain
+        printf PAL). True when it was recognised (its LogLine and events are out)."""
+        found = runtime_inside(text)
+        if found is not None:
+            inner, close, m = found
+            level, file, line_no, function = (m[1], m[2], int(m[3]) if m[3] else None, m[4])
+            begins = close + 2 if inner[close + 1 : close + 2] == " " else close + 1
+            message = inner[begins:]
+            out.append(
+                new_log_line(
+                    n, raw, end, text, level, file, line_no, function, message,
+                    "runtime", False, self._stream,
+                )
+            )  # fmt: skip
+            body = message.lstrip(" ")
+            sp = body.find(" ")
+            key = body if sp < 0 else body[:sp]
+            handler = self._runtime_handlers.get(key)
+            if handler is None or not handler(n, level, message, out):
+                self._runtime_rest(n, level, message, key, handler is not None, out)
+            return True
+        stripped, level = foreign_prefix(text)
+        message = text[stripped:]
+        if self._message(n, raw, end, text, level, message, out):
+            return True
+        if stripped and level is None:
+            # A trace tag between a report's lines does not end the report.
+            out.append(
+                new_log_line(n, raw, end, text, None, None, None, None, message, None, False,
+                             self._stream)
+            )  # fmt: skip
+            return True
+        return False
+
+    def _message(
+        self, n: int, raw: bytes, end: bytes, text: str, level: str | None, message: str,
+        out: list[Event],
+    ) -> bool:  # fmt: skip
+        """Dispatch a bare message to the runtime handlers by its first word. With an
+        explicit ``level`` (from a platform prefix) it is a runtime line whatever it says
+        (an error level makes it an error); without one, only a recognised message is."""
+        body = message.lstrip(" ")
+        key = body.partition(" ")[0]
+        handler = self._runtime_handlers.get(key)
+        if handler is None:
+            c = key[:1]
+            if c == "e" and key.startswith("ethosu_pmu_cntr"):
+                handler = self._h_pmu
+            elif c == "o" and key.startswith("output["):
+                handler = self._h_zephyr_output
+            elif c == "[" and self._group is not None and self._group.kind == "output":
+                handler = self._h_zephyr_value
+            elif level is None:
+                pass
+            elif c.isdigit():
+                handler = self._h_counted
+            elif c == "O" and body.startswith("Output["):
+                self._output_line(n, body, out)
+                return True
+        failure = level is None and (
+            ("ail" in body and ("fail" in body or "Fail" in body))
+            or ("!=" in body and "!= expected" in body)
+        )  # without a level, what the message says is all there is
+        if handler is None and level is None and not failure:
+            return False
+        at = len(out)
+        handled = handler is not None and handler(n, level or "I", body, out)
+        if not handled and level is None:
+            if not failure:
+                return False
+            out.insert(
+                at,
+                new_log_line(n, raw, end, text, None, None, None, None, message, "runtime",
+                             False, self._stream),
+            )  # fmt: skip
+            if self._group is not None:
+                self._settle(None, out)
+            status = status_in(body)
+            out.append(RunError(n, status, status_name(status), body, "runtime"))
+            return True
+        out.insert(
+            at,
+            new_log_line(n, raw, end, text, level, None, None, None, message, "runtime", False,
+                         self._stream),
+        )  # fmt: skip
+        if not handled:
+            self._runtime_rest(n, level or "I", body, key, handler is not None, out)
+        return True
 
     # Each handler returns True when it recognised the line (no generic error then).
 
