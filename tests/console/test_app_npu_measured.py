@@ -75,3 +75,28 @@ async def test_without_a_traced_session_v_keeps_two_views(workspace: Path) -> No
         await pilot.press("v")
         await settle(pilot)
         assert panel.query_one(ContentSwitcher).current == "layers"
+
+
+@pytest.mark.anyio
+async def test_a_run_made_while_the_console_is_open_shows_when_the_tab_does(
+    workspace: Path, standin: Path
+) -> None:
+    """The tab reads the newest traced session again each time it is shown."""
+    app = EtuApp(workspace / "demo_cnn.pte")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("n")
+        await settle(pilot)
+        panel = app.npu_panel
+        assert panel.measured is None
+        session = run_standin(workspace)  # another console (or etu run) recorded a run
+        await pilot.press("i", "n")
+        await settle(pilot)
+        assert panel.measured is not None and panel.measured[0] == session
+        # no debug database here: one layer per NPU operation, no estimate
+        assert panel.measured[1].debug_db is None and len(panel.measured[1].layers) == 48
+        await pilot.press("v", "v")
+        await settle(pilot)
+        table = panel.query_one(MeasuredTable)
+        assert table.row_count == 48 and table.row_cells(0)[4:] == ("—", "—")
+        assert "per NPU operation (no debug DB)" in str(panel.query_one("#layers-box").border_title)
