@@ -17,6 +17,7 @@ from etu.tui.widgets.npu import bar, count
 from etu.tui.widgets.virtual_table import Column, VirtualTable
 
 MISSING = "—"
+BAR = 8  # cells of the share-of-cycles bar (a row fits an 80-column terminal)
 
 
 @dataclass
@@ -33,7 +34,7 @@ def ratio_text(ratio: float | None) -> str:
 
 
 def measured_title(found: tuple[Path, SessionLayers] | None) -> str:
-    """``Measured · 8 layers · session X · stand-in (simulated)`` or why there is nothing."""
+    """``Measured · SIMULATED (stand-in FVP) · 8 layers · SESSION · ...`` or why not."""
     if found is None:
         return "Measured · no FVP session of this program kept a PMU trace"
     folder, layers = found
@@ -41,9 +42,9 @@ def measured_title(found: tuple[Path, SessionLayers] | None) -> str:
         return f"Measured · {folder.name}: {layers.error}"
     source = layers.measured_source or "?"
     if source == STANDIN_SOURCE:
-        source = "SIMULATED by the stand-in FVP"
+        source = "SIMULATED (stand-in FVP)"
     named = "Vela's debug DB" if layers.debug_db else "per NPU operation (no debug DB)"
-    return f"Measured · {len(layers.layers)} layers · {folder.name} · {source} · {named}"
+    return f"Measured · {source} · {len(layers.layers)} layers · {folder.name} · {named}"
 
 
 class MeasuredTable(VirtualTable):
@@ -70,11 +71,11 @@ class MeasuredTable(VirtualTable):
         name = max((len(str(row["name"])) for row in self._rows), default=10)
         columns = [
             Column("#", max(len(str(len(self._rows))), 3), "right"),
-            Column("layer", min(max(name, 10), 40), shrink=True),
+            Column("layer", min(max(name, 10), 28), shrink=True),
             Column("measured", 10, "right"),
-            Column("", 10),
-            Column("Vela est.", 10, "right"),
-            Column("ratio", 7, "right"),
+            Column("", BAR),
+            Column("Vela est.", 9, "right"),
+            Column("ratio", 6, "right"),
         ]
         self.reset(len(self._rows), columns)
 
@@ -89,7 +90,7 @@ class MeasuredTable(VirtualTable):
             str(index),
             printable(str(row["name"])),
             count(row["measured_cycles"]),
-            bar(share, 10),
+            bar(share, BAR),
             count(row["estimated_cycles"]) if row["estimated_cycles"] else MISSING,
             ratio_text(row["ratio"]),
         )
