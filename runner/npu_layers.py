@@ -158,6 +158,8 @@ def latest_measured(program: Path) -> tuple[Path, SessionLayers] | None:
     if wanted is None:
         return None
     for folder in list_sessions(sessions_root(workspace_of(Path(program)))):
+        if not (folder / PMU_TRACE_FILE).is_file():  # one stat: most sessions have none
+            continue
         meta = read_meta(folder)
         if meta.get("program_sha256") != wanted or trace_path(folder, meta) is None:
             continue
