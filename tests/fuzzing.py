@@ -85,6 +85,31 @@ def fuzz_vela_debug(data: bytes) -> None:
     parse_debug_db(data, "fuzz_debug.xml")
 
 
+def fuzz_pmu_trace(data: bytes) -> None:
+    """An FVP PMU trace, read and joined to the demo program's command stream."""
+    from etu.parsers.pmu_trace import npu_layers, parse_pmu_trace, stream_units, time_units
+
+    trace = parse_pmu_trace(data, "fuzz_pmu_trace.json")
+    layers = npu_layers(time_units(trace, [stream_units(0, _demo_stream())[0]]), 2)
+    assert all(layer.measured_cycles >= 0 for layer in layers)
+
+
+def _demo_stream():
+    from etu.parsers.ethosu_commands import program_operations
+    from etu.parsers.program_facts import delegates
+    from etu.parsers.pte import decode_program
+
+    global _DEMO_STREAM
+    if _DEMO_STREAM is None:
+        pte = DEMO / "demo_cnn.pte"
+        program = decode_program(pte.read_bytes(), str(pte))
+        (_DEMO_STREAM,) = [d.stream for d in program_operations(program, delegates(program))]
+    return _DEMO_STREAM
+
+
+_DEMO_STREAM = None
+
+
 def fuzz_vela_stdout(data: bytes) -> None:
     from etu.parsers.vela_stdout import parse_vela_stdout
 
@@ -153,6 +178,7 @@ HARNESSES: dict[str, Callable[[bytes], None]] = {
     "vela_per_layer": fuzz_vela_per_layer,
     "vela_debug": fuzz_vela_debug,
     "vela_stdout": fuzz_vela_stdout,
+    "pmu_trace": fuzz_pmu_trace,
     "elf": fuzz_elf,
     "ld_map": fuzz_ld_map,
     "linker_script": fuzz_linker_script,
@@ -201,6 +227,7 @@ def seed_files(name: str) -> list[Path]:
                            demo_vela / "out_per-layer.csv"],
         "vela_debug": sorted(vela.rglob("*_debug.xml")),
         "vela_stdout": [*sorted(vela.rglob("stdout.txt")), demo_vela / "vela_stdout.txt"],
+        "pmu_trace": sorted((DATA / "pmu_trace").glob("*.json")),
         "elf": [DEMO / "firmware" / "arm_executor_runner.elf"],
         "ld_map": [DEMO / "firmware" / "arm_executor_runner.map"],
         "linker_script": [DEMO / "firmware" / "arm_executor_runner.ld",
