@@ -271,11 +271,14 @@ def stream_units(
         if row.get("id") != row.get("group_id")
     }
     units: list[TimedUnit] = []
-    previous = -1
+    in_order = sorted(operations, key=lambda op: op.word)
+    taken = 0  # operations up to a row's offset (and after the row before) are its own
     for row in sorted(queue, key=lambda r: r["offset"]):
         offset, scheduled = row["offset"], row.get("scheduled_id")
-        covered = tuple(op.index for op in operations if previous < op.word * 4 <= offset)
-        previous = offset
+        first = taken
+        while taken < len(in_order) and in_order[taken].word * 4 <= offset:
+            taken += 1
+        covered = tuple(op.index for op in in_order[first:taken])
         if units and scheduled in sub_ops:  # a chained sub-operation: part of the one before
             last = units[-1]
             units[-1] = TimedUnit(offset, last.operations + covered, last.label, last.source_id,
