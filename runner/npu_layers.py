@@ -66,9 +66,9 @@ def session_layers(folder: Path, meta: dict) -> SessionLayers | None:
 
     path = trace_path(folder, meta)
     if path is None:
-        if meta.get("pmu_trace"):
+        if meta.get("pmu_trace") and meta.get("exit_reason") == "success":
             return SessionLayers(error=f"{folder}: the simulator wrote no PMU trace")
-        return None
+        return None  # none asked for, or the run ended before the NPU's trace was written
     result = SessionLayers()
     try:
         trace = parse_pmu_trace(read_regular(path, "a PMU trace", MAX_TRACE_BYTES), str(path))

@@ -100,6 +100,19 @@ def test_a_session_folder_with_a_space_is_named_relatively(workspace, env) -> No
     assert (session / "pmu_trace.json").is_file()
 
 
+def test_a_missing_trace_is_said_only_for_a_run_that_succeeded(workspace, env) -> None:
+    session = run_session(workspace, env)
+    (session / "pmu_trace.json").unlink()
+    summary = json.loads(etu("log", "--json", str(session), env=env, cwd=workspace).stdout)
+    assert summary["npu_layers"] == [] and "wrote no PMU trace" in summary["npu_layers_error"]
+    failed = etu("run", "--elf", "firmware/fw.elf", "--json", cwd=workspace,
+                 env={**env, "ETU_STANDIN_FAULT": "missing-operator"})  # fmt: skip
+    folder = workspace / json.loads(failed.stdout.splitlines()[-1])["session"]
+    assert not (folder / "pmu_trace.json").exists()
+    summary = json.loads(etu("log", "--json", str(folder), env=env, cwd=workspace).stdout)
+    assert "npu_layers" not in summary
+
+
 def test_a_garbled_trace_is_one_line_in_the_log(workspace, env) -> None:
     session = run_session(workspace, env)
     (session / "pmu_trace.json").write_text('{"traceEvents": [}')
