@@ -38,6 +38,15 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 # First characters of the non-runtime lines classify_other knows (see there).
 OTHER_FIRST = frozenset(" ItHAE#FRa>*[WD")
+# The "[" lines classify_other names: the FVP's warnings, then the run scripts' lines.
+_BRACKET_KINDS = (
+    "[warning ]",
+    "[critical]",
+    "[backends/arm/scripts/",
+    "[run_fvp",
+    "[build_",
+    "[examples/arm/",
+)
 LAUNCH_FAILURES = (
     ": cannot execute binary file",
     ": command not found",
@@ -76,13 +85,11 @@ def classify_other(text: str) -> tuple[str | None, str | None]:
     if c == "t" and text.startswith("telnetterminal"):
         return "fvp", None
     if c == "[":
-        if text.startswith("[warning ]") or text.startswith("[critical]"):
+        if not text.startswith(_BRACKET_KINDS):  # most "[" lines: one check
+            return None, None
+        if text.startswith(("[warning ]", "[critical]")):
             return "fvp", "warning"
-        if text.startswith(("[backends/arm/scripts/", "[run_fvp", "[build_")) or (
-            text.startswith("[examples/arm/")
-        ):
-            return "script", "script"
-        return None, None
+        return "script", "script"
     if c == "H" and text.startswith("Hard fault"):
         return "platform", "fault"
     if c == "A" and text.startswith("Application exit code:"):
