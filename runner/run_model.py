@@ -28,6 +28,7 @@ from etu.parsers.runner_events import (
     NpuInvoke,
     OutputTensor,
     PmuReport,
+    RunError,
 )
 from etu.parsers.runner_log import LogSummary, parse_log_bytes
 from etu.parsers.version_skew import driver_line
@@ -251,8 +252,6 @@ class RunRecord:
                 store.add(entries)
             self.errors += sum(1 for entry in entries if entry[LEVEL] in ("E", "F"))
             changed.add("log")
-            if self._skew_in(entries):
-                changed.add("skew")
         for event in others:
             kind = type(event)
             if kind is PmuReport:
@@ -278,19 +277,18 @@ class RunRecord:
             elif kind is MissingKernel:
                 self.missing.append(event.operator)
                 changed.add("triage")
+            elif kind is RunError and self._note_skew(event):
+                changed.add("skew")
         return changed
 
-    def _skew_in(self, entries: Sequence[Entry]) -> bool:
-        """Note the driver's mismatch lines (parsers.version_skew.driver_line) as they come."""
-        found = False
-        for entry in entries:
-            text = entry[TEXT]
-            if "mismatch" in text or "args received" in text:
-                says = driver_line(text)
-                if says is not None and says.kind == "mismatch" and says.text not in self.skew:
-                    self.skew.append(says.text)
-                    found = True
-        return found
+    def _note_skew(self, error: RunError) -> bool:
+        """A driver's mismatch line or a kernel's argument count, in words
+        (parsers.version_skew.driver_line); True when it is new."""
+        says = driver_line(error.text)
+        if says is None or says.kind != "mismatch" or says.text in self.skew:
+            return False
+        self.skew.append(says.text)
+        return True
 
     def _outgrows(self, store: LogStore, adding: int) -> bool:
         """A recorded live run whose ring would drop lines: read its session file now."""
