@@ -152,3 +152,43 @@ def check_program(
         "driver_arch": archs,
         "runner_version": list(version) if version else None,
     }
+
+
+def firmware_skew(program, elf: Path | None) -> list[str]:
+    """What the firmware record beside ``elf`` (an ``etu firmware build``) says its runner
+    would refuse in ``program``: kernel calls with another value count, a command stream
+    for a newer NPU architecture than its driver's, COP2 on a runner before 1.2. Empty
+    when there is no record (a firmware etu did not build is not judged here)."""
+    import json
+
+    from etu.parsers.program_facts import delegates
+    from etu.runner.runtime_build import RECORD_NAME
+
+    record_path = elf.parent / RECORD_NAME if elf is not None else None
+    if record_path is None or not record_path.is_file() or record_path.stat().st_size > 1 << 20:
+        return []
+    try:
+        options = json.loads(record_path.read_text(encoding="utf-8")).get("options") or {}
+    except (OSError, ValueError, AttributeError):
+        return []
+    problems: list[str] = []
+    counts = options.get("kernel_arguments")
+    if isinstance(counts, dict):
+        clean = {k: v for k, v in counts.items() if isinstance(k, str) and isinstance(v, int)}
+        runner = f"{elf.name}'s runner"
+        problems += [f"version skew: {s.message(runner)}" for s in argument_skew(program, clean)]
+    version = options.get("runner_version")
+    version = tuple(version[:2]) if isinstance(version, list) and len(version) >= 2 else None
+    archs = options.get("driver_arch") if isinstance(options.get("driver_arch"), dict) else {}
+    for info in delegates(program):
+        payload = info.payload
+        if payload is None:
+            continue
+        problem = format_problem(payload.command_stream_format, version)
+        npu = payload.npu
+        arch = archs.get(npu.product) if npu is not None else None
+        if problem is None and isinstance(arch, list) and len(arch) == 3 and payload.npu_id:
+            problem = arch_problem(command_stream_arch(payload.npu_id), tuple(arch))
+        if problem:
+            problems.append(f"version skew: {problem}")
+    return list(dict.fromkeys(problems))

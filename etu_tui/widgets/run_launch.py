@@ -36,6 +36,7 @@ BATCH_SECONDS = 0.05
 # Fit checks whose failure makes a run fail (the Vela report's config is only advice)
 PREFLIGHT_CHECKS = ("target", "program_placement", "cpu_kernels", "method_allocator",
                     "ethosu_scratch", "scratch_in_sram", "region", "system_config")  # fmt: skip
+# and, for a firmware etu built, the version-skew checks its build made (runner.skew_sources)
 
 
 @dataclass(slots=True)
@@ -206,6 +207,10 @@ def preflight(
                 "PROGRAM --board qemu-an547, and etu serves its NPU part) or run its CPU "
                 "twin (etu compile --no-delegate)"
             )
+    if program is not None:  # what the firmware's own build checked, on this program
+        from etu.runner.skew_sources import firmware_skew
+
+        problems += firmware_skew(program, elf)
     # the emulated board's NPU part is etu's: any U55/U65 target runs (checked above)
     found = fit_problems(program, firmware, elf, None if emulated else target)
     if found is not None:

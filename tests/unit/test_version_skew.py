@@ -162,8 +162,10 @@ def test_the_driver_lines_at_run_time_say_what_was_found():
     mismatch = driver_line("E: NPU config mismatch. npu.macs_per_cc=8, optimizer.macs_per_cc=7")
     assert mismatch is not None and mismatch.kind == "mismatch"
     assert "MACs 256" in mismatch.text and "wants 128" in mismatch.text
-    version = driver_line("E: NPU config mismatch. npu.cmd_stream_version=1, "
-                          "optimizer.cmd_stream_version=0 (ethosu_device_u55_u65.c:345)")  # fmt: skip
+    version = driver_line(
+        "E: NPU config mismatch. npu.cmd_stream_version=1, optimizer.cmd_stream_version=0 "
+        "(ethosu_device_u55_u65.c:345)"
+    )
     assert version is not None and "cmd_stream_version 1" in version.text
     args = driver_line("E [executorch:RegisterCodegenUnboxedKernels.cpp:40] Expected 8 args "
                        "received 9")  # fmt: skip
@@ -182,3 +184,29 @@ def test_reading_lines_gives_what_a_yaml_parser_gives_on_the_real_schema_files(r
     for path in files:
         text = path.read_text()
         assert boxed_arguments(schema_entries(text)) == boxed_arguments(yaml.safe_load(text))
+
+
+def test_a_run_pre_flight_reads_what_the_firmware_build_recorded(tmp_path):
+    """The Run tab's pre-flight judges the program by the firmware record of the ELF to be
+    run: the counts recorded by a build from a source before ``out_dtype`` refuse it."""
+    import json
+    import shutil
+
+    from etu.runner.skew_sources import firmware_skew
+    from etu.tui.widgets.run_launch import preflight
+
+    elf = tmp_path / "fw" / "arm_executor_runner.elf"
+    elf.parent.mkdir()
+    shutil.copy(DEMO / "firmware" / "arm_executor_runner.elf", elf)
+    with open_program(CPU_DEMO) as program:
+        assert firmware_skew(program, elf) == []  # no record: not judged
+        record = {"options": {"kernel_arguments": {DEQUANTIZE: 8}, "runner_version": [1, 0]}}
+        (elf.parent / "etu_firmware.json").write_text(json.dumps(record))
+        (problem,) = firmware_skew(program, elf)
+        assert problem.startswith(f"version skew: {DEQUANTIZE}: the program passes 9 values")
+        assert problem in preflight("qemu-an547", None, program, None, elf)
+        record["options"]["kernel_arguments"][DEQUANTIZE] = 9
+        (elf.parent / "etu_firmware.json").write_text(json.dumps(record))
+        assert firmware_skew(program, elf) == []
+        (elf.parent / "etu_firmware.json").write_text("{not json")
+        assert firmware_skew(program, elf) == []  # a damaged record is not a verdict
