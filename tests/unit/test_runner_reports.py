@@ -4,6 +4,7 @@ levels, and message values each work on their own, and the parser's public names
 from __future__ import annotations
 
 import base64
+import re
 
 import pytest
 
@@ -176,6 +177,32 @@ def test_message_values() -> None:
     assert (leading_float(" 1.5e3 %"), leading_float("?")) == (1500.0, None)
     assert (after("a: b: c", ": "), after("abc", ":")) == ("b: c", "")
     assert (status_in("failed with error 0x12"), status_in("no code")) == (0x12, None)
+
+
+_INT = re.compile(r"\s*(-?\d+)")
+_STATUS = re.compile(r"(?:^|[\s:(])0x([0-9A-Fa-f]{1,4})\)?\.?\s*\Z")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["1", " 42", "\t7 bytes", "\u2003 8 x", " 12abc", "-3 ok", "\u0663\u0664 arabic", "\u00b2",
+     "9" * 25, "zu", "", " ", "0x12", "1355722 / 62914560  free: 61558838"],
+)  # fmt: skip
+def test_leading_int_fast_path_reads_what_the_regex_reads(text: str) -> None:
+    """A first word of ASCII digits is read without the regex: the same number."""
+    m = _INT.match(text)
+    want = int(m[1]) if m and len(m[1]) < 4300 else None
+    assert leading_int(text) == want
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["failed 0x12", "0x1", "x 0x0x12", "a(0x21).", "b:0x22)  ", "0x12 0x13", "c 0x12345",
+     "d 0x", "e0x12", "f 0x12\n", "g\u20030x7", "0x0x", "no code"],
+)  # fmt: skip
+def test_status_in_from_the_last_0x_reads_what_a_full_search_reads(message: str) -> None:
+    m = _STATUS.search(message)
+    assert status_in(message) == (int(m[1], 16) if m else None)
 
 
 @pytest.mark.parametrize("ending", [b"\n", b"\r\n", b"telnetterminal0: Listening\n"])
