@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -51,8 +52,14 @@ def etu(args: list, env: dict, cwd: Path | None = None, timeout: float = 1500):
 
 
 def build(pte: Path, out: Path, env: dict, *extra) -> dict:
-    result = etu(["firmware", "build", pte, "--board", "qemu-an547", "--out", out, "--json",
-                  *extra], env)  # fmt: skip
+    argv = ["firmware", "build", pte, "--board", "qemu-an547", "--out", out, "--json", *extra]
+    result = etu(argv, env)
+    if result.returncode == 1 and "build failed" in failure(result).split("\n", 1)[0]:
+        # A compiler killed on a loaded 2-core machine (seen once in CI, at 3 workers) is
+        # no verdict on etu: one more try, and the first failure is kept as a warning. A
+        # real build failure fails twice.
+        warnings.warn(f"real-runner build retried after: {failure(result)}", stacklevel=2)
+        result = etu(argv, env)
     assert result.returncode == 0, failure(result)
     return json.loads(result.stdout)
 
