@@ -45,6 +45,12 @@ class LoweringSpec:
     external_blocks: tuple[str, ...] = ()
     # a larger Ethos-U scratch fails the compile (ExecuTorch PR 22884's max_scratch_size)
     max_scratch_size: int | None = None
+    # what runs the CPU part: ExecuTorch's portable kernels, or the Cortex-M backend
+    # (cortex_m::* kernels on CMSIS-NN; "Ethos-U55 with CMSIS-NN fallback", PR 19768)
+    cpu_backend: str = "portable"
+
+
+CPU_BACKENDS = ("portable", "cortex-m")
 
 
 EXTERNAL_BLOCKS = {"cmd": "cmd_data", "weights": "weight_data"}
@@ -161,6 +167,12 @@ def lower_to_pte(
     example_inputs = tuple(example_inputs)
     with contextlib.suppress(NotImplementedError):  # an unlifted .pt2 module has no eval()
         model = model.eval()
+    if spec.cpu_backend not in CPU_BACKENDS:
+        raise ValueError(f"unknown CPU backend {spec.cpu_backend!r}; one of {CPU_BACKENDS}")
+    if spec.cpu_backend == "cortex-m":  # its kernels take NHWC only, as upstream exports
+        model, example_inputs = channels_last(model), channels_last(example_inputs)
+        if calibration is not None:
+            calibration = [channels_last(tuple(sample)) for sample in calibration]
     if bundled_out is not None:
         with torch.no_grad():
             expected_outputs = model(*example_inputs)
@@ -212,6 +224,8 @@ def lower_to_pte(
                 compile_config=EdgeCompileConfig(_check_ir_validity=False),
             )
         check_scratch(delegates, spec.max_scratch_size)
+        if spec.cpu_backend == "cortex-m":
+            lower_cpu_part_to_cortex_m(edge)
         done("lower")
         _forget_debug_paths(edge)  # the same program wherever its debug artifacts went
         program = edge.to_executorch(
@@ -248,6 +262,34 @@ def lower_to_pte(
         (kept_vela / COMPILE_RECORD_NAME).write_text(json.dumps(record, indent=2) + "\n")
     done("write")
     return LoweringResult(Path(out_pte), kept_vela, stages, float_model=float_model)
+
+
+def channels_last(value):
+    """A model, or a tuple of inputs, in channels-last memory format (4-D tensors only): the
+    Cortex-M backend's convolution and pooling kernels refuse any other dim order, so
+    upstream's example exports model and inputs so."""
+    import torch
+
+    if isinstance(value, tuple):
+        return tuple(
+            x.to(memory_format=torch.channels_last)
+            if isinstance(x, torch.Tensor) and x.dim() == 4 else x
+            for x in value
+        )  # fmt: skip
+    with contextlib.suppress(AttributeError, NotImplementedError, TypeError):
+        value = value.to(memory_format=torch.channels_last)
+    return value
+
+
+def lower_cpu_part_to_cortex_m(edge) -> None:
+    """What the NPU did not take, to the Cortex-M backend, as upstream's "Ethos-U55 with
+    CMSIS-NN fallback" example does: its pass manager over each lowered method turns the
+    quantized operators left on the CPU (and the quantize/dequantize at the edges) into
+    ``cortex_m::*`` kernels that call CMSIS-NN; what it has no kernel for stays portable."""
+    from executorch.backends.cortex_m.passes.cortex_m_pass_manager import CortexMPassManager
+
+    for name in list(edge.methods):
+        edge._edge_programs[name] = CortexMPassManager(edge.exported_program(name)).transform()
 
 
 def _save_float_model(exported, folder: Path, source: str | None, example_inputs) -> dict:

@@ -44,6 +44,7 @@ MEMORY_MODES = (
 DEFAULTS = DEFAULT_CONFIGS
 DTYPES = ("float32", "float16", "bfloat16", "int8", "uint8", "int16", "int32", "int64", "bool")
 BUILTIN_MODELS = ("add", "add2", "softmax", "cnn", "mv2")
+CPU_BACKENDS = ("portable", "cortex-m")  # as runner.aot.CPU_BACKENDS (no torch import here)
 
 
 MAX_INPUT_ELEMENTS = 1 << 28  # an example input bigger than this is a typo, not a model
@@ -103,6 +104,7 @@ class CompileRequest:
     external_blocks: tuple[str, ...] = ()  # "cmd", "weights": Vela blocks put in a .ptd
     calibration: str | None = None  # a .npz or a folder of .npy: one sample per array
     max_scratch_size: int | None = None  # bytes: a larger Ethos-U scratch fails the compile
+    cpu_backend: str = "portable"  # or "cortex-m": the CPU part as cortex_m::* (CMSIS-NN)
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -166,6 +168,14 @@ class CompileRequest:
             )
         if self.max_scratch_size is not None and not 0 < self.max_scratch_size <= 1 << 32:
             raise RequestError(f"max scratch size {self.max_scratch_size}: 1 B to 4 GiB")
+        if self.cpu_backend not in CPU_BACKENDS:
+            raise RequestError(
+                f"unknown CPU backend {self.cpu_backend!r}; one of {', '.join(CPU_BACKENDS)}"
+            )
+        if self.cpu_backend == "cortex-m" and not self.quantize:
+            raise RequestError(
+                "the Cortex-M backend lowers quantized operators only: not with --no-quantize"
+            )
         if self.external_blocks and not self.delegate:
             raise RequestError("external blocks are the NPU delegate's: not with --no-delegate")
         has_inputs = self.inputs or self.input_file
@@ -183,6 +193,8 @@ class CompileRequest:
             data.pop("calibration")  # likewise
         if self.max_scratch_size is None:
             data.pop("max_scratch_size")  # likewise
+        if self.cpu_backend == "portable":
+            data.pop("cpu_backend")  # likewise
         return data
 
     @classmethod

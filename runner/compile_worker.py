@@ -200,6 +200,7 @@ def run(request: CompileRequest, out_dir: Path, stages: Stages) -> dict:
             extra_vela_flags=("--verbose-performance", "--enable-debug-db", *request.vela_flags),
             external_blocks=request.external_blocks,
             max_scratch_size=request.max_scratch_size,
+            cpu_backend=request.cpu_backend,
         )
         result = aot.lower_to_pte(
             model,

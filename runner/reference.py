@@ -146,6 +146,14 @@ def to_torch(tensor: Tensor, data: bytes, index: int = -1):
     return flat.reshape(physical).permute(inverse)
 
 
+def in_memory_order(value, tensor: Tensor) -> list[float]:
+    """``value`` (of ``tensor``'s sizes) flattened in ``tensor``'s dim order."""
+    order = list(tensor.dim_order)
+    if order and len(order) == value.dim() and order != sorted(order):
+        value = value.permute(order)
+    return [float(v) for v in value.reshape(-1).tolist()]
+
+
 def from_torch(tensor: Tensor, value) -> bytes:
     """The bytes of a torch tensor laid out in the tensor's dim order."""
     import torch
@@ -255,6 +263,9 @@ def run_aten(plan: ExecutionPlan, call: KernelCall, memory: Memory) -> None:
 
     op = plan.operators[call.op_index]
     namespace, _, name = op.name.partition("::")
+    if namespace == "cortex_m":  # the Cortex-M backend's operators, as PyTorch ops
+        # (through its passes: importing its ops module first is a circular import)
+        import executorch.backends.cortex_m.passes  # noqa: F401
     try:
         function = getattr(getattr(getattr(torch.ops, namespace), name), op.overload or "default")
         schema = function._schema
@@ -299,7 +310,13 @@ def run_aten(plan: ExecutionPlan, call: KernelCall, memory: Memory) -> None:
             keywords[argument.name] = value
         else:
             positional.append(value)
-    function(*positional, **keywords)
+    if namespace == "cortex_m" and op.overload == "out" and "out" in keywords:
+        # upstream implements only the functional overloads in Python (its reference for
+        # the CMSIS-NN kernels): run that one and write its result into `out`
+        out = keywords.pop("out")
+        out.copy_(getattr(torch.ops.cortex_m, name).default(*positional, **keywords))
+    else:
+        function(*positional, **keywords)
     for argument, index in zip(arguments, call.args, strict=False):
         if argument.alias_info is None or not argument.alias_info.is_write or index < 0:
             continue
@@ -427,7 +444,10 @@ class ProgramReference:
         return f"{' + '.join(parts)} on {self.program}, inputs {self.input_source}"
 
     def flat_outputs(self) -> list[list[float]]:
-        return [[float(v) for v in t.reshape(-1).tolist()] for t in self.outputs]
+        """Each output's values in memory order (its dim order), as the runner prints them:
+        a channels-last output (the Cortex-M backend's) is NHWC on the target."""
+        return [in_memory_order(t, self.plan.values[i])
+                for t, i in zip(self.outputs, self.plan.outputs, strict=True)]  # fmt: skip
 
     def output_dtypes(self) -> list[str]:
         return [self.plan.values[i].dtype for i in self.plan.outputs]
@@ -736,7 +756,17 @@ def compare_reference(program: Path, tosa: Path | None = None, inputs: Path | No
                      f"{graph.matched_by}{': ' + graph.note if graph.note else ''})")  # fmt: skip
     floats = None
     if reference.float_outputs is not None:
-        floats = [[float(v) for v in a.reshape(-1).tolist()] for a in reference.float_outputs]
+        import torch
+
+        plan = reference.plan  # in the program's output dim orders too, like the target's
+        floats = []
+        for k, array in enumerate(reference.float_outputs):
+            value = torch.as_tensor(array)
+            output = plan.values[plan.outputs[k]] if k < len(plan.outputs) else None
+            if output is not None and tuple(value.shape) == tuple(output.sizes):
+                floats.append(in_memory_order(value, output))
+            else:
+                floats.append([float(v) for v in value.reshape(-1).tolist()])
     return HostReference(reference.flat_outputs(), reference.source, reference.output_dtypes(),
                          notes, floats, reference.float_outputs_note)  # fmt: skip
 

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from etu.runner.runtime_source import (
     ENV_CMSIS,
+    ENV_CMSIS_NN,
     ENV_DRIVER,
     RuntimeSource,
     SourceError,
@@ -306,6 +307,13 @@ class KernelPlan:
     portable_whole: bool  # a portable kernel could not be placed: upstream's whole library
     libraries: dict[str, dict]  # library → {operators: {op: file}, helpers, whole, unplaced}
     notes: list[str]
+    # the Cortex-M backend's kernels (cortex_m::*, CMSIS-NN), relative to the source root
+    cortex_m_sources: list[str] = field(default_factory=list)
+    cortex_m_whole: bool = False
+
+    @property
+    def cortex_m(self) -> bool:
+        return bool(self.cortex_m_sources or self.cortex_m_whole)
 
 
 def kernel_plan(root: Path, ops: list[str]) -> KernelPlan:
@@ -322,14 +330,6 @@ def kernel_plan(root: Path, ops: list[str]) -> KernelPlan:
             "point ETU_EXECUTORCH_SRC at the source it was made with, or leave the "
             "operator out with --select-ops"
         )
-    if "cortex_m" in selections:
-        first = (
-            next(iter(selections["cortex_m"].kernels), None) or selections["cortex_m"].unplaced[0]
-        )
-        raise RuntimeBuildError(
-            f"{first}: a Cortex-M (CMSIS-NN) kernel; etu does not build the Cortex-M kernel "
-            "library into the runner yet: compile the program without the Cortex-M backend"
-        )
     notes = []
     for selection in selections.values():
         if selection.whole:
@@ -338,6 +338,7 @@ def kernel_plan(root: Path, ops: list[str]) -> KernelPlan:
             )
             notes.append(f"building the whole {selection.library} kernel library: {why}")
     portable = selections.get("portable")
+    cortex_m = selections.get("cortex_m")
     return KernelPlan(
         portable_sources=[
             source.removeprefix(PORTABLE_CPU) for source in portable.sources
@@ -349,7 +350,47 @@ def kernel_plan(root: Path, ops: list[str]) -> KernelPlan:
             for name, sel in sorted(selections.items())
         },
         notes=notes,
+        cortex_m_sources=cortex_m.sources if cortex_m and not cortex_m.whole else [],
+        cortex_m_whole=bool(cortex_m and cortex_m.whole),
     )  # fmt: skip
+
+
+CMSIS_NN_ARCHIVES = "cmsis-nn*.tar.gz"
+CMSIS_NN_MARKER = "Include/arm_nnfunctions.h"
+_CMSIS_NN_VERSION = re.compile(r'set\(\s*CMSIS_NN_VERSION\s+"([0-9a-fA-F]{7,40})"')
+
+
+def pinned_cmsis_nn(root: Path) -> str | None:
+    """The CMSIS-NN commit the source's Cortex-M backend fetches (``CMSIS_NN_VERSION``)."""
+    try:
+        text = (Path(root) / "backends/cortex_m/CMakeLists.txt").read_text(errors="replace")
+    except OSError:
+        return None
+    match = _CMSIS_NN_VERSION.search(text)
+    return match.group(1).lower() if match else None
+
+
+def cmsis_nn_source(source: RuntimeSource, say: Progress) -> Path:
+    """CMSIS-NN for the Cortex-M backend, handed to upstream's CMake as ``CMSIS_NN_LOCAL_PATH``
+    (the build never fetches): ``ETU_CMSIS_NN_SRC`` (a checkout or an archive), else an
+    archive beside the ExecuTorch one or in the source mirror. An archive named for another
+    commit than the source pins is used with a warning (its kernels may not match)."""
+    found = find_sibling(source, ENV_CMSIS_NN, CMSIS_NN_ARCHIVES, CMSIS_NN_MARKER)
+    if found is None:
+        pinned = pinned_cmsis_nn(source.root) or "the commit backends/cortex_m/CMakeLists.txt pins"
+        raise SourceError(
+            f"the program has Cortex-M backend (cortex_m::) kernels and the build needs CMSIS-NN "
+            f"at {pinned}: set {ENV_CMSIS_NN} to a checkout or an archive of it"
+        )
+    pinned = pinned_cmsis_nn(source.root)
+    given = os.environ.get(ENV_CMSIS_NN) or ""
+    named = re.search(r"-([0-9a-fA-F]{7,40})\.tar", Path(given).name if given else "")
+    if not given:
+        archives = sorted(Path(source.given).expanduser().parent.glob(CMSIS_NN_ARCHIVES))
+        named = re.search(r"-([0-9a-fA-F]{7,40})\.tar", archives[-1].name) if archives else None
+    if pinned and named and not pinned.startswith(named.group(1).lower()):
+        say(f"warning: CMSIS-NN {named.group(1)} is not the commit the source pins ({pinned[:8]})")
+    return found
 
 
 def compiler_version() -> str:
@@ -476,6 +517,11 @@ def build_runner(
         "etdump": etdump,
         **({"npu_bridge": True} if bridged else {}),
     }
+    cmsis_nn: Path | None = None
+    if kernels.cortex_m:  # only these trees change: every other program keeps its tree
+        cmsis_nn = cmsis_nn_source(source, say)
+        options["cortex_m"] = True
+        options["cmsis_nn"] = str(cmsis_nn)
     # CMake ties a build tree to its source folder: another checkout or install of etu
     # (another PROJECT path) gets its own tree rather than a configure error.
     key_text = json.dumps(
@@ -502,7 +548,6 @@ def build_runner(
         "EXECUTORCH_ROOT": str(root),
         "ETU_BOARD": board,
         "EXECUTORCH_BUILD_ARM_BAREMETAL": "ON" if ethosu else "OFF",
-        "EXECUTORCH_BUILD_CORTEX_M": "OFF",
         "EXECUTORCH_BUILD_KERNELS_QUANTIZED": "ON",
         "EXECUTORCH_BUILD_DEVTOOLS": "ON" if (bundleio or etdump) else "OFF",
         "EXECUTORCH_BUILD_ARM_ETDUMP": "ON" if etdump else "OFF",
@@ -515,6 +560,11 @@ def build_runner(
         "ETU_SELECT_OPS": ",".join(chosen_ops) if select_ops is not None else "",
         "ETU_PORTABLE_KERNEL_SOURCES": ";".join(kernels.portable_sources),
         "ETU_PORTABLE_KERNELS_WHOLE": "ON" if kernels.portable_whole else "OFF",
+        "EXECUTORCH_BUILD_CORTEX_M": "ON" if kernels.cortex_m else "OFF",
+        "ETU_CORTEX_M": "ON" if kernels.cortex_m else "OFF",
+        "ETU_CORTEX_M_KERNEL_SOURCES": ";".join(kernels.cortex_m_sources),
+        "ETU_CORTEX_M_KERNELS_WHOLE": "ON" if kernels.cortex_m_whole else "OFF",
+        "CMSIS_NN_LOCAL_PATH": str(cmsis_nn or ""),
         "ET_ARM_BAREMETAL_METHOD_ALLOCATOR_POOL_SIZE": str(pools["method"]),
         "ET_ARM_BAREMETAL_SCRATCH_TEMP_ALLOCATOR_POOL_SIZE": str(pools["temp"]),
         "ET_BUNDLE_IO": "ON" if bundleio else "OFF",

@@ -34,6 +34,7 @@ DOWNLOAD_TIMEOUT = 30
 ENV_SOURCE = "ETU_EXECUTORCH_SRC"
 ENV_DRIVER = "ETU_ETHOSU_DRIVER_SRC"
 ENV_CMSIS = "ETU_CMSIS_SRC"
+ENV_CMSIS_NN = "ETU_CMSIS_NN_SRC"  # CMSIS-NN at the Cortex-M backend's CMSIS_NN_VERSION
 ENV_CACHE = "ETU_BUILD_CACHE"
 ENV_MIRROR = "ETU_SOURCE_MIRROR"
 # The archive names in a mirror (shared/vendor/ holds them under these names).

@@ -38,6 +38,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-delegate", action="store_true", help="everything on the CPU")
     parser.add_argument("--segments", action="store_true", help="delegate payload in a segment")
     parser.add_argument(
+        "--cpu-backend", choices=("portable", "cortex-m"), default="portable",
+        help="what runs the operators the NPU does not take: ExecuTorch's portable kernels "
+        "(default) or the Cortex-M backend (cortex_m::* kernels on CMSIS-NN; quantized "
+        "operators, channels-last inputs)",
+    )  # fmt: skip
+    parser.add_argument(
         "--vela-flag", action="append", default=[], help="an extra Vela flag (repeatable)"
     )
     parser.add_argument(
@@ -108,6 +114,7 @@ def compile_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> in
             vela_flags=tuple(args.vela_flag),
             calibration=args.calibration,
             max_scratch_size=parse_size(args.max_scratch_size, "--max-scratch-size"),
+            cpu_backend=args.cpu_backend,
             external_blocks=tuple(
                 dict.fromkeys(b.strip() for b in args.external_blocks.split(",") if b.strip())
             ),
