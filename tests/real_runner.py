@@ -34,6 +34,7 @@ def runtime_environment() -> dict[str, str]:
         ("ETU_EXECUTORCH_SRC", "executorch-runtime-src-"),
         ("ETU_ETHOSU_DRIVER_SRC", "ethos-u-core-driver-"),
         ("ETU_CMSIS_SRC", "cmsis-core-"),
+        ("ETU_CMSIS_NN_SRC", "cmsis-nn-"),
     ):
         if not env.get(name):
             found = vendor_file(prefix)

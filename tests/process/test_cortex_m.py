@@ -1,0 +1,73 @@
+"""Issue 25 §3: the Cortex-M backend (CMSIS-NN) for what the NPU does not take.
+
+One program with a CPU fallback (a stride-4 convolution the Ethos-U55 does not take),
+compiled by `etu compile` with the portable kernels and with `--cpu-backend cortex-m`; each
+is built into ExecuTorch's real runner (the second with upstream's Cortex-M kernels and
+CMSIS-NN from the vendored archive), run on the emulated board, and `etu compare` checks
+it against its host reference. Slow (runner builds); trees are cached like the other
+real-runner tests'."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests import cortex_m_programs
+from tests.real_runner import build, etu, run_qemu, runtime_environment
+
+pytestmark = [
+    pytest.mark.runtime_build,
+    pytest.mark.skipif(shutil.which("qemu-system-arm") is None, reason="no qemu-system-arm"),
+    pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="no cross gcc"),
+]
+CLASS = cortex_m_programs.CLASS
+
+
+def operators(pte: Path, env: dict) -> set[str]:
+    result = etu(["inspect", pte, "--json"], env, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    text = result.stdout
+    return {op for op in ("cortex_m::quantized_conv2d.out", "aten::convolution.out") if op in text}
+
+
+@pytest.mark.parametrize("backend", cortex_m_programs.BACKENDS)
+def test_a_cpu_fallback_compiled_both_ways_runs_on_the_emulated_board_and_matches(
+    tmp_path, backend
+):
+    env = runtime_environment()
+    work = tmp_path / "job"
+    shutil.copytree(cortex_m_programs.compile_job(backend), work)
+    pte = work / f"{CLASS}.pte"
+    cmsis = backend == "cortex-m"
+    # the fallback convolution: one CMSIS-NN int8 kernel, or the portable float one
+    assert operators(pte, env) == (
+        {"cortex_m::quantized_conv2d.out"} if cmsis else {"aten::convolution.out"}
+    )
+    record = build(pte, tmp_path / "fw", env)
+    assert record["options"]["npu_bridge"] is True
+    assert record["options"].get("cortex_m", False) is cmsis
+    libraries = record["kernel_libraries"]
+    if cmsis:
+        assert Path(record["options"]["cmsis_nn"], "Include", "arm_nnfunctions.h").is_file()
+        assert libraries["cortex_m"]["operators"]["cortex_m::quantized_conv2d.out"] == (
+            "backends/cortex_m/ops/op_quantized_conv2d.cpp"
+        )
+        assert "-DEXECUTORCH_BUILD_CORTEX_M=ON" in record["configure_command"]
+        symbols = (Path(record["map_file"])).read_text(errors="replace")
+        assert "arm_convolve_wrapper_s8" in symbols  # CMSIS-NN is linked in
+    else:
+        assert "cortex_m" not in libraries
+        assert "-DEXECUTORCH_BUILD_CORTEX_M=OFF" in record["configure_command"]
+    code, lines, session = run_qemu(Path(record["elf"]), tmp_path / "sessions", env)
+    assert code == 0, lines[-1]
+    assert lines[-1]["verdict"] == "success"
+    compared = etu(["compare", session, "--json"], env, timeout=300)
+    assert compared.returncode == 0, compared.stdout[-2000:] + compared.stderr[-2000:]
+    report = json.loads(compared.stdout)
+    assert report["passed"] is True
+    (output,) = report["outputs"]
+    assert output["count"] == output["numel"] == 8 * 8 * 8
+    assert output["cosine_similarity"] > 0.99999
