@@ -253,6 +253,22 @@ class LayersScreen(ModalScreen[None]):
 
         return cls(pte, session, label=label, record=records.get(key), on_result=keep)
 
+    @classmethod
+    def of(
+        cls, records: dict[tuple[str, str], dict], pte: Path | None, session: Path | None,
+        stable: bool,
+    ) -> LayersScreen | None:  # fmt: skip
+        """The view the Run tab opens (:meth:`kept_in`), labelled by the session or the
+        program (a session by its stable name in snapshots); None with neither."""
+        if pte is None and session is None:
+            return None
+        label = session.name if session is not None else (pte.name if pte else "")
+        if session is not None and stable:
+            from etu.tui.widgets.run_panes import session_name
+
+            label = session_name(session.name, True)
+        return cls.kept_in(records, pte, session, label)
+
     def compose(self) -> ComposeResult:
         with Vertical() as box:
             box.border_title = f"Layers · {printable(self.label)}"

@@ -20,7 +20,6 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.message import Message
 from textual.widgets import Button, Input, Select
 
 from etu.fvp.command import DEFAULT_TIMELIMIT
@@ -53,7 +52,14 @@ from etu.tui.widgets.run_launch import (
     preflight,
 )
 from etu.tui.widgets.run_log import LogView
-from etu.tui.widgets.run_messages import RunBatch, RunEnded, RunFailed, RunStarted, RunStats
+from etu.tui.widgets.run_messages import (
+    RunBatch,
+    RunEnded,
+    RunFailed,
+    RunPreparing,
+    RunStarted,
+    RunStats,
+)
 from etu.tui.widgets.run_panes import (
     AllocatorPane,
     OperatorsPane,
@@ -69,16 +75,6 @@ from etu.tui.widgets.send_box import SendBox
 from etu.tui.widgets.triage import missing_fix, missing_operator_lines
 
 Prepare = Callable[[], LaunchPlan]
-
-
-class RunPreparing(Message):
-    """What the start worker is doing before the run starts (building the runner with the
-    chosen inputs: each build stage)."""
-
-    def __init__(self, run_id: int, text: str) -> None:
-        super().__init__()
-        self.run_id = run_id
-        self.text = text
 
 
 class RunPanel(Vertical):
@@ -689,13 +685,11 @@ class RunPanel(Vertical):
         from etu.tui.screens.layers import LayersScreen
 
         pte, session = self.layers_subject()
-        if pte is None and session is None:
+        screen = LayersScreen.of(self.layer_records, pte, session, self._stable)
+        if screen is None:
             self.notify("Open a program or a session first.", severity="warning")
-            return
-        label = session.name if session is not None else (pte.name if pte else "")
-        if session is not None and self._stable:
-            label = session_name(session.name, True)
-        self.app.push_screen(LayersScreen.kept_in(self.layer_records, pte, session, label))
+        else:
+            self.app.push_screen(screen)
 
     def action_focus_send(self) -> None:
         self.query_one(SendBox).focus_input()

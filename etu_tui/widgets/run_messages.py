@@ -30,6 +30,15 @@ class RunMessage(Message, bubble=False):
 
 
 @dataclass
+class RunPreparing(RunMessage, bubble=False):
+    """What the start worker is doing before the run starts (building the runner with the
+    chosen inputs: each build stage)."""
+
+    run_id: int
+    text: str
+
+
+@dataclass
 class RunStarted(RunMessage, bubble=False):
     """The process of run ``run_id`` is about to start; ``controller`` can stop it."""
 
