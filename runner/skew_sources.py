@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import tarfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from etu.parsers.version_skew import (
@@ -118,6 +118,28 @@ def runner_version(root: Path) -> tuple[int, int] | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
+def stream_problems(
+    program, version: tuple[int, int] | None, arch_of: Callable[[str], tuple | None]
+) -> list[str]:  # fmt: skip
+    """Each delegate's command stream against the runner: its format against the runner's
+    ``version``, its NPU architecture against ``arch_of(product)`` (the driver's)."""
+    from etu.parsers.program_facts import delegates
+
+    problems: list[str] = []
+    for info in delegates(program):
+        payload = info.payload
+        if payload is None:
+            continue
+        problem = format_problem(payload.command_stream_format, version)
+        npu = payload.npu
+        arch = arch_of(npu.product) if npu is not None and npu.product else None
+        if problem is None and arch is not None and payload.npu_id is not None:
+            problem = arch_problem(command_stream_arch(payload.npu_id), arch)
+        if problem:
+            problems.append(problem)
+    return list(dict.fromkeys(problems))
+
+
 def check_program(
     pte: Path, root: Path, commit: str | None, driver: Path | None, operators: list[str]
 ) -> dict:
@@ -125,28 +147,24 @@ def check_program(
     driver at ``driver``); raise :class:`SkewError` with the first mismatch. Returns what
     the firmware record keeps for later checks: the kernels' value counts, the driver's
     NPU architecture per product, the runner's version."""
-    from etu.parsers.program_facts import delegates
     from etu.parsers.pte import open_program
 
     runner = f"the runner's ExecuTorch ({(commit or 'unknown commit')[:10]})"
     expected = runner_arguments(root, operators)
     version = runner_version(root)
     archs: dict[str, list[int]] = {}
+
+    def arch_of(product: str) -> tuple[int, int, int] | None:
+        arch = driver_arch(driver, product)
+        if arch is not None:
+            archs[product] = list(arch)
+        return arch
+
     with open_program(pte) as program:
         check_arguments(program, expected, pte, runner)
-        for info in delegates(program):
-            payload = info.payload
-            if payload is None:
-                continue
-            problem = format_problem(payload.command_stream_format, version)
-            npu = payload.npu
-            if problem is None and npu is not None and npu.product and payload.npu_id is not None:
-                arch = driver_arch(driver, npu.product)
-                if arch is not None:
-                    archs[npu.product] = list(arch)
-                    problem = arch_problem(command_stream_arch(payload.npu_id), arch)
-            if problem:
-                raise SkewError(f"{pte}: version skew: {problem}")
+        problems = stream_problems(program, version, arch_of)
+    if problems:
+        raise SkewError(f"{pte}: version skew: {problems[0]}")
     return {
         "kernel_arguments": expected,
         "driver_arch": archs,
@@ -161,7 +179,6 @@ def firmware_skew(program, elf: Path | None) -> list[str]:
     when there is no record (a firmware etu did not build is not judged here)."""
     import json
 
-    from etu.parsers.program_facts import delegates
     from etu.runner.runtime_build import RECORD_NAME
 
     record_path = elf.parent / RECORD_NAME if elf is not None else None
@@ -180,15 +197,10 @@ def firmware_skew(program, elf: Path | None) -> list[str]:
     version = options.get("runner_version")
     version = tuple(version[:2]) if isinstance(version, list) and len(version) >= 2 else None
     archs = options.get("driver_arch") if isinstance(options.get("driver_arch"), dict) else {}
-    for info in delegates(program):
-        payload = info.payload
-        if payload is None:
-            continue
-        problem = format_problem(payload.command_stream_format, version)
-        npu = payload.npu
-        arch = archs.get(npu.product) if npu is not None else None
-        if problem is None and isinstance(arch, list) and len(arch) == 3 and payload.npu_id:
-            problem = arch_problem(command_stream_arch(payload.npu_id), tuple(arch))
-        if problem:
-            problems.append(f"version skew: {problem}")
-    return list(dict.fromkeys(problems))
+
+    def arch_of(product: str) -> tuple | None:
+        arch = archs.get(product)
+        return tuple(arch) if isinstance(arch, list) and len(arch) == 3 else None
+
+    problems += [f"version skew: {p}" for p in stream_problems(program, version, arch_of)]
+    return problems

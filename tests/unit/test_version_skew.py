@@ -210,3 +210,21 @@ def test_a_run_pre_flight_reads_what_the_firmware_build_recorded(tmp_path):
         assert firmware_skew(program, elf) == []
         (elf.parent / "etu_firmware.json").write_text("{not json")
         assert firmware_skew(program, elf) == []  # a damaged record is not a verdict
+
+
+def test_the_pre_flight_judges_the_command_stream_by_the_recorded_driver(tmp_path):
+    import json
+
+    from etu.runner.skew_sources import firmware_skew
+
+    elf = tmp_path / "arm_executor_runner.elf"
+    elf.write_bytes(b"")
+    record = {"options": {"runner_version": [1, 5], "driver_arch": {"ethos-u55": [1, 1, 0]}}}
+    (tmp_path / "etu_firmware.json").write_text(json.dumps(record))
+    with open_program(NPU_DEMO) as program:
+        assert firmware_skew(program, elf) == []
+        record["options"]["driver_arch"]["ethos-u55"] = [2, 0, 0]  # a U85 driver's interface
+        (tmp_path / "etu_firmware.json").write_text(json.dumps(record))
+        (problem,) = firmware_skew(program, elf)
+        assert problem.startswith("version skew: the command stream is for NPU architecture 1.")
+        assert "driver is for 2.0.0" in problem
