@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import io
 import time
+from pathlib import Path
 
 import pytest
 from rich.console import Console
+from textual.app import App, ComposeResult
 
 from etu.tui.app import EtuApp
+from etu.tui.widgets.history import HistoryPanel
 
 SIZE = (140, 45)
 
@@ -88,3 +91,17 @@ async def wait_run_end(pilot, panel) -> None:
 
     await wait_run(pilot, ended, what="the run did not end")
     await settle(pilot)
+
+
+class HistoryHarness(App):
+    """The History panel alone on ``workspace`` (its chart and list, without the App)."""
+
+    def __init__(self, workspace: Path) -> None:
+        super().__init__()
+        self.workspace = workspace
+
+    def compose(self) -> ComposeResult:
+        yield HistoryPanel(id="history")
+
+    def on_mount(self) -> None:
+        self.query_one(HistoryPanel).set_workspace(self.workspace)

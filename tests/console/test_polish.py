@@ -22,7 +22,7 @@ from etu.tui.widgets.history import HistoryPanel
 from etu.tui.widgets.log_box import LogBox
 from etu.tui.widgets.pmu_pane import PmuPane
 from etu.tui.widgets.run_panes import ProcessPane
-from tests.console_helpers import screen_text, wait_until
+from tests.console_helpers import HistoryHarness, screen_text, wait_until
 from tests.helpers import DEMO
 from tests.history_workspace import V1_SESSIONS
 
@@ -98,22 +98,10 @@ def qemu_workspace(tmp_path: Path) -> Path:
     return tmp_path
 
 
-class History(App):
-    def __init__(self, workspace: Path) -> None:
-        super().__init__()
-        self.workspace = workspace
-
-    def compose(self) -> ComposeResult:
-        yield HistoryPanel(id="history")
-
-    def on_mount(self) -> None:
-        self.query_one(HistoryPanel).set_workspace(self.workspace)
-
-
 @pytest.mark.anyio
 @pytest.mark.parametrize("size", SIZES)
 async def test_history_counts_hints_chart_note_and_compare_pane(qemu_workspace, size) -> None:
-    app = History(qemu_workspace)
+    app = HistoryHarness(qemu_workspace)
     async with app.run_test(size=size) as pilot:
         panel = app.query_one(HistoryPanel)
         await wait_until(pilot, lambda: len(panel.rows) == 1, timeout=10, what="the listing")

@@ -16,7 +16,7 @@ from etu.parsers.runner_log import parse_log_bytes
 from etu.runner.run_model import RunRecord
 from etu.tui.widgets.history import HistoryPanel
 from etu.tui.widgets.pmu_pane import PmuPane
-from tests.console_helpers import wait_until
+from tests.console_helpers import HistoryHarness, wait_until
 from tests.unit.test_runner_changes_25 import log_of, pmu_report
 
 pytestmark = pytest.mark.anyio
@@ -76,18 +76,6 @@ def history_session(root: Path, name: str, started: float, summary: dict) -> Non
             "exit_reason": "success", "summary": summary}  # fmt: skip
     (folder / "meta.json").write_text(json.dumps(meta))
     (folder / "raw.log").write_bytes(b"")
-
-
-class HistoryHarness(App):
-    def __init__(self, workspace: Path) -> None:
-        super().__init__()
-        self.workspace = workspace
-
-    def compose(self) -> ComposeResult:
-        yield HistoryPanel(id="history")
-
-    def on_mount(self) -> None:
-        self.query_one(HistoryPanel).set_workspace(self.workspace)
 
 
 async def test_history_charts_the_spread_of_several_inferences(tmp_path: Path) -> None:
