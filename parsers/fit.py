@@ -249,6 +249,9 @@ def _method_pool(program: Program, mm: MemoryMap) -> list[Verdict]:
         f"planned buffers {_kib(planned)} + unplanned inputs {_kib(inputs)} + method metadata "
         f"(estimated) {_kib(need - planned - inputs)}"
     )
+    scratch = cortex_m_scratch(program)
+    if scratch:
+        detail += f"; the planned buffers hold {scratch:,} B of CMSIS-NN scratch"
     if pool is None:
         verdicts.append(
             Verdict(
@@ -495,6 +498,59 @@ def _targets(infos, mm: MemoryMap, target: str | None) -> list[Verdict]:
     return verdicts
 
 
+CORTEX_M_PREFIX = "cortex_m::"
+CORTEX_M_BUILD_FLAG = "-DEXECUTORCH_BUILD_CORTEX_M=ON"
+# The Cortex-M backend's scratch tensors (CMSIS-NN's context buffers): argument positions in
+# backends/cortex_m/ops/operators.yaml (the same in the pinned source and executorch 1.5.1;
+# each _nhwc variant takes its base operator's). Planned tensors: part of the method pool.
+CORTEX_M_SCRATCH_ARGUMENTS = {
+    "quantized_conv2d": (12,),
+    "quantized_depthwise_conv2d": (13,),
+    "quantized_transpose_conv2d": (13, 14),
+    "quantized_avg_pool2d": (8,),
+    "quantized_batch_matmul": (7,),
+}
+
+
+def kernel_library(name: str) -> str:
+    """Which kernel library registers operator ``name`` (``ns::op.overload``) in a runner:
+    ``cmsis-nn`` (the Cortex-M backend's cortex_m_kernels, on CMSIS-NN), ``quantized``,
+    ``prim`` or ``portable``."""
+    if name.startswith(CORTEX_M_PREFIX):
+        return "cmsis-nn"
+    if name.startswith("quantized_decomposed::"):
+        return "quantized"
+    if name.startswith(("executorch_prim::", "aten::sym_")):
+        return "prim"
+    return "portable"
+
+
+def cortex_m_scratch(program: Program) -> int:
+    """Bytes of CMSIS-NN scratch the program's cortex_m kernel calls are given (each call's
+    own planned tensor; the method pool holds them)."""
+    from etu.parsers.pte import KernelCall
+
+    total = 0
+    for plan in program.plans:
+        for instruction in plan.instructions:
+            if not isinstance(instruction, KernelCall):
+                continue
+            if not 0 <= instruction.op_index < len(plan.operators):
+                continue
+            name = plan.operators[instruction.op_index].name
+            if not name.startswith(CORTEX_M_PREFIX):
+                continue
+            base = name.removeprefix(CORTEX_M_PREFIX).removesuffix("_nhwc")
+            for position in CORTEX_M_SCRATCH_ARGUMENTS.get(base, ()):
+                if position < len(instruction.args) and 0 <= instruction.args[position] < len(
+                    plan.values
+                ):
+                    value = plan.values[instruction.args[position]]
+                    if isinstance(value, Tensor):
+                        total += value.nbytes
+    return total
+
+
 def _cpu_kernels(program: Program, mm: MemoryMap) -> list[Verdict]:
     needed = [op.name for op in cpu_operators(program) if not op.is_prim]
     if not needed:
@@ -521,16 +577,25 @@ def _cpu_kernels(program: Program, mm: MemoryMap) -> list[Verdict]:
                 ",".join(sorted(present)),
                 f"not in the firmware: {', '.join(missing)} (predicted 'Missing operator' "
                 "and OperatorMissing 0x14 at load)",
-                "rebuild with " + shlex.quote("-DEXECUTORCH_SELECT_OPS_LIST=" + ",".join(needed)),
+                "rebuild with "
+                + (
+                    f"{CORTEX_M_BUILD_FLAG} (the Cortex-M kernels and CMSIS-NN; etu firmware "
+                    "build adds them) and "
+                    if any(kernel_library(name) == "cmsis-nn" for name in missing)
+                    else ""
+                )
+                + shlex.quote("-DEXECUTORCH_SELECT_OPS_LIST=" + ",".join(needed)),
             )
         ]
+    cmsis = sum(kernel_library(name) == "cmsis-nn" for name in needed)
     return [
         Verdict(
             "cpu_kernels",
             OK,
             len(needed),
             len(present),
-            f"all {len(needed)} CPU kernels are registered in the firmware",
+            f"all {len(needed)} CPU kernels are registered in the firmware"
+            + (f" ({cmsis} CMSIS-NN, from the Cortex-M backend)" if cmsis else ""),
         )
     ]
 

@@ -7,9 +7,17 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
+from etu.parsers.fit import CORTEX_M_BUILD_FLAG, CORTEX_M_PREFIX, kernel_library
 from etu.parsers.program_facts import CpuOperator
 from etu.tui.safe_text import printable
 from etu.tui.widgets.formatting import plural
+
+# Which library's kernel runs each operator in the runner (parsers.fit.kernel_library).
+LIBRARY_LABELS = {
+    "cmsis-nn": "CMSIS-NN",
+    "quantized": "quantized",
+    "portable": "portable",
+}
 
 
 def operators_content(ops: list[CpuOperator]) -> Content:
@@ -17,11 +25,20 @@ def operators_content(ops: list[CpuOperator]) -> Content:
         return Content.styled("none: every instruction is delegated", "$text-success")
     lines = []
     for op in ops:
-        marker = ("prim ", "$text-secondary") if op.is_prim else ("○ ", "$text-warning")
+        library = kernel_library(op.name)
+        if op.is_prim:
+            marker = ("prim ", "$text-secondary")
+        elif library == "cmsis-nn":
+            marker = ("◆ ", "$text-success")
+        else:
+            marker = ("○ ", "$text-warning")
         lines.append(Content.assemble(marker, (printable(op.name), "bold")))
         dtypes = ", ".join(op.dtypes) or "no tensor args"
         note = "  (prim op: always registered, not in the list)" if op.is_prim else ""
-        lines.append(Content.styled(f"    {dtypes} · {plural(op.calls, 'call')}{note}", "dim"))
+        label = "" if op.is_prim else f" · {LIBRARY_LABELS.get(library, library)}"
+        lines.append(
+            Content.styled(f"    {dtypes} · {plural(op.calls, 'call')}{label}{note}", "dim")
+        )
     return Content("\n").join(lines)
 
 
@@ -45,8 +62,17 @@ class SelectOps(Static):
         self.border_subtitle = "c copy"
 
     def show(self, value: str) -> None:
-        self.value = value
-        self.update(Content(printable(value)) if value else Content.styled("(empty)", "dim"))
+        self.value = value  # what `c` copies: the list alone
+        if not value:
+            self.update(Content.styled("(empty)", "dim"))
+            return
+        content = Content(printable(value))
+        if CORTEX_M_PREFIX in value:  # upstream's runner registers these only with the flag
+            content = Content.assemble(
+                content,
+                ("\n" + f"+ {CORTEX_M_BUILD_FLAG} (Cortex-M kernels and CMSIS-NN)", "dim"),
+            )
+        self.update(content)
 
 
 class CpuOpsView(VerticalScroll):
