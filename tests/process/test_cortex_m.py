@@ -33,20 +33,31 @@ def operators(pte: Path, env: dict) -> set[str]:
     return {op for op in ("cortex_m::quantized_conv2d.out", "aten::convolution.out") if op in text}
 
 
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> dict[str, tuple[Path, dict]]:
+    """Per CPU backend: the compiled program (a copy of the cached job) and its runner's
+    build record."""
+    env = runtime_environment()
+    done = {}
+    for backend in cortex_m_programs.BACKENDS:
+        work = tmp_path_factory.mktemp(f"job-{backend}")
+        shutil.copytree(cortex_m_programs.compile_job(backend), work, dirs_exist_ok=True)
+        pte = work / f"{CLASS}.pte"
+        done[backend] = (pte, build(pte, tmp_path_factory.mktemp(f"fw-{backend}"), env))
+    return done
+
+
 @pytest.mark.parametrize("backend", cortex_m_programs.BACKENDS)
 def test_a_cpu_fallback_compiled_both_ways_runs_on_the_emulated_board_and_matches(
-    tmp_path, backend
+    tmp_path, backend, built
 ):
     env = runtime_environment()
-    work = tmp_path / "job"
-    shutil.copytree(cortex_m_programs.compile_job(backend), work)
-    pte = work / f"{CLASS}.pte"
+    pte, record = built[backend]
     cmsis = backend == "cortex-m"
     # the fallback convolution: one CMSIS-NN int8 kernel, or the portable float one
     assert operators(pte, env) == (
         {"cortex_m::quantized_conv2d.out"} if cmsis else {"aten::convolution.out"}
     )
-    record = build(pte, tmp_path / "fw", env)
     assert record["options"]["npu_bridge"] is True
     assert record["options"].get("cortex_m", False) is cmsis
     libraries = record["kernel_libraries"]
@@ -71,3 +82,21 @@ def test_a_cpu_fallback_compiled_both_ways_runs_on_the_emulated_board_and_matche
     (output,) = report["outputs"]
     assert output["count"] == output["numel"] == 8 * 8 * 8
     assert output["cosine_similarity"] > 0.99999
+
+
+def test_fit_counts_the_cmsis_nn_kernels_and_scratch_and_names_the_flag_they_need(built):
+    env = runtime_environment()
+    pte, record = built["cortex-m"]
+    _, portable = built["portable"]
+
+    def fit(elf: str) -> dict[str, dict]:
+        result = etu(["fit", "--pte", pte, "--elf", elf, "--json"], env, timeout=120)
+        return {v["check"]: v for v in json.loads(result.stdout)["verdicts"]}
+
+    own = fit(record["elf"])
+    assert own["cpu_kernels"]["status"] == "ok"
+    assert "(3 CMSIS-NN, from the Cortex-M backend)" in own["cpu_kernels"]["message"]
+    assert "B of CMSIS-NN scratch" in own["method_allocator"]["message"]
+    other = fit(portable["elf"])  # a runner without the Cortex-M kernels
+    assert other["cpu_kernels"]["status"] == "fail"
+    assert "-DEXECUTORCH_BUILD_CORTEX_M=ON" in other["cpu_kernels"]["fix"]
