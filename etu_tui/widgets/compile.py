@@ -125,6 +125,7 @@ class CompilePanel(Vertical):
     CompilePanel .form-row Label { padding: 0 1 0 0; color: $text-muted; }
     CompilePanel .form-row Input { width: 1fr; margin: 0 2 0 0; }
     CompilePanel .form-row Select { width: 1fr; margin: 0 2 0 0; }
+    CompilePanel .form-row #compile-cpu-backend { width: 13; margin: 0; }
     CompilePanel .form-row Button { margin: 0 1 0 0; min-width: 10; }
     CompilePanel #compile-reason { height: 1; margin: 0 1; }
     CompilePanel #compile-reason.-refused { color: $error; }
@@ -182,6 +183,10 @@ class CompilePanel(Vertical):
             yield Label("Memory mode")
             yield Select(self._mode_options(DEFAULT_TARGET), value=DEFAULT_CHOICE,
                          allow_blank=False, id="compile-mode", compact=True)  # fmt: skip
+            # what runs the operators the NPU does not take (etu compile --cpu-backend)
+            yield Label("CPU")
+            yield Select((("portable", "portable"), ("CMSIS-NN", "cortex-m")), value="portable",
+                         allow_blank=False, id="compile-cpu-backend", compact=True)  # fmt: skip
         with Horizontal(classes="form-row"):
             yield Label("Quantize")
             yield Select(QUANTIZE, value="per-channel", allow_blank=False,
@@ -271,6 +276,7 @@ class CompilePanel(Vertical):
             delegate=self._value("#compile-delegate") != "off",
             delegate_segments=self._value("#compile-payload") == "segment",
             external_blocks=("cmd", "weights") if self._value("#compile-payload") == "ptd" else (),
+            cpu_backend=self._value("#compile-cpu-backend") or "portable",
         )
 
     def check_form(self) -> CompileRequest | None:
