@@ -23,6 +23,7 @@ BENCHMARKS = [
     "benchmarks.bench_diff",
     "benchmarks.bench_reference",
     "benchmarks.bench_runtime_build",
+    "benchmarks.bench_cortex_m",
     "benchmarks.bench_npu_model",
     "benchmarks.bench_layers",
 ]
