@@ -183,6 +183,8 @@ class ProgramFacts:
     external_blocks: list[str] = field(default_factory=list)  # Vela blocks kept in a .ptd
     # ETDump with intermediate outputs: (its debug buffer, what it takes from the method pool)
     debug_need: tuple[int, int] = (0, 0)
+    # inputs/outputs not in contiguous dim order ("input 0", ...): the Cortex-M backend's NHWC
+    reordered_io: list[str] = field(default_factory=list)
 
 
 def program_facts(pte: Path) -> ProgramFacts:
@@ -210,6 +212,7 @@ def program_facts(pte: Path) -> ProgramFacts:
             flags = vela_flags(infos[0].delegate.spec("compile_flags")) if infos else {}
             external = sorted({b for i in infos if i.payload for b in i.payload.external_blocks})
             debug = intermediate_pool_bytes(program)
+            reordered = reordered_io(program)
     except ParseError as error:  # an unreadable program is a refused input (2), not a build
         raise BuildInputError(str(error)) from None
     need = planned + inputs + metadata
@@ -219,7 +222,39 @@ def program_facts(pte: Path) -> ProgramFacts:
     )
     mode = flags.get("memory-mode")
     return ProgramFacts(ops, bool(ids), ids, targets, need, detail, scratch, mode, every, external,
-                        debug)  # fmt: skip
+                        debug, reordered)  # fmt: skip
+
+
+def reordered_io(program) -> list[str]:
+    """The forward method's inputs and outputs whose dim order is not contiguous."""
+    from etu.parsers.pte import Tensor
+
+    plan = program.plans[0] if program.plans else None
+    if plan is None:
+        return []
+    found = []
+    for kind, indices in (("input", plan.inputs), ("output", plan.outputs)):
+        for number, index in enumerate(indices):
+            value = plan.values[index] if 0 <= index < len(plan.values) else None
+            order = list(value.dim_order) if isinstance(value, Tensor) else []
+            if order and order != sorted(order):
+                found.append(f"{kind} {number} (dim order {','.join(map(str, order))})")
+    return found
+
+
+def refuse_bundled_reordered(pte: Path, facts: ProgramFacts) -> None:
+    """Upstream's BundledProgram stores every tensor contiguous (``TensorSpec.from_tensor``
+    with ``const=True`` calls ``.contiguous()``), and the runner copies those bytes into the
+    input as they are and compares outputs stride by stride: a channels-last input or output
+    (the Cortex-M backend's) would be scrambled, then abort the run. Refused before a build."""
+    if facts.reordered_io:
+        raise BuildInputError(
+            f"{pte}: {', '.join(facts.reordered_io)} "
+            f"{'are' if len(facts.reordered_io) > 1 else 'is'} not in contiguous order "
+            "(channels-last, as the Cortex-M backend makes it) and ExecuTorch's "
+            "BundledProgram stores tensors contiguous, so BundleIO (--inputs, --bundleio) "
+            "would scramble it; build without them (the runner's inputs are all ones)"
+        )
 
 
 def auto_pools(facts: ProgramFacts) -> tuple[dict[str, int], str]:
@@ -480,6 +515,7 @@ def build_runner(
         raise BuildInputError("--inputs and --bundle-input name the inputs twice: use --inputs")
     bundleio = bundleio or inputs is not None
     if bundleio:
+        refuse_bundled_reordered(pte, facts)
         pte, inputs_record = _bundle(
             program_pte, Path(out).resolve(), inputs, bundle_inputs, bundle_seed,
             bundle_expected, say,

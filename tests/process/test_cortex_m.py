@@ -100,3 +100,16 @@ def test_fit_counts_the_cmsis_nn_kernels_and_scratch_and_names_the_flag_they_nee
     other = fit(portable["elf"])  # a runner without the Cortex-M kernels
     assert other["cpu_kernels"]["status"] == "fail"
     assert "-DEXECUTORCH_BUILD_CORTEX_M=ON" in other["cpu_kernels"]["fix"]
+
+
+def test_bundled_inputs_for_a_channels_last_program_are_refused_in_one_line(built, tmp_path):
+    """ExecuTorch's BundledProgram stores tensors contiguous: NHWC inputs would be scrambled
+    (seen: deployment cosine 0.73, then the runner's BundleIO check aborted on strides)."""
+    env = runtime_environment()
+    pte, _record = built["cortex-m"]
+    result = etu(["firmware", "build", pte, "--board", "qemu-an547", "--out", tmp_path / "fw",
+                  "--inputs", "random:1"], env, timeout=300)  # fmt: skip
+    assert result.returncode == 2
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("etu:")]
+    assert "input 0 (dim order 0,2,3,1), output 0 (dim order 0,2,3,1) are not" in line
+    assert "BundledProgram stores tensors contiguous" in line
