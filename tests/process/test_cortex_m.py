@@ -113,3 +113,31 @@ def test_bundled_inputs_for_a_channels_last_program_are_refused_in_one_line(buil
     (line,) = [line for line in result.stderr.splitlines() if line.startswith("etu:")]
     assert "input 0 (dim order 0,2,3,1), output 0 (dim order 0,2,3,1) are not" in line
     assert "BundledProgram stores tensors contiguous" in line
+
+
+def test_every_cortex_m_kernel_is_placed_in_its_own_source_and_planned(runtime_env):
+    """The pinned source's operators.yaml against its CMake list: each cortex_m kernel in
+    ops/op_<name>.cpp, so the runner compiles only those the program calls."""
+    import os
+
+    from etu.runner.kernel_sources import load_index
+    from etu.runner.runtime_build import kernel_plan
+    from etu.runner.runtime_source import find_executorch
+
+    saved = dict(os.environ)
+    os.environ.update(runtime_env)
+    try:
+        root = find_executorch(online=False).root
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    index = load_index(root)
+    ops = sorted(op for op, (library, _) in index.operators.items() if library == "cortex_m")
+    assert len(ops) >= 18
+    for op in ops:
+        stem = op.removeprefix("cortex_m::").removesuffix(".out")
+        assert index.place(op) == f"backends/cortex_m/ops/op_{stem}.cpp", op
+    plan = kernel_plan(root, ["cortex_m::quantized_conv2d.out", "aten::add.out"])
+    assert plan.cortex_m and not plan.cortex_m_whole
+    assert plan.cortex_m_sources == ["backends/cortex_m/ops/op_quantized_conv2d.cpp"]
+    assert "op_add.cpp" in plan.portable_sources
