@@ -341,11 +341,19 @@ def format_inspect(record: dict) -> str:
     ops = record["cpu_operators"]
     if ops:
         lines.append("  CPU operators:")
+        from etu.parsers.fit import CORTEX_M_BUILD_FLAG, kernel_library
+
+        libraries = set()
         for op in ops:
             dtypes = p(", ".join(op["dtypes"]))
-            lines.append(f"    {p(op['name'])}  ({dtypes})  x{op['calls']}")
+            library = kernel_library(str(op["name"]))  # which runner library runs it
+            libraries.add(library)
+            label = {"cmsis-nn": "  CMSIS-NN"}.get(library, f"  {library}")
+            lines.append(f"    {p(op['name'])}  ({dtypes})  x{op['calls']}{label}")
         select = shlex.quote(f"EXECUTORCH_SELECT_OPS_LIST={record['select_ops_list']}")
         lines.append(f"  {p(select)}")
+        if "cmsis-nn" in libraries:  # upstream's runner registers cortex_m kernels only so
+            lines.append(f"  {CORTEX_M_BUILD_FLAG} (the Cortex-M kernels and CMSIS-NN)")
     else:
         lines.append("  CPU operators: none (everything is delegated)")
     if record.get("io_quantization"):

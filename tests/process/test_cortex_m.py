@@ -26,6 +26,24 @@ pytestmark = [
 CLASS = cortex_m_programs.CLASS
 
 
+def test_etu_inspect_names_each_cpu_kernels_library_and_the_cortex_m_flag(built) -> None:
+    env = runtime_environment()
+    lines = {}
+    for backend in cortex_m_programs.BACKENDS:
+        pte, _record = built[backend]
+        result = etu(["inspect", pte], env, timeout=120)
+        assert result.returncode == 0, result.stderr[-2000:]
+        lines[backend] = result.stdout.splitlines()
+    assert (
+        "    cortex_m::quantized_conv2d.out  (Byte, Char, Int)  x1  CMSIS-NN" in lines["cortex-m"]
+    )
+    assert (
+        "  -DEXECUTORCH_BUILD_CORTEX_M=ON (the Cortex-M kernels and CMSIS-NN)" in lines["cortex-m"]
+    )
+    assert "    aten::convolution.out  (Float)  x1  portable" in lines["portable"]
+    assert not any("CORTEX_M" in line for line in lines["portable"])
+
+
 def operators(pte: Path, env: dict) -> set[str]:
     result = etu(["inspect", pte, "--json"], env, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
