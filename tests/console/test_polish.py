@@ -18,6 +18,7 @@ from etu.runner.run_model import LogStore, RunRecord, split_events
 from etu.tui.app import EtuApp
 from etu.tui.screens.open_file import OpenFileScreen
 from etu.tui.widgets.boards import BoardsPanel
+from etu.tui.widgets.delegates import DelegatesView
 from etu.tui.widgets.history import HistoryPanel
 from etu.tui.widgets.log_box import LogBox
 from etu.tui.widgets.pmu_pane import PmuPane
@@ -152,6 +153,9 @@ async def test_compile_specs_wrap_between_flags_and_sections_keep_names(size) ->
     app = EtuApp(DEMO)
     async with app.run_test(size=size) as pilot:
         await pilot.press("d")
+        await pilot.pause()
+        # at 80×24 the card's specs end below the fold: the view scrolls to them
+        app.query_one(DelegatesView).scroll_end(animate=False)
         await pilot.pause()
         text = screen_text(app)
         for flag in flags:
