@@ -22,8 +22,10 @@ def add_region_options(parser: argparse.ArgumentParser) -> None:
     )
     from etu.parsers.memory_presets import PRESETS
 
-    group.add_argument("--preset", choices=list(PRESETS),
-                       help="a known layout: the runner's (corstone-300/320) or a board's")  # fmt: skip
+    group.add_argument(
+        "--preset", choices=list(PRESETS),
+        help="a known layout: the runner's (corstone-300/320) or a board's",
+    )  # fmt: skip
 
 
 def memory_map_from_args(args: argparse.Namespace):
