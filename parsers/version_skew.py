@@ -206,6 +206,7 @@ class DriverSays:
 
     kind: str  # npu_config / optimizer_config / mismatch
     text: str  # in words, for the log and the Run header
+    target: str | None = None  # the NPU as an ExecuTorch target (``ethos-u55-256``)
 
 
 def driver_line(message: str) -> DriverSays | None:
@@ -214,10 +215,12 @@ def driver_line(message: str) -> DriverSays | None:
     if match:
         side, product, version, macs = match.groups()
         name = PRODUCTS[int(product)] if int(product) < len(PRODUCTS) else f"product {product}"
-        what = f"{name}-{1 << int(macs)} (command stream version {version})"
+        target = f"{name}-{1 << int(macs)}"
+        what = f"{target} (command stream version {version})"
         if side == "Ethos-U":
-            return DriverSays("npu_config", f"the NPU is {what}")
-        return DriverSays("optimizer_config", f"the command stream is for {what}")
+            return DriverSays("npu_config", f"the NPU is {what}", target)
+        return DriverSays("optimizer_config", f"the command stream is for {what}", target)
+
     match = NPU_MISMATCH_LINE.search(message)
     if match:
         what, field, npu, _same, optimizer = match.groups()
@@ -238,3 +241,14 @@ def driver_line(message: str) -> DriverSays | None:
             "program and the runner come from different ExecuTorch versions",
         )
     return None
+
+
+def npu_problem(found: DriverSays, program_target: str | None) -> str | None:
+    """The NPU the driver found at boot against the one the program was compiled for."""
+    if found.kind != "npu_config" or not program_target or found.target == program_target:
+        return None
+    return (
+        f"the NPU is {found.target}, the program is compiled for {program_target}: the driver "
+        "will refuse its command stream; recompile for this NPU (etu compile --target) or run "
+        "on the NPU it was compiled for"
+    )

@@ -31,7 +31,7 @@ from etu.parsers.runner_events import (
     RunError,
 )
 from etu.parsers.runner_log import LogSummary, parse_log_bytes
-from etu.parsers.version_skew import driver_line
+from etu.parsers.version_skew import driver_line, npu_problem
 from etu.runner.history import read_meta
 from etu.runner.process import ProcessStats
 from etu.runner.run import RunOutcome
@@ -216,6 +216,8 @@ class RunRecord:
         self.missing: list[str] = []  # operators the runner build has no kernel for
         # what the Ethos-U driver or a kernel said of a program/runner mismatch (issue 25 §5)
         self.skew: list[str] = []
+        self.npu_found: str | None = None  # the NPU the driver said it found (a target name)
+        self.expected_npu: str | None = None  # the target the program was compiled for
         # The outputs against the host runtime (the `etu compare --json` record), or why not.
         self.comparison: dict | None = None
         self.comparison_note: str | None = None
@@ -252,6 +254,17 @@ class RunRecord:
                 store.add(entries)
             self.errors += sum(1 for entry in entries if entry[LEVEL] in ("E", "F"))
             changed.add("log")
+            if self.npu_found is None:
+                for entry in entries:  # the driver's "Ethos-U config." line, at boot
+                    if "Ethos-U config." in entry[TEXT]:
+                        says = driver_line(entry[TEXT])
+                        if says is not None and says.kind == "npu_config":
+                            self.npu_found = says.target
+                            problem = npu_problem(says, self.expected_npu)
+                            if problem and problem not in self.skew:
+                                self.skew.append(problem)
+                                changed.add("skew")
+                            break
         for event in others:
             kind = type(event)
             if kind is PmuReport:

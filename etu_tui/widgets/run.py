@@ -319,6 +319,7 @@ class RunPanel(Vertical):
         self._heap.freeze()
         self.run_id += 1
         self.live = RunRecord("current run", live=True, capacity=self.capacity)
+        self.live.expected_npu = self.program_target  # the driver's NPU is checked against it
         self.live.launch = launch
         self._show(self.live)
         self._list_runs()

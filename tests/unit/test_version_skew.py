@@ -228,3 +228,27 @@ def test_the_pre_flight_judges_the_command_stream_by_the_recorded_driver(tmp_pat
         (problem,) = firmware_skew(program, elf)
         assert problem.startswith("version skew: the command stream is for NPU architecture 1.")
         assert "driver is for 2.0.0" in problem
+
+
+def test_the_npu_the_driver_finds_at_boot_is_checked_against_the_program_as_it_arrives():
+    """A live run's record compares the driver's ``Ethos-U config.`` line (info level, at
+    boot) with the target the program was compiled for, before any invoke fails."""
+    from etu.parsers.runner_log import parse_log_bytes
+    from etu.runner.run_model import RunRecord, split_events
+
+    log = (
+        b"I: Ethos-U config. product=0, cmd_stream_version=0, macs_per_cc=8, shram_size=48, "
+        b"custom_dma=0\n"
+        b"I [executorch:arm_executor_runner.cpp:1140 run_model()] Starting running 1 "
+        b"inferences...\n"
+    )
+    record = RunRecord("current run", live=True)
+    record.expected_npu = "ethos-u55-128"
+    changed = record.add(*split_events(parse_log_bytes(log), 0.0))
+    assert "skew" in changed and record.npu_found == "ethos-u55-256"
+    (said,) = record.skew
+    assert "the NPU is ethos-u55-256, the program is compiled for ethos-u55-128" in said
+    same = RunRecord("current run", live=True)
+    same.expected_npu = "ethos-u55-256"
+    assert "skew" not in same.add(*split_events(parse_log_bytes(log), 0.0))
+    assert same.skew == []
