@@ -38,19 +38,9 @@ LABEL = "wall time on QEMU mps3-an547 (TCG emulation, not target speed)"
 
 
 def _environment() -> dict[str, str] | None:
-    from tests.real_runner import vendor_file
+    from tests.real_runner import source_environment
 
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    for name, prefix in (
-        ("ETU_EXECUTORCH_SRC", "executorch-runtime-src-"),
-        ("ETU_ETHOSU_DRIVER_SRC", "ethos-u-core-driver-"),
-        ("ETU_CMSIS_SRC", "cmsis-core-"),
-        ("ETU_CMSIS_NN_SRC", "cmsis-nn-"),
-    ):
-        if not env.get(name):
-            found = vendor_file(prefix)
-            if found is not None:
-                env[name] = str(found)
+    env = source_environment()
     return env if env.get("ETU_EXECUTORCH_SRC") else None
 
 

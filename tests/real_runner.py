@@ -29,6 +29,15 @@ def vendor_file(prefix: str) -> Path | None:
 
 def runtime_environment() -> dict[str, str]:
     """The environment of every etu build in these tests (source found once)."""
+    env = source_environment()
+    if not env.get("ETU_EXECUTORCH_SRC"):
+        pytest.skip("no ExecuTorch runtime source (set ETU_EXECUTORCH_SRC; .ci/run does)")
+    return env
+
+
+def source_environment() -> dict[str, str]:
+    """This environment with each mirrored source archive named (benchmarks use it too);
+    ``ETU_EXECUTORCH_SRC`` is missing when none is found."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     for name, prefix in (
         ("ETU_EXECUTORCH_SRC", "executorch-runtime-src-"),
@@ -40,8 +49,6 @@ def runtime_environment() -> dict[str, str]:
             found = vendor_file(prefix)
             if found is not None:
                 env[name] = str(found)
-    if not env.get("ETU_EXECUTORCH_SRC"):
-        pytest.skip("no ExecuTorch runtime source (set ETU_EXECUTORCH_SRC; .ci/run does)")
     return env
 
 
