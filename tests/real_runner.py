@@ -62,7 +62,7 @@ def etu(args: list, env: dict, cwd: Path | None = None, timeout: float = 1500):
 def build(pte: Path, out: Path, env: dict, *extra) -> dict:
     argv = ["firmware", "build", pte, "--board", "qemu-an547", "--out", out, "--json", *extra]
     result = etu(argv, env)
-    if result.returncode == 1 and "build failed" in failure(result).split("\n", 1)[0]:
+    if result.returncode == 1 and "failed (status" in failure(result).split("\n", 1)[0]:
         # A compiler killed on a loaded 2-core machine (seen once in CI, at 3 workers) is
         # no verdict on etu: one more try, and the first failure is kept as a warning. A
         # real build failure fails twice.
@@ -74,8 +74,15 @@ def build(pte: Path, out: Path, env: dict, *extra) -> dict:
 
 def failure(result: subprocess.CompletedProcess) -> str:
     """A failed etu's status and its one-line error first (CI's summary keeps one line),
-    then the tail of its stderr."""
+    then the tail of its stderr. Under ``--json`` the error is ``{"error": ...}`` on stdout."""
     errors = [line for line in result.stderr.splitlines() if line.startswith("etu:")]
+    for line in (result.stdout or "").splitlines():
+        try:
+            reported = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(reported, dict) and "error" in reported:
+            errors.append(f"etu: {reported['error']}")
     first = errors[-1] if errors else "(no etu: line)"
     return f"status {result.returncode}: {first}\n{result.stderr[-2000:]}"
 
