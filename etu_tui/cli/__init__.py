@@ -38,6 +38,7 @@ COMMAND_MODULES: dict[str, str] = {
     "compare": "compare",
     "reference": "reference",
     "flash": "flash",
+    "matrix": "matrix",
 }
 
 
