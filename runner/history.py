@@ -190,6 +190,9 @@ class SessionRow:
     problem: str | None = None  # why the session could not be read (one line), if it could not
     inferences: int | None = None  # ET_NUM_INFERENCES as the runner said it
     spread: dict | None = None  # figure → {n, min, median, max} per inference (several reports)
+    place: str | None = None  # the labgrid place the board was held through, if one
+    exporter: str | None = None  # the exporter host serving the place's port
+    holder: str | None = None  # who held the place (USER@HOST)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -267,7 +270,14 @@ def session_row(
         problem=problem,
         inferences=_number(figures_.get("inferences")),
         spread=figures_.get("spread") if isinstance(figures_.get("spread"), dict) else None,
+        place=_text(meta.get("place")),
+        exporter=_text(meta.get("exporter")),
+        holder=_text(meta.get("holder")),
     )
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _time_text(when: float | None) -> str:
@@ -346,10 +356,12 @@ def list_rows(
     ending: str | None = None,
     kind: str | None = None,
     limit: int | None = None,
+    place: str | None = None,
 ) -> list[SessionRow]:
     """Rows of the sessions under ``root``, newest first, filtered. ``program`` matches the
     program's name (substring) or a prefix of its hash; ``ending`` is a reason
-    (``success``, ``runner_error``...) or ``failed`` for any other than success."""
+    (``success``, ``runner_error``...) or ``failed`` for any other than success; ``place``
+    is a labgrid place's name (exactly)."""
     root = Path(root)
     workspace = Path(workspace) if workspace is not None else root.parent.parent
     programs: dict[str, str] | None = None
@@ -365,6 +377,8 @@ def list_rows(
         if target and meta.get("target") != target:
             continue
         if kind and meta.get("kind") != kind:
+            continue
+        if place and meta.get("place") != place:
             continue
         if not meta.get("program") and meta.get("program_sha256") and programs is None:
             programs = workspace_programs(workspace)
@@ -393,6 +407,44 @@ def list_rows(
     if cache is not None:
         cache.save()
     return rows
+
+
+@dataclass(slots=True)
+class PlaceSummary:
+    """How one place's sessions went: the History tab's per-place results."""
+
+    place: str
+    sessions: int = 0
+    passed: int = 0
+    failed: int = 0
+    median_s: float | None = None  # the median duration of its sessions that recorded one
+    last_ending: str = ""
+    holders: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def place_summaries(rows: Iterable[SessionRow]) -> list[PlaceSummary]:
+    """Per labgrid place (sessions recorded through one), by name: how many passed
+    (``success``) and failed, their median time, the newest ending and who held it."""
+    from statistics import median
+
+    by_place: dict[str, list[SessionRow]] = {}
+    for row in rows:
+        if row.place:
+            by_place.setdefault(row.place, []).append(row)
+    summaries = []
+    for place in sorted(by_place):
+        mine = sorted(by_place[place], key=lambda r: r.started or 0)
+        times = [r.duration_s for r in mine if r.duration_s is not None]
+        passed = sum(r.ending["reason"] == "success" for r in mine)
+        holders = sorted({r.holder for r in mine if r.holder})
+        summaries.append(PlaceSummary(
+            place, len(mine), passed, len(mine) - passed,
+            round(median(times), 3) if times else None, mine[-1].ending["reason"], holders,
+        ))  # fmt: skip
+    return summaries
 
 
 def _program_matches(row: SessionRow, wanted: str) -> bool:
@@ -439,11 +491,13 @@ __all__ = [
     "ENDINGS",
     "SESSION_FORMAT",
     "SUMMARY",
+    "PlaceSummary",
     "SessionRow",
     "figures",
     "list_rows",
     "load_meta",
     "load_summary",
+    "place_summaries",
     "read_meta",
     "resolve_session",
     "run_summary",

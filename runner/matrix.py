@@ -459,6 +459,8 @@ def run_matrix(
 
                 cell.ending, cell.reason = "killed", stop_reason(interrupt)
                 cell.exit_status = 6
+            except Exception as error:  # anything unforeseen: this cell says it, the rest run
+                _not_started(cell, describe_error(error))
             if cell.ending == "killed":
                 matrix.stopped = cell.reason or "stopped"
             elif cell.session is not None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from typing import TextIO
 
 from etu.tui.cli.errors import CommandError, notice
 
 HELP = "run each program on each board (labgrid places, the emulated board): a table and JUnit XML"
+BUILD_STEP = re.compile(r": \[\d+/\d+\] ")
 CELL_WIDTH = 60  # a table cell's characters (the one-line reason is cut; --json has it whole)
 
 
@@ -92,7 +94,8 @@ def _matrix_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> in
         raise CommandError(f"{where}: cannot record sessions: {error.strerror or error}") from None
 
     def status(text: str) -> None:
-        notice(err, f"matrix: {printable(text)}")
+        if not BUILD_STEP.search(text):  # a firmware build's every ninja step: too many
+            notice(err, f"matrix: {printable(text)}")
 
     def on_cell(cell) -> None:
         status(f"{cell.program} on {cell.target}: {cell_text(cell)}")

@@ -29,6 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "killed, incomplete, unfinished, or failed (anything but success)",
     )
     parser.add_argument("--kind", help="only this kind of session: fvp, qemu, board")
+    parser.add_argument("--place", help="only sessions on this labgrid place (its name)")
     parser.add_argument("--limit", type=_positive, help="at most this many (the newest)")
     parser.add_argument("--json", action="store_true", help="one JSON object per session")
 
@@ -66,6 +67,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     rows = list_rows(
         sessions_folder(args), workspace=args.workspace, program=args.program,
         target=args.target, ending=args.ending, kind=args.kind, limit=args.limit,
+        place=args.place,
     )  # fmt: skip
     if args.json:
         out.write("".join(json.dumps(row.to_json()) + "\n" for row in rows))
@@ -79,7 +81,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 def nothing_listed(args: argparse.Namespace) -> str:
     """Why no row was listed: "match" only when a filter could have left some out."""
-    filters = (args.program, args.target, args.ending, args.kind)
+    filters = (args.program, args.target, args.ending, args.kind, getattr(args, "place", None))
     if any(value is not None for value in filters):
         return "no recorded session matches"
     return "no recorded session yet (etu run, etu monitor and the console record each run here)"
