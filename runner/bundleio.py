@@ -265,6 +265,9 @@ def expected_outputs(pte: Path, tensors: Sequence) -> list:
             return list(program_reference(pte, inputs=list(tensors), float_side=False).outputs)
         except (ReferenceError, SegmentError, TosaMatchError) as error:
             raise BundleError(f"the host reference: {error}") from None
+    # the quantized ops library registers quantized_decomposed::* with the host runtime: a
+    # quantized CPU program (a twin, a --no-delegate compile) has them
+    import executorch.kernels.quantized  # noqa: F401
     from executorch.runtime import Runtime
 
     method = Runtime.get().load_program(Path(pte)).load_method("forward")

@@ -549,7 +549,6 @@ def build_runner(
         "board_kind": "ethos-u" if ethosu else "cpu",
         "board": board if ethosu else "cpu",
         "npu": npu,
-        "bundleio": bundleio,
         "etdump": etdump,
         **({"npu_bridge": True} if bridged else {}),
     }
@@ -566,7 +565,11 @@ def build_runner(
         sort_keys=True,
     )  # fmt: skip
     key = hashlib.sha256(key_text.encode()).hexdigest()[:16]
-    # Only the runner's own file sees these: the tree of a plain ETDump build serves.
+    # Only the runner's own file (and what it links) sees these: one tree serves them all.
+    # BundleIO is one of them: ExecuTorch's devtools are configured into every tree (an
+    # add_subdirectory, no compile flag of the runtime changes), so a bundled program's
+    # build adds the bundled_program library to its tree instead of building a tree of its own.
+    options["bundleio"] = bundleio
     options["etdump_intermediates"] = intermediates
     options["num_inferences"] = num_inferences  # a compile definition: the same tree serves
     options["cpu"] = "cortex-m55"
@@ -585,7 +588,7 @@ def build_runner(
         "ETU_BOARD": board,
         "EXECUTORCH_BUILD_ARM_BAREMETAL": "ON" if ethosu else "OFF",
         "EXECUTORCH_BUILD_KERNELS_QUANTIZED": "ON",
-        "EXECUTORCH_BUILD_DEVTOOLS": "ON" if (bundleio or etdump) else "OFF",
+        "EXECUTORCH_BUILD_DEVTOOLS": "ON",
         "EXECUTORCH_BUILD_ARM_ETDUMP": "ON" if etdump else "OFF",
         "EXECUTORCH_ENABLE_EVENT_TRACER": "ON" if etdump else "OFF",
         "EXECUTORCH_BUILD_CPUINFO": "OFF",

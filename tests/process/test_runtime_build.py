@@ -256,6 +256,23 @@ def test_per_channel_quantized_cpu_program_matches_the_host(real_program, runtim
     assert output["passed"] and output["cosine_similarity"] > 0.9999
 
 
+def test_a_quantized_cpu_program_is_bundled_with_the_host_runtimes_outputs(real_program, tmp_path):
+    """BundleIO on an int8 CPU program: its expected outputs come from the host runtime, which
+    needs the quantized kernels loaded (it failed with "Missing operator" before)."""
+    import numpy
+
+    from etu.runner.bundleio import expected_outputs, make_bundled, random_inputs
+    from etu.runner.compare import host_reference
+
+    program = real_program("int8_cpu")
+    tensors, _record = random_inputs(program, 5)
+    (expected,) = expected_outputs(program, tensors)
+    host = host_reference(program, list(tensors))[0]
+    assert numpy.array_equal(expected.numpy().reshape(-1), numpy.asarray(host, dtype="float32"))
+    bundled = make_bundled(program, tmp_path / "program.bpte", tensors=tensors)
+    assert bundled.stat().st_size > program.stat().st_size
+
+
 def test_int32_per_channel_zero_points_are_widened():
     """The pass itself, on a converted graph: int32 zero points become int64, others stay."""
     import torch
