@@ -104,3 +104,54 @@ def stoppable(body, err) -> int:
         return body()
     except KeyboardInterrupt as interrupt:  # StopSignal is one
         raise CommandError(stop_reason(interrupt), EXIT_STATUS["killed"]) from None
+
+
+def add_place_options(parser: argparse.ArgumentParser) -> None:
+    """``--place`` and ``--coordinator``: the board is a labgrid place (runner/boards/place.py)."""
+    parser.add_argument("--place", metavar="NAME",
+                        help="the board is this labgrid place: held for the run (labgrid's "
+                             "lock), its serial port and power used (needs etu[lab])")  # fmt: skip
+    parser.add_argument("--coordinator", metavar="HOST:PORT",
+                        help="with --place: the labgrid coordinator (default: $LG_COORDINATOR, "
+                             "else 127.0.0.1:20408)")  # fmt: skip
+
+
+def place_wanted(args: argparse.Namespace) -> bool:
+    """``--place`` was given; ``--coordinator`` without it is a mistake (exit status 2)."""
+    from etu.tui.cli.errors import CommandError
+
+    if args.coordinator and not args.place:
+        raise CommandError("--coordinator goes with --place NAME")
+    return bool(args.place)
+
+
+def hold_place(args: argparse.Namespace, say):
+    """The place ``--place`` names, acquired; a CommandError (exit status 2) in one line
+    when labgrid is missing, the coordinator does not answer or somebody holds it."""
+    from etu.runner.boards.place import Place, PlaceError
+    from etu.tui.cli.errors import CommandError
+
+    try:
+        place = Place(args.place, args.coordinator)
+        info = place.acquire()
+    except PlaceError as error:
+        raise CommandError(str(error)) from None
+    say(f"holding place {info.name} ({info.serial_url} on {info.exporter}) as {info.holder}")
+    return place
+
+
+def let_go(place, say) -> None:
+    """Release a held place, with the stop signals held off until it is done (a second
+    TERM must not leave the place held); says so when it could not be released."""
+    import signal
+
+    from etu.runner.run import STOP_SIGNALS
+
+    blocked = {signal.SIGINT, *STOP_SIGNALS}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+    try:
+        problem = place.release()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    if problem:
+        say(problem)

@@ -38,6 +38,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reset", choices=("dtr", "rts", "none"), default=None,
                         help="pulse this modem line on the port before flashing, to reset "
                              "the board into its bootloader (default: the profile's)")  # fmt: skip
+    from etu.tui.cli.common import add_place_options
+
+    add_place_options(parser)
 
 
 # What to give when a flash method's need is missing (runner.boards.flash.NeedMissing).
@@ -88,6 +91,23 @@ def cli_advice(error: Exception) -> str:
 
 
 def _flash_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    """With ``--place``: the place is held around the whole flash (and monitor), released
+    at the end, on an error and on a stop signal."""
+    from etu.tui.cli.common import hold_place, let_go, place_wanted
+
+    if not place_wanted(args):
+        return _flash(args, out=out, err=err, place=None)
+    if args.port or args.mcc_port:
+        raise CommandError("--place: the place's serial port is used; drop --port/--mcc-port")
+    printer = ProgressPrinter(out, err, args.json)
+    place = hold_place(args, printer.status)
+    try:
+        return _flash(args, out=out, err=err, place=place)
+    finally:
+        let_go(place, printer.status)
+
+
+def _flash(args: argparse.Namespace, *, out: TextIO, err: TextIO, place) -> int:
     from etu.runner.boards.flash import (
         FlashError,
         NeedMissing,
@@ -112,8 +132,12 @@ def _flash_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int
     printer = ProgressPrinter(out, err, args.json)
     if args.reset not in (None, "none") and not method_resets(profile):
         printer.status(f"--reset: the {profile.method} method resets the board itself")
+    port = args.port
+    if place is not None:
+        port = place.serial_url()
+        _power_cycle(profile, place, printer.status)
     try:
-        link = pick_ports(profile, port=args.port, mcc_port=args.mcc_port, drive=args.drive,
+        link = pick_ports(profile, port=port, mcc_port=args.mcc_port, drive=args.drive,
                           monitor=args.monitor)  # fmt: skip
         result = flash_board(profile, files, link, timelimit=args.timelimit,
                              status=printer.status, progress=printer.progress,
@@ -131,18 +155,30 @@ def _flash_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int
         raise CommandError(str(error), FLASH_FAILED) from None
     try:
         if args.json:
+            placed = place.session_meta() if place is not None else {}
             out.write(json.dumps({"type": "flashed", "board": profile.name,
-                                  "port": result.port, "files": result.files}) + "\n")  # fmt: skip
+                                  "port": result.port, "files": result.files,
+                                  **placed}) + "\n")  # fmt: skip
         else:
             printer.status(f"flashed {', '.join(f.name for f in files)} to {profile.name}")
         if not (args.monitor or result.source is not None):
             if result.handle is not None:
                 result.handle.close()
             return 0
-        source = monitor_source(profile, result, timelimit=args.timelimit)
+        source_type = None
+        if place is not None:
+            from functools import partial
+
+            from etu.runner.boards.place import PlaceSource
+
+            source_type = partial(PlaceSource, place)
+        source = monitor_source(profile, result, timelimit=args.timelimit,
+                                source_type=source_type)  # fmt: skip
         if source is None:
             raise CommandError(f"{profile.name}: no application port to monitor (give --port)")
         meta = flashed_session_meta(profile, files, result)
+        if place is not None:
+            meta.update(place.session_meta())
         return follow_board(source, meta, args.sessions, as_json=args.json, out=out, err=err)
     except BaseException:  # a stop signal before the monitoring began: QEMU and the port go
         if result.source is not None:
@@ -150,3 +186,20 @@ def _flash_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int
         elif result.handle is not None:
             result.handle.close()
         raise
+
+
+def _power_cycle(profile, place, say) -> None:
+    """Power-cycle the place before flashing when the profile asks (``[transfer]
+    power_cycle``) and the place has a power resource; a failure is a failed flash."""
+    from etu.runner.boards.place import PlaceError, power_cycle_wanted, power_off_seconds
+
+    if not power_cycle_wanted(profile):
+        return
+    if place.info is None or place.info.power is None:
+        say(f"place {place.name}: no power resource; {profile.name} not power-cycled")
+        return
+    say(f"power-cycling place {place.name} ({place.info.power})")
+    try:
+        place.power_cycle(power_off_seconds(profile))
+    except PlaceError as error:
+        raise CommandError(str(error), FLASH_FAILED) from None

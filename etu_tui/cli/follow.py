@@ -106,9 +106,14 @@ def board_record(controller, outcome) -> dict:
     from etu.runner.session import RAW
 
     summary = streamed_summary(controller.folder / RAW)
+    meta = controller.session.meta
+    placed = {key: meta[key] for key in PLACE_FIELDS if key in meta}  # a labgrid place's
     return {**summary, "session": str(controller.folder), "reason": outcome.reason,
             "proof": outcome.proof, "exit_status": outcome.exit_status,
-            "label": controller.session.meta.get("label")}  # fmt: skip
+            "label": meta.get("label"), **placed}  # fmt: skip
+
+
+PLACE_FIELDS = ("place", "exporter", "holder", "coordinator")
 
 
 def streamed_summary(raw: Path) -> dict:

@@ -13,9 +13,9 @@ TIMESTAMPS = ("wall", "start", "delta")
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "port", metavar="PORT",
+        "port", metavar="PORT", nargs="?",
         help="a device path (/dev/ttyACM0) or a pyserial URL (rfc2217://host:port, "
-             "socket://host:port, loop://)",
+             "socket://host:port, loop://); with --place, left out",
     )  # fmt: skip
     parser.add_argument("--board", help="board profile (baud, framing, label); see etu boards")
     parser.add_argument("--baud", type=int, help="baud rate (default: the board's, or 115200)")
@@ -50,6 +50,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="prefix each printed line with its arrival time: wall (clock time), start "
              "(seconds since the start), delta (seconds since the line before)",
     )  # fmt: skip
+    from etu.tui.cli.common import add_place_options
+
+    add_place_options(parser)
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
@@ -59,6 +62,25 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 
 def _monitor_port(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    """With ``--place``: the place is held while the port is monitored, and released at the
+    end, on an error and on a stop signal."""
+    from etu.tui.cli.common import hold_place, let_go, place_wanted
+    from etu.tui.cli.errors import CommandError, notice
+
+    if not place_wanted(args):
+        if not args.port:
+            raise CommandError("monitor: give a PORT (or --place NAME)")
+        return _monitor(args, out=out, err=err, place=None)
+    if args.port:
+        raise CommandError("monitor: give a PORT or --place NAME, not both")
+    place = hold_place(args, lambda text: notice(err, text))
+    try:
+        return _monitor(args, out=out, err=err, place=place)
+    finally:
+        let_go(place, lambda text: notice(err, text))
+
+
+def _monitor(args: argparse.Namespace, *, out: TextIO, err: TextIO, place) -> int:
     from etu.runner.boards.profiles import ProfileError, get_profile
     from etu.runner.boards.source import PortError, SerialSource
     from etu.runner.boards.terminal import DEFAULT_EOL, StdinPump
@@ -76,9 +98,17 @@ def _monitor_port(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         settings = profile.serial_settings
     if args.baud:
         settings["baudrate"] = args.baud
-    source = SerialSource(args.port, settings, timelimit=args.timelimit, settle=args.settle,
-                          eol=profile.eol if profile else DEFAULT_EOL,
-                          reset=profile.reset if profile else None)  # fmt: skip
+    port = args.port
+    make = SerialSource
+    if place is not None:
+        from functools import partial
+
+        from etu.runner.boards.place import PlaceSource
+
+        port, make = place.serial_url(), partial(PlaceSource, place)
+    source = make(port, settings, timelimit=args.timelimit, settle=args.settle,
+                  eol=profile.eol if profile else DEFAULT_EOL,
+                  reset=profile.reset if profile else None)  # fmt: skip
     try:
         source.open()
     except PortError as error:
@@ -86,7 +116,7 @@ def _monitor_port(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     try:
         line = args.reset or (profile.reset if profile else None)
         if line and line != "none":
-            notice(err, f"pulsing {line.upper()} on {args.port}")
+            notice(err, f"pulsing {line.upper()} on {port}")
             try:
                 source.pulse(line)
             except PortError as error:
@@ -98,7 +128,9 @@ def _monitor_port(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         raise
     meta = board_session_meta(
         board=profile.name if profile else None, label=profile.label if profile else None,
-        port=args.port, baud=settings["baudrate"], target=profile.target if profile else None,
+        port=port, baud=settings["baudrate"], target=profile.target if profile else None,
     )  # fmt: skip
+    if place is not None:
+        meta.update(place.session_meta())
     return follow_board(source, meta, args.sessions, as_json=args.json, out=out, err=err,
                         timestamps=args.timestamps)  # fmt: skip

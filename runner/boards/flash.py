@@ -718,10 +718,12 @@ def monitor_source(
     *,
     baud: int | None = None,
     timelimit: float | None = None,
+    source_type=None,
 ):
     """The byte source that follows the flashed board's boot: QEMU's own, else its
     application port (still open after flashing when the method kept it); None when the
-    board has no port to follow (pyOCD without one picked)."""
+    board has no port to follow (pyOCD without one picked). ``source_type``: a
+    SerialSource-like class to build instead (a labgrid place's, runner.boards.place)."""
     from etu.runner.boards.source import SerialSource
 
     if result.source is not None:
@@ -734,8 +736,9 @@ def monitor_source(
         settings["baudrate"] = baud
         if result.handle is not None:
             result.handle.baudrate = baud
-    return SerialSource(result.port, settings, timelimit=timelimit, handle=result.handle,
-                        initial=result.initial, eol=profile.eol, reset=profile.reset)  # fmt: skip
+    make = source_type or SerialSource
+    return make(result.port, settings, timelimit=timelimit, handle=result.handle,
+                initial=result.initial, eol=profile.eol, reset=profile.reset)  # fmt: skip
 
 
 def flashed_session_meta(

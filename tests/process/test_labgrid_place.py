@@ -1,0 +1,432 @@
+"""A board as a labgrid place, against real labgrid processes on 127.0.0.1: a coordinator, an
+exporter exporting the virtual WiseEye2 bootloader's pty as a RawSerialPort (served by
+ser2net over RFC 2217, as on a lab host) and a simplerest power switch, the place created
+with labgrid-client. Then etu flashes and monitors through the place, races for it, is
+stopped by TERM and HUP, and loses its coordinator mid-monitor."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from etu.runner.session import read_session
+from tests.board_peers import (
+    Pty,
+    VirtualWiseEye2,
+    etu_argv,
+    etu_env,
+    only_session,
+    runner_log,
+    wait_for,
+)
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+BIN = Path(sys.executable).parent
+
+
+def _labgrid_installed() -> bool:
+    try:
+        import labgrid.remote.client  # noqa: F401
+    except ImportError:
+        return False
+    return (BIN / "labgrid-coordinator").exists() or bool(shutil.which("labgrid-coordinator"))
+
+
+needs_labgrid = pytest.mark.skipif(
+    not _labgrid_installed() or not shutil.which("ser2net"),
+    reason="needs labgrid (pip install 'etu[lab]') and ser2net (make system-deps)",
+)
+
+
+def _tool(name: str) -> str:
+    beside = BIN / name
+    return str(beside) if beside.exists() else (shutil.which(name) or name)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+class PowerSwitch:
+    """A network power switch as labgrid's ``simplerest`` model talks to it: GET
+    /relay/INDEX/VALUE switches, GET /relay/INDEX reads. Records each switch."""
+
+    def __init__(self) -> None:
+        self.switched: list[tuple[float, str]] = []
+        switch = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                parts = self.path.strip("/").split("/")
+                if len(parts) == 3:
+                    switch.switched.append((time.monotonic(), parts[2]))
+                body = (switch.switched[-1][1] if switch.switched else "1").encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@dataclass
+class Lab:
+    """A coordinator, an exporter and one place ``desk-1`` on a WiseEye2 pty."""
+
+    address: str
+    pty: Pty
+    folder: Path
+    coordinator: subprocess.Popen
+    exporter: subprocess.Popen
+    power: PowerSwitch | None
+
+    def client(self, *args: str, user: str | None = None) -> subprocess.CompletedProcess:
+        env = dict(os.environ, LG_COORDINATOR=self.address)
+        if user:
+            env["LG_USERNAME"] = user
+        return subprocess.run([_tool("labgrid-client"), *args], env=env, capture_output=True,
+                              text=True, timeout=30, check=False)  # fmt: skip
+
+    def holder(self, place: str = "desk-1") -> str | None:
+        shown = self.client("-p", place, "show")
+        assert shown.returncode == 0, shown.stderr
+        line = next(line for line in shown.stdout.splitlines() if "acquired:" in line)
+        value = line.split("acquired:", 1)[1].strip()
+        return None if value == "None" else value
+
+    def stop(self) -> None:
+        for process in (self.exporter, self.coordinator):
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait(5)
+        if self.power is not None:
+            self.power.close()
+        self.pty.close()
+
+
+def start_lab(folder: Path, *, power: bool = True) -> Lab:
+    folder.mkdir(parents=True, exist_ok=True)
+    port = _free_port()
+    address = f"127.0.0.1:{port}"
+    pty = Pty()
+    switch = PowerSwitch() if power else None
+    config = f"we2:\n  RawSerialPort:\n    port: {pty.path}\n    speed: 921600\n"
+    if switch is not None:
+        config += ("  NetworkPowerPort:\n    model: simplerest\n"
+                   f"    host: 'http://127.0.0.1:{switch.port}/relay/{{index}}/{{value}}'\n"
+                   "    index: 0\n")  # fmt: skip
+    (folder / "exporter.yaml").write_text(config)
+    with open(folder / "coordinator.log", "wb") as log:
+        coordinator = subprocess.Popen([_tool("labgrid-coordinator"), "--listen", address],
+                                       cwd=folder, stdout=log, stderr=subprocess.STDOUT,
+                                       start_new_session=True)  # fmt: skip
+    assert wait_for(lambda: _listening(port), 20), (folder / "coordinator.log").read_text()
+    with open(folder / "exporter.log", "wb") as log:
+        exporter = subprocess.Popen([_tool("labgrid-exporter"), "-c", address, "-n", "lab-host",
+                                     "--hostname", "127.0.0.1", "exporter.yaml"], cwd=folder,
+                                    stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)  # fmt: skip
+    lab = Lab(address, pty, folder, coordinator, exporter, switch)
+    try:
+
+        def exported() -> bool:
+            listed = lab.client("resources")
+            return "lab-host/we2/NetworkSerialPort" in listed.stdout
+
+        assert wait_for(exported, 30, 0.3), (folder / "exporter.log").read_text()
+        for args in (("create",), ("add-match", "lab-host/we2/NetworkSerialPort"),
+                     ("add-match", "lab-host/we2/NetworkPowerPort") if power else ()):  # fmt: skip
+            if args:
+                done = lab.client("-p", "desk-1", *args)
+                assert done.returncode == 0, done.stderr
+    except BaseException:
+        lab.stop()
+        raise
+    return lab
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory) -> Iterator[Lab]:
+    if not _labgrid_installed() or not shutil.which("ser2net"):
+        pytest.skip("needs labgrid (pip install 'etu[lab]') and ser2net (make system-deps)")
+    started = start_lab(tmp_path_factory.mktemp("lab"))
+    yield started
+    started.stop()
+
+
+def etu(cwd: Path, *args: str, env: dict | None = None, timeout: float = 90):
+    return subprocess.run(etu_argv(*args), cwd=cwd, env=env or etu_env(), capture_output=True,
+                          timeout=timeout, check=False)  # fmt: skip
+
+
+def start_etu(cwd: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen(etu_argv(*args), cwd=cwd, env=env or etu_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+
+
+def records(stdout: bytes) -> list[dict]:
+    return [json.loads(line) for line in stdout.decode().splitlines() if line.startswith("{")]
+
+
+def me() -> str:
+    import getpass
+
+    return f"{getpass.getuser()}@{socket.gethostname()}"
+
+
+# ------------------------------------------------------------------ the flash
+@needs_labgrid
+def test_flash_and_monitor_through_a_place_match_a_local_flash(lab: Lab, tmp_path: Path) -> None:
+    """The same image flashed on a local pty and through the place: the board receives the
+    same bytes, the same boot log is recorded; the session and --json name the place, its
+    exporter and the holder; the place is free again afterwards."""
+    image = bytes(range(256)) * 48 + b"place"  # 12,293 bytes
+    (tmp_path / "output.img").write_bytes(image)
+    boot = runner_log(30)
+    received = {}
+    for where in ("local", "place"):
+        folder = tmp_path / where
+        folder.mkdir()
+        pty = Pty() if where == "local" else lab.pty
+        board = VirtualWiseEye2(pty, boot).start()
+        via = ["--port", pty.path]
+        if where == "place":
+            via = ["--place", "desk-1", "--coordinator", lab.address]
+        try:
+            done = etu(folder, "flash", "--board", "wiseeye2", *via, "--monitor", "--json",
+                       "--timelimit", "60", str(tmp_path / "output.img"))  # fmt: skip
+        finally:
+            board.stop()
+            if where == "local":
+                pty.close()
+        assert board.error is None, board.error
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+        out = records(done.stdout)
+        session = read_session(Path(folder / out[-1]["session"]))
+        received[where] = (board.received, session.raw[session.raw.find(b"I [executorch") :])
+        if where == "place":
+            flashed = next(r for r in out if r.get("type") == "flashed")
+            assert flashed["port"].startswith("rfc2217://127.0.0.1:")
+            for record in (flashed, out[-1], session.meta):
+                assert record["place"] == "desk-1" and record["exporter"] == "lab-host"
+                assert record["holder"] == me() and record["coordinator"] == lab.address
+    assert received["place"] == received["local"]
+    assert received["place"][0][0].rstrip(b"\x1a") == image
+    assert received["place"][1] == boot
+    assert lab.holder() is None
+
+
+@needs_labgrid
+def test_power_cycle_before_flashing_when_the_profile_asks(lab: Lab, tmp_path: Path) -> None:
+    """A profile with ``power_cycle = true``: labgrid's simplerest driver switches the
+    place's power off then on before the bootloader dialogue starts."""
+    text = (ROOT / "runner/boards/profiles/wiseeye2.toml").read_text()
+    boards = tmp_path / "boards"
+    boards.mkdir()
+    text = text.replace('name = "wiseeye2"', 'name = "we2-power"')
+    method = 'method = "xmodem-wiseeye2"'
+    text = text.replace(method, f"{method}\npower_cycle = true\npower_off = 0.2")
+    (boards / "we2-power.toml").write_text(text)
+    (tmp_path / "output.img").write_bytes(b"\x5a" * 3000)
+    env = dict(etu_env(), ETU_BOARDS_DIR=str(boards))
+    lab.power.switched.clear()
+    board = VirtualWiseEye2(lab.pty, runner_log(5)).start()
+    try:
+        done = etu(tmp_path, "flash", "--board", "we2-power", "--place", "desk-1",
+                   "--coordinator", lab.address, "--json", "output.img", env=env)  # fmt: skip
+    finally:
+        board.stop()
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert [value for _, value in lab.power.switched] == ["0", "1"]
+    texts = [r["text"] for r in records(done.stdout) if r.get("type") == "status"]
+    assert any("power-cycling place desk-1 (NetworkPowerPort)" in t for t in texts)
+    assert board.received[0].rstrip(b"\x1a") == b"\x5a" * 3000
+    assert lab.holder() is None
+
+
+# ------------------------------------------------------------------ who holds it
+@needs_labgrid
+def test_a_place_held_by_another_user_names_them(lab: Lab, tmp_path: Path) -> None:
+    taken = lab.client("-p", "desk-1", "acquire", user="alice")
+    assert taken.returncode == 0, taken.stderr
+    try:
+        done = etu(tmp_path, "monitor", "--place", "desk-1", "--coordinator", lab.address)
+    finally:
+        lab.client("-p", "desk-1", "release", user="alice")
+    assert done.returncode == 2
+    line = done.stderr.decode().strip().splitlines()[-1]
+    assert line.startswith(f"etu: place desk-1 is held by alice@{socket.gethostname()} since 20")
+    assert "Traceback" not in done.stderr.decode()
+    assert only_session(tmp_path) is None  # nothing recorded
+
+
+@needs_labgrid
+def test_two_etu_racing_for_one_place_one_fails_naming_the_holder_and_term_releases(
+    lab: Lab, tmp_path: Path
+) -> None:
+    """Two monitors started together: one holds the place, the other exits 2 naming the
+    holder; TERM ends the holder's session (killed) and releases the place."""
+    folders = [tmp_path / "a", tmp_path / "b"]
+    for folder in folders:
+        folder.mkdir()
+    env = dict(etu_env(), LG_COORDINATOR=lab.address)  # labgrid's own variable
+    racers = [start_etu(f, "monitor", "--place", "desk-1", "--timelimit", "60", env=env)
+              for f in folders]  # fmt: skip
+    try:
+        assert wait_for(lambda: any(r.poll() is not None for r in racers), 30)
+        loser = next(r for r in racers if r.poll() is not None)
+        winner = next(r for r in racers if r is not loser)
+        _, err = loser.communicate(timeout=10)
+        assert loser.returncode == 2, err.decode()
+        assert (
+            err.decode()
+            .strip()
+            .splitlines()[-1]
+            .startswith(f"etu: place desk-1 is held by {me()} since ")
+        )
+        assert winner.poll() is None
+        assert lab.holder() is not None
+        winner_folder = folders[racers.index(winner)]
+        assert wait_for(lambda: only_session(winner_folder) is not None, 15)
+        winner.send_signal(signal.SIGTERM)
+        _, err = winner.communicate(timeout=30)
+    finally:
+        for racer in racers:
+            if racer.poll() is None:
+                racer.kill()
+                racer.wait(10)
+    assert winner.returncode == 6, err.decode()
+    assert lab.holder() is None
+    session = read_session(only_session(winner_folder))
+    assert session.meta["exit_reason"] == "killed" and session.meta["place"] == "desk-1"
+
+
+@needs_labgrid
+def test_hup_releases_the_place(lab: Lab, tmp_path: Path) -> None:
+    env = dict(etu_env(), LG_COORDINATOR=lab.address)
+    monitor = start_etu(tmp_path, "monitor", "--place", "desk-1", "--timelimit", "60", env=env)
+    try:
+        assert wait_for(lambda: only_session(tmp_path) is not None, 30)
+        assert lab.holder() is not None
+        monitor.send_signal(signal.SIGHUP)
+        _, err = monitor.communicate(timeout=30)
+    finally:
+        if monitor.poll() is None:
+            monitor.kill()
+            monitor.wait(10)
+    assert monitor.returncode == 6, err.decode()
+    assert "SIGHUP" in err.decode()
+    assert lab.holder() is None
+
+
+# ------------------------------------------------------------------ the coordinator goes
+@needs_labgrid
+def test_the_coordinator_going_away_mid_monitor_ends_the_session_incomplete(
+    tmp_path: Path,
+) -> None:
+    """The coordinator killed while the board prints: the session ends ``incomplete`` with
+    every byte the board sent before recorded and the loss named as an event."""
+    own = start_lab(tmp_path / "lab", power=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    log = runner_log(40, verdict=False)
+    try:
+        monitor = start_etu(work, "monitor", "--place", "desk-1", "--coordinator", own.address,
+                            "--json", "--timelimit", "60")  # fmt: skip
+        assert wait_for(lambda: only_session(work) is not None, 30)
+        time.sleep(1.0)  # ser2net opens the device once the client has negotiated
+        own.pty.write(log)
+        raw = lambda: (only_session(work) / "raw.log").read_bytes()  # noqa: E731
+        assert wait_for(lambda: raw() == log, 15), raw()
+        own.coordinator.send_signal(signal.SIGKILL)
+        out, err = monitor.communicate(timeout=30)
+    finally:
+        if monitor.poll() is None:
+            monitor.kill()
+        own.stop()
+    assert monitor.returncode == 7, err.decode()  # incomplete
+    summary = records(out)[-1]
+    assert summary["reason"] == "incomplete" and summary["place"] == "desk-1"
+    session = read_session(Path(work / summary["session"]))
+    assert session.raw == log
+    events = (Path(work / summary["session"]) / "events.jsonl").read_text()
+    assert f"coordinator {own.address} went away" in events
+
+
+# ------------------------------------------------------------------ without labgrid
+def test_without_labgrid_place_names_the_extra(tmp_path: Path) -> None:
+    """labgrid not importable (a module that raises on import, first on the path): one line
+    naming the extra, exit 2, for flash and monitor."""
+    shadow = tmp_path / "shadow"
+    (shadow / "labgrid").mkdir(parents=True)
+    (shadow / "labgrid" / "__init__.py").write_text("raise ImportError('no labgrid here')\n")
+    env = etu_env()
+    env["PYTHONPATH"] = str(shadow) + os.pathsep + env["PYTHONPATH"]
+    (tmp_path / "fw.img").write_bytes(b"x")
+    for args in (("monitor", "--place", "desk-1"),
+                 ("flash", "--board", "wiseeye2", "--place", "desk-1", "fw.img")):  # fmt: skip
+        done = etu(tmp_path, *args, env=env, timeout=60)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.decode().strip() == "etu: --place needs labgrid: pip install 'etu[lab]'"
+
+
+def test_place_option_mistakes_are_one_line(tmp_path: Path) -> None:
+    for args, said in (
+        (("monitor",), "monitor: give a PORT (or --place NAME)"),
+        (("monitor", "/dev/null", "--place", "x"),
+         "monitor: give a PORT or --place NAME, not both"),
+        (("monitor", "/dev/null", "--coordinator", "h:1"), "--coordinator goes with --place NAME"),
+    ):  # fmt: skip
+        done = etu(tmp_path, *args, timeout=60)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.decode().strip().splitlines()[-1] == f"etu: {said}"
+
+
+def test_coordinator_addresses_and_serial_urls(monkeypatch) -> None:
+    from etu.runner.boards.place import PlaceError, coordinator_address, serial_url
+
+    monkeypatch.delenv("LG_COORDINATOR", raising=False)
+    assert coordinator_address(None) == "127.0.0.1:20408"
+    assert coordinator_address("lab") == "lab:20408"
+    monkeypatch.setenv("LG_COORDINATOR", "labhost:4000")
+    assert coordinator_address(None) == "labhost:4000"
+    assert coordinator_address("other:5000") == "other:5000"
+    with pytest.raises(PlaceError, match="expected HOST:PORT"):
+        coordinator_address("lab:http")
+    assert serial_url({"host": "10.0.0.2", "port": 4000}) == "rfc2217://10.0.0.2:4000"
+    assert serial_url({"host": "h", "port": 4000, "protocol": "raw"}) == "socket://h:4000"
+    assert serial_url({"host": "h", "port": 70000}) is None
+    assert serial_url({"host": "h"}) is None
