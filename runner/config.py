@@ -50,6 +50,12 @@ SETTINGS: dict[str, tuple[str | None, str, object, str]] = {
         "an ExecuTorch source tree (runner builds, ethos-u-scratch FVPs)",
     ),
     "theme": ("ETU_THEME", "str", "textual-dark", "the console's Textual theme"),
+    "coordinator": (
+        "LG_COORDINATOR",
+        "str",
+        None,
+        "the labgrid coordinator, HOST:PORT (the Boards tab's places)",
+    ),
 }
 KEYMAP = "keymap"
 # Settings that choose what etu executes (a simulator's folder, the CMake code a firmware
@@ -97,6 +103,7 @@ class Settings:
     boards_dir: Path | None = None
     executorch_src: Path | None = None
     theme: str = "textual-dark"
+    coordinator: str | None = None
     keymap: dict[str, str] = field(default_factory=dict)
     origins: dict[str, Origin] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)  # the files that were read, lowest first
