@@ -42,7 +42,7 @@ $(STAMP):
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# CPU build of torch from the machine's local wheel (any other spec pulls CUDA, see DEVELOPERS.md).
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[compile,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[compile,dev,lab]'
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
