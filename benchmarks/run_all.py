@@ -18,6 +18,7 @@ BENCHMARKS = [
     "benchmarks.bench_console_flood",
     "benchmarks.bench_monitor_flood",
     "benchmarks.bench_xmodem",
+    "benchmarks.bench_place",
     "benchmarks.bench_console_big_session",
     "benchmarks.bench_sessions",
     "benchmarks.bench_diff",
