@@ -232,6 +232,24 @@ class RunRecord:
     def running(self) -> bool:
         return self.live and self.outcome is None and self.failure is None
 
+    def begin(
+        self, folder: Path | None, launch: LaunchInfo | None, meta: dict, argv: Sequence[str]
+    ) -> None:
+        """The run's session exists: its folder, the launch as it ran (the program its
+        session found, the command with ``<session>`` filled in) and its start time."""
+        self.folder, self.launch = folder, launch
+        ran = meta.get("program_sha256")
+        if launch is not None:
+            launch.program_sha256 = ran if isinstance(ran, str) else launch.program_sha256
+            launch.command = list(argv) or launch.command
+        # Relative times count from the session's start, which precedes every line it
+        # stamps (a board's port may have bytes before the UI hears the run started).
+        started = meta.get("started")
+        self.started = started if isinstance(started, float) else time.time()
+
+    def end(self, outcome: RunOutcome) -> None:
+        self.outcome, self.ended = outcome, time.time()
+
     def take(self, chunks: Iterable[Chunk]) -> set[str]:
         """Add the listener's batches; returns which parts changed (log, pmu, ...)."""
         entries: list[Entry] = []

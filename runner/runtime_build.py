@@ -666,11 +666,13 @@ def build_runner(
         with _cold_builds_take_turns(build_dir.parent, not reused and bool(ccache), say):
             say(f"configure ({'reusing the cached libraries' if reused else 'new library build'})")
             t0 = time.monotonic()
-            _run_step(configure, "configure", build_dir, say, ccache)
+            with _flatcc_in_the_source(build_dir.parent, root, True, say):
+                _run_step(configure, "configure", build_dir, say, ccache)
             seconds["configure"] = time.monotonic() - t0
             t0 = time.monotonic()
             say("build")
-            _run_step(build, "build", build_dir, say, ccache)
+            with _flatcc_in_the_source(build_dir.parent, root, etdump, say):
+                _run_step(build, "build", build_dir, say, ccache)
             seconds["build"] = time.monotonic() - t0
         out = Path(out).resolve()
         out.mkdir(parents=True, exist_ok=True)
@@ -804,6 +806,26 @@ def _cold_builds_take_turns(trees: Path, cold: bool, say: Progress):
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             say("waiting for another new library build to finish (its objects are shared)")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+@contextlib.contextmanager
+def _flatcc_in_the_source(trees: Path, root: Path, needed: bool, say: Progress):
+    """flatcc writes its libraries into the ExecuTorch source, which every tree shares:
+    each configure deletes ``third-party/flatcc/lib``, and an ETDump build writes the host's
+    and then the target's ``libflatccrt.a`` there and links the latter. So configures and
+    ETDump builds of one source take turns (seen: a tree's configure deleting the library
+    an ETDump build of another tree was installing); other builds never touch it."""
+    if not needed:
+        yield
+        return
+    digest = hashlib.sha256(str(root).encode()).hexdigest()[:12]
+    with open(trees / f"flatcc-{digest}.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say("waiting for another build of this source (flatcc writes into the source)")
             fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 

@@ -9,7 +9,6 @@ workers and what they show. Batches of a run's events come through a
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -381,19 +380,9 @@ class RunPanel(Vertical):
             return
         self._starting = False
         self._preparing = ""
-        self._controller = message.controller
-        self.live.folder = message.controller.folder
-        self.live.launch = message.launch
-        ran = message.controller.session.meta.get("program_sha256")
-        if isinstance(ran, str) and message.launch is not None:
-            message.launch.program_sha256 = ran
-        if message.launch is not None and message.controller.argv:
-            # the command as it ran: <session> (the PMU trace's folder) filled in
-            message.launch.command = list(message.controller.argv)
-        # Relative times count from the session's start, which precedes every line it
-        # stamps (a board's port may have bytes before this message is handled).
-        started = message.controller.session.meta.get("started")
-        self.live.started = started if isinstance(started, float) else time.time()
+        controller = self._controller = message.controller
+        self.live.begin(controller.folder, message.launch, controller.session.meta,
+                        controller.argv)  # fmt: skip
         if self.shown is self.live:
             self.log.start = self.live.started
             self.log.refresh()
@@ -421,8 +410,7 @@ class RunPanel(Vertical):
         if message.run_id != self.run_id or self.live is None:
             return
         self._take(self.live, message.chunks)
-        self.live.outcome = message.outcome
-        self.live.ended = time.time()
+        self.live.end(message.outcome)
         self._starting = self._stopping = False
         self._controller = None
         self._after_run()
@@ -708,28 +696,23 @@ class RunPanel(Vertical):
         return self.running
 
     def action_pick_run_elf(self) -> None:
-        if not self._busy_running():
+        if not self._busy_running():  # cancelled (None): the firmware stays
             screen = RunElfScreen.at(self.elf, self.workspace, self.target)
-            self.app.push_screen(screen, callback=self._elf_chosen)
+            self.app.push_screen(screen, callback=lambda path: path and self.set_elf(path))
 
     def action_choose_inputs(self) -> None:
-        if not self._busy_running():
-            self.app.push_screen(InputsScreen(self.inputs or ""), callback=self._inputs_chosen)
+        def chosen(text: str | None) -> None:
+            if text is not None:  # cancelled: the choice stays; "": the firmware's own
+                self.choose_inputs(text or None)
 
-    def _inputs_chosen(self, text: str | None) -> None:
-        if text is None:
-            return  # cancelled: the choice stays
-        self.choose_inputs(text or None)
+        if not self._busy_running():
+            self.app.push_screen(InputsScreen(self.inputs or ""), callback=chosen)
 
     def choose_inputs(self, inputs: str | None) -> None:
         """The next run's inputs: ``FILE.npy``, ``FILE.npz`` or ``random:SEED`` (the runner
         is built with them, as ``etu run --inputs`` does), None for the firmware's own."""
         self.inputs = inputs
         self._show_banner()
-
-    def _elf_chosen(self, path: Path | None) -> None:
-        if path is not None:
-            self.set_elf(path)
 
     def action_zoom_pane(self, name: str) -> None:
         zoom_pane(self, name, self.focus_main)  # the panes are hidden at 80×24
