@@ -352,6 +352,31 @@ def test_hup_releases_the_place(lab: Lab, tmp_path: Path) -> None:
     assert lab.holder() is None
 
 
+@needs_labgrid
+def test_after_kill_9_the_place_stays_held_until_released_with_labgrid_client(
+    lab: Lab, tmp_path: Path
+) -> None:
+    """etu cannot release after SIGKILL: the place stays held by you, the next etu is told
+    so, and ``labgrid-client -p NAME release`` (what docs/boards.md says) frees it."""
+    env = dict(etu_env(), LG_COORDINATOR=lab.address)
+    monitor = start_etu(tmp_path, "monitor", "--place", "desk-1", "--timelimit", "60", env=env)
+    try:
+        assert wait_for(lambda: only_session(tmp_path) is not None, 30)
+        monitor.send_signal(signal.SIGKILL)
+        monitor.wait(10)
+        assert lab.holder() is not None
+        (tmp_path / "again").mkdir()
+        again = etu(tmp_path / "again", "monitor", "--place", "desk-1", env=env)
+        assert again.returncode == 2
+        assert f"place desk-1 is held by {me()} since" in again.stderr.decode()
+    finally:
+        if monitor.poll() is None:
+            monitor.kill()
+        released = lab.client("-p", "desk-1", "release")
+    assert released.returncode == 0, released.stderr
+    assert lab.holder() is None
+
+
 # ------------------------------------------------------------------ the coordinator goes
 @needs_labgrid
 def test_the_coordinator_going_away_mid_monitor_ends_the_session_incomplete(
