@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -359,18 +360,20 @@ def _flash_and_monitor(
         flashed_session_meta,
         monitor_source,
     )
-    from etu.runner.boards.place import power_cycle_wanted
+    from etu.runner.boards.place import PlaceSource, power_cycle_wanted, power_off_seconds
     from etu.runner.boards.ports import pick_ports
     from etu.runner.run import RunController
 
     url = place.serial_url()
     if power_cycle_wanted(profile):
         status(f"power-cycling place {place.name}")
-        place.power_cycle()
+        place.power_cycle(power_off_seconds(profile))
     link = pick_ports(profile, [], port=url, monitor=True)
     result = flash_board(profile, files, link, timelimit=time_limit, status=status)
     try:
-        source = monitor_source(profile, result, timelimit=time_limit)
+        # the place's source: the coordinator going away ends the session ``incomplete``
+        source = monitor_source(profile, result, timelimit=time_limit,
+                                source_type=partial(PlaceSource, place))  # fmt: skip
         if source is None:
             raise FlashError(f"{profile.name}: flashed, but no port to follow its boot on")
         meta = {**flashed_session_meta(profile, files, result), **place.session_meta()}

@@ -28,6 +28,7 @@ from etu.tui.keys import bindings
 from etu.tui.numbers import transfer
 from etu.tui.safe_text import printable
 from etu.tui.screens.open_file import OpenFileScreen
+from etu.tui.widgets.board_places import BoardPlaces
 
 if TYPE_CHECKING:  # runner.boards.transfer needs pyserial: imported when a flash starts
     from etu.runner.boards.ports import PortInfo
@@ -187,6 +188,7 @@ class BoardsPanel(Vertical):
         yield ProgressBar(total=None, show_eta=True, id="boards-progress")
         yield Static(id="boards-status")
         yield Static(id="boards-ports")
+        yield BoardPlaces(id="boards-places")
 
     def on_mount(self) -> None:
         from etu.runner.boards.profiles import ProfileError, load_profiles
@@ -221,6 +223,7 @@ class BoardsPanel(Vertical):
             self.firmware_picked = False
         self.workspace, self.opened = workspace.root, workspace
         self._find_firmware()
+        self.query_one(BoardPlaces).set_workspace(workspace.root)
 
     def take_firmware(self, elf: Path) -> None:
         """The ELF picked on the Run tab: what runs there is what is flashed here."""
@@ -345,7 +348,7 @@ class BoardsPanel(Vertical):
             self.action_flash()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "flash":
+        if action in ("flash", "flash_place"):
             return None if self.flashing else True
         return True
 
@@ -478,6 +481,68 @@ class BoardsPanel(Vertical):
             return
         self._status(f"flashed; monitoring {message.label} in the Run tab")
         self.post_message(BoardMonitorRequested(message.source, message.meta, message.label))
+
+    # -- labgrid places (the Places list: etu.tui.widgets.board_places) -------------------
+
+    def action_acquire_place(self) -> bool:
+        return self.query_one(BoardPlaces).acquire()
+
+    def action_release_place(self) -> bool:
+        return self.query_one(BoardPlaces).release()
+
+    def _picked_place(self):
+        places = self.query_one(BoardPlaces)
+        place = places.selected()
+        if place is None or places.coordinator is None:
+            self._status("pick a place in Places first (a labgrid coordinator lists them)",
+                         error=True)  # fmt: skip
+            return None, None
+        return place, places.coordinator
+
+    def action_flash_place(self) -> bool:
+        """Flash the firmware with the chosen profile through the selected place (held for
+        the run, released when its session ends); False when it cannot start."""
+        place, coordinator = self._picked_place()
+        if place is None or self.flashing:
+            return False
+        name = self.query_one("#boards-profile", Select).value
+        profile = self.profiles.get(name) if isinstance(name, str) else None
+        if profile is None or self.firmware is None:
+            self._status("pick a board profile and a firmware (e) first", error=True)
+            return False
+        baud_text = self.query_one("#boards-baud", Input).value.strip()
+        typed = baud_text.isdigit() and baud_text != self.baud_filled
+        from etu.tui.widgets.board_places import flash_place_in_thread
+
+        self.flashing = True
+        self.app.refresh_bindings()
+        bar = self.query_one("#boards-progress", ProgressBar)
+        bar.display = True
+        bar.update(total=None, progress=0)
+        self._status(f"flashing {self.firmware.name} to place {place.name} ({profile.name})…")
+        self.run_worker(partial(flash_place_in_thread, self, profile, self.firmware,
+                                int(baud_text) if typed else None, place.name, coordinator),
+                        thread=True, group="boards-flash", exit_on_error=False)  # fmt: skip
+        return True
+
+    def action_monitor_place(self) -> bool:
+        """Monitor the selected place's serial port in the Run tab (the picked profile's
+        framing unless it is the emulated board's), the place held for the session."""
+        place, coordinator = self._picked_place()
+        if place is None:
+            return False
+        name = self.query_one("#boards-profile", Select).value
+        profile = self.profiles.get(name) if isinstance(name, str) and name != EMULATED else None
+        baud_text = self.query_one("#boards-baud", Input).value.strip()
+        typed = baud_text.isdigit() and baud_text != self.baud_filled
+        from etu.tui.widgets.board_places import monitor_place_in_thread
+
+        places = self.query_one(BoardPlaces)
+        places.say(f"holding place {place.name} to monitor it…")
+        self.run_worker(partial(monitor_place_in_thread, places, profile,
+                                int(baud_text) if typed else None, place.name, coordinator),
+                        thread=True, group="boards-place-monitor", exit_on_error=False)  # fmt: skip
+        return True
 
     # -- reset -----------------------------------------------------------------------------
 

@@ -52,6 +52,7 @@ MARK = "●"
 # The panes' keys, as the other panes write theirs (lower case, key then word).
 COMPARE_KEYS = "space mark · v compare"
 CHART_KEYS = "g next figure"
+PLACE_KEYS = "p next place"
 
 
 @dataclass
@@ -118,6 +119,7 @@ class HistoryPanel(Vertical):
         & #history-chart { width: 2fr; height: 1fr; border: round $secondary; }
         & #history-compare, #history-chart { border-subtitle-color: $text-muted; }
         & #history-status { height: 1; padding: 0 1; color: $text-muted; }
+        & #history-places { height: auto; max-height: 3; padding: 0 1; display: none; }
     }
     """
 
@@ -136,9 +138,12 @@ class HistoryPanel(Vertical):
         self.chart_program = ""
         self.diff: dict | None = None
         self._requests = {"list": 0, "diff": 0}
+        self.all_rows: list[SessionRow] = []  # every listed session; ``rows``: those shown
+        self.place_filter: str | None = None  # only the sessions held through this place
 
     def compose(self) -> ComposeResult:
         yield Static("No workspace open.", id="history-status")
+        yield Static(id="history-places")
         table = DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
         table.border_title = "Sessions"
         yield table
@@ -196,20 +201,70 @@ class HistoryPanel(Vertical):
         if message.request != self._requests["list"]:
             return
         message.stop()
-        self.rows = message.rows
+        self.all_rows = message.rows
+        if self.place_filter not in self.places():
+            self.place_filter = None
+        self.rows = self._shown_rows()
         ids = {row.id for row in self.rows}
         self.marked = [m for m in self.marked if m in ids]
         status = message.error or self._status()
         self.query_one("#history-status", Static).update(status)
         self._fill_table()
         self._chart()
+        self._show_places()
         if self.diff is None:
             self._compare_hint()
+
+    # ------------------------------------------------------------------ places
+
+    def places(self) -> list[str]:
+        """The labgrid places the listed sessions were held through, by name."""
+        return sorted({row.place for row in self.all_rows if row.place})
+
+    def _shown_rows(self) -> list[SessionRow]:
+        if self.place_filter is None:
+            return list(self.all_rows)
+        return [row for row in self.all_rows if row.place == self.place_filter]
+
+    def action_next_place(self) -> None:
+        """Show only the next place's sessions; after the last place, every session."""
+        places = self.places()
+        if not places:
+            self.place_filter = None
+            self.app.notify("No session was recorded through a labgrid place.")
+            return
+        at = places.index(self.place_filter) + 1 if self.place_filter in places else 0
+        self.place_filter = places[at] if at < len(places) else None
+        self.rows = self._shown_rows()
+        self._fill_table()
+        self._chart()
+        self._show_places()
+        self.query_one("#history-status", Static).update(self._status())
+
+    def _show_places(self) -> None:
+        """Per place: sessions passed and failed, their median time, the newest ending
+        (the filtered place marked): shown only when some session used a place."""
+        from etu.runner.history import place_summaries
+
+        box = self.query_one("#history-places", Static)
+        summaries = place_summaries(self.all_rows)
+        box.display = bool(summaries)
+        if not summaries:
+            return
+        parts = []
+        for found in summaries:
+            mark = "▸" if found.place == self.place_filter else ""
+            took = f" {seconds(found.median_s)}" if found.median_s is not None else ""
+            parts.append(f"{mark}{printable(found.place)} {found.passed}✓ {found.failed}✗"
+                         f"{took} last {printable(found.last_ending)}")  # fmt: skip
+        box.update("Places: " + " · ".join(parts) + f" ({PLACE_KEYS})")
 
     def _status(self) -> str:
         if not self.rows:
             return "No recorded session yet: runs from the Run tab and `etu run` appear here."
         simulated = " · * stand-in FVP: SIMULATED" if any(r.simulated for r in self.rows) else ""
+        if self.place_filter is not None:
+            simulated = f" · place {printable(self.place_filter)}{simulated}"
         return (
             f"{plural(len(self.rows), 'session')} · sorted by {COLUMNS[self.sort.column][0]}"
             f"{' ↓' if self.sort.reverse else ' ↑'}{simulated}"

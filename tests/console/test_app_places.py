@@ -1,0 +1,189 @@
+"""labgrid places in the console: the Boards tab's Places list against a real coordinator and
+exporter on 127.0.0.1 (acquire and release by key, the holder shown, at 80×24 and 120×36),
+its one line without a coordinator, and the History tab's place filter with its per-place
+results over sessions recorded through places."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable, Static, TabbedContent
+
+from etu.tui.app import BOARDS_TAB, HISTORY_TAB, EtuApp
+from etu.tui.widgets.board_places import NO_COORDINATOR, BoardPlaces
+from etu.tui.widgets.history import HistoryPanel
+from tests.console_helpers import screen_text, wait_until
+from tests.helpers import demo_workspace
+from tools.screenshots import settle
+
+pytestmark = pytest.mark.anyio
+SIZES = [(80, 24), (120, 36)]
+
+
+def _lab_helpers():
+    """The real labgrid lab of the place tests (a coordinator, an exporter, place desk-1)."""
+    try:
+        from tests import labgrid_lab as helpers
+    except ImportError:  # before the helpers moved out of the place tests' module
+        from tests.process import test_labgrid_place as helpers
+    return helpers
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    helpers = _lab_helpers()
+    if not helpers._labgrid_installed() or not shutil.which("ser2net"):
+        pytest.skip("needs labgrid (pip install 'etu[lab]') and ser2net (make system-deps)")
+    started = helpers.start_lab(tmp_path_factory.mktemp("lab"))
+    yield started
+    started.stop()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    return demo_workspace(tmp_path / "demo", "firmware")
+
+
+async def _boards_tab(pilot) -> BoardPlaces:
+    await settle(pilot)
+    await pilot.press("B")
+    await settle(pilot)
+    assert pilot.app.query_one(TabbedContent).active == BOARDS_TAB
+    return pilot.app.query_one(BoardPlaces)
+
+
+def _status(places: BoardPlaces) -> str:
+    return str(places.query_one("#places-status", Static).render())
+
+
+async def test_without_a_coordinator_the_places_list_says_so_in_one_line(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LG_COORDINATOR", raising=False)
+    app = EtuApp(workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        places = await _boards_tab(pilot)
+        await wait_until(pilot, lambda: places.coordinator is None and places._request > 0,
+                         what="the places listed")  # fmt: skip
+        await settle(pilot)
+        text = screen_text(app)
+        assert NO_COORDINATOR in text
+        assert places.region.height == 1  # one line: the ports list keeps the room
+        await pilot.press("a")  # nothing selected: said, nothing acquired
+        await settle(pilot)
+        assert "no place selected" in _status(places)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_places_listed_acquired_and_released_from_the_boards_tab(
+    lab, workspace: Path, monkeypatch: pytest.MonkeyPatch, size: tuple[int, int]
+) -> None:
+    """The coordinator's place desk-1 with its matched resources; a acquires it (labgrid
+    says who holds it), x releases it; another user's hold is named, not taken over."""
+    monkeypatch.setenv("LG_COORDINATOR", lab.address)
+    app = EtuApp(workspace)
+    async with app.run_test(size=size) as pilot:
+        places = await _boards_tab(pilot)
+        await wait_until(pilot, lambda: bool(places.places), timeout=30,
+                         what=f"the places listed ({_status(places)})")  # fmt: skip
+        await settle(pilot)
+        text = screen_text(app)
+        assert "desk-1" in text and "NetworkSerialPort" in text and "free" in text
+        assert f"Places on {lab.address} (1)" in text
+        table = places.query_one("#places-table", DataTable)
+        assert table.region.height >= 1 and places.region.bottom <= size[1] - 1  # in view
+
+        await pilot.press("a")
+        await wait_until(pilot, lambda: lab.holder() is not None, timeout=30,
+                         what=f"desk-1 acquired ({_status(places)})")  # fmt: skip
+        await wait_until(pilot, lambda: "acquired" in _status(places) and not places.busy,
+                         what=f"the acquire said ({_status(places)})")  # fmt: skip
+        await wait_until(pilot, lambda: "(you)" in screen_text(app), timeout=15,
+                         what="the holder shown as you")  # fmt: skip
+
+        await pilot.press("x")
+        await wait_until(pilot, lambda: lab.holder() is None, timeout=30,
+                         what=f"desk-1 released ({_status(places)})")  # fmt: skip
+        await wait_until(pilot, lambda: "free" in screen_text(app), timeout=15,
+                         what="the place shown free")  # fmt: skip
+
+        taken = lab.client("-p", "desk-1", "acquire", user="alice")
+        assert taken.returncode == 0, taken.stderr
+        try:
+            places.refresh_places()
+            await wait_until(pilot, lambda: "alice@" in screen_text(app), timeout=15,
+                             what="alice shown holding it")  # fmt: skip
+            await pilot.press("a")
+            await wait_until(pilot, lambda: "held by alice@" in _status(places), timeout=30,
+                             what=f"the holder named ({_status(places)})")  # fmt: skip
+            assert lab.holder().endswith("/alice")  # still alice's
+        finally:
+            lab.client("-p", "desk-1", "release", user="alice")
+
+
+# -- History -------------------------------------------------------------------------------
+
+
+def _session(root: Path, name: str, *, place: str | None, reason: str, seconds: float) -> None:
+    """A recorded board session (meta.json as etu writes it, with the place's fields)."""
+    folder = root / name
+    folder.mkdir(parents=True)
+    started = time.mktime(time.strptime(name[:15], "%Y%m%d-%H%M%S"))
+    meta = {"format": 2, "kind": "board", "started": started, "ended": started + seconds,
+            "target": "wiseeye2", "board": "wiseeye2", "program": "demo_cnn.pte",
+            "exit_reason": reason, "proof": f"{reason} proof", "summary": {"lines": 3}}  # fmt: skip
+    if place is not None:
+        meta.update(place=place, exporter="lab-host", holder="ci@runner",
+                    coordinator="127.0.0.1:20408")  # fmt: skip
+    (folder / "meta.json").write_text(json.dumps(meta))
+    (folder / "raw.log").write_bytes(b"I [executorch] Program complete, exiting.\n")
+
+
+@pytest.fixture
+def placed_workspace(workspace: Path) -> Path:
+    sessions = workspace / ".etu" / "sessions"
+    _session(sessions, "20261126-090001-board-000", place="desk-1", reason="success", seconds=2)
+    _session(sessions, "20261126-090002-board-001", place="desk-1", reason="runner_error",
+             seconds=4)  # fmt: skip
+    _session(sessions, "20261126-090003-board-002", place="desk-2", reason="success", seconds=3)
+    _session(sessions, "20261126-090004-board-003", place=None, reason="success", seconds=1)
+    return workspace
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_history_filters_by_place_and_shows_each_places_results(
+    placed_workspace: Path, size: tuple[int, int]
+) -> None:
+    app = EtuApp(placed_workspace)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("j")
+        await settle(pilot)
+        assert app.query_one(TabbedContent).active == HISTORY_TAB
+        panel = app.query_one(HistoryPanel)
+        await wait_until(pilot, lambda: len(panel.all_rows) == 4, what="the sessions listed")
+        await settle(pilot)
+        summary = str(panel.query_one("#history-places", Static).render())
+        assert "desk-1 1✓ 1✗ 3.0s last runner_error" in summary
+        assert "desk-2 1✓ 0✗ 3.0s last success" in summary
+        assert panel.query_one("#history-places").region.height >= 1  # shown, at this size
+
+        await pilot.press("p")  # desk-1 only
+        await settle(pilot)
+        assert panel.place_filter == "desk-1"
+        assert {row.place for row in panel.rows} == {"desk-1"} and len(panel.rows) == 2
+        assert panel.query_one("#history-table", DataTable).row_count == 2
+        assert "place desk-1" in str(panel.query_one("#history-status", Static).render())
+        assert "▸desk-1" in str(panel.query_one("#history-places", Static).render())
+
+        await pilot.press("p")  # desk-2 only
+        await settle(pilot)
+        assert [row.id for row in panel.rows] == ["20261126-090003-board-002"]
+
+        await pilot.press("p")  # every session again
+        await settle(pilot)
+        assert panel.place_filter is None and len(panel.rows) == 4
