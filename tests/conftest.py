@@ -37,10 +37,10 @@ def anyio_backend() -> str:
 @pytest.fixture(autouse=True)
 def _no_user_settings(tmp_path_factory, monkeypatch) -> None:
     """Tests never read the developer's own etu settings (runner/config.py's user file),
-    nor their ETU_* settings variables."""
+    nor their ETU_* settings variables, nor their labgrid coordinator (LG_COORDINATOR)."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
     for name in ("ETU_TARGET", "ETU_SYSTEM_CONFIG", "ETU_MEMORY_MODE", "ETU_BOARDS_DIR",
-                 "ETU_EXECUTORCH_SRC", "ETU_THEME"):  # fmt: skip
+                 "ETU_EXECUTORCH_SRC", "ETU_THEME", "LG_COORDINATOR"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
 
 
