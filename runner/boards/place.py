@@ -167,7 +167,8 @@ class _Coordinator:
             with contextlib.suppress(Exception):
                 await session.close()
             raise CoordinatorUnreachable(
-                f"coordinator {self.address}: unreachable ({_first_line(error)})"
+                f"coordinator {self.address}: unreachable "
+                f"({_first_line(error).removeprefix('Error: ')})"
             ) from None
         return session
 

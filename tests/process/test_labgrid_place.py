@@ -411,6 +411,21 @@ def test_the_coordinator_going_away_mid_monitor_ends_the_session_incomplete(
     assert f"coordinator {own.address} went away" in events
 
 
+@needs_labgrid
+def test_an_unknown_place_or_a_silent_coordinator_is_one_line(lab: Lab, tmp_path: Path) -> None:
+    unknown = etu(tmp_path, "monitor", "--place", "desk", "--coordinator", lab.address)
+    assert unknown.returncode == 2
+    assert unknown.stderr.decode().strip() == (
+        f"etu: place desk: unknown to coordinator {lab.address} (known: desk-1)"
+    )  # labgrid's own lookup would take desk-1 for "desk": etu wants the exact name
+    silent = f"127.0.0.1:{_free_port()}"
+    nobody = etu(tmp_path, "monitor", "--place", "desk-1", "--coordinator", silent)
+    assert nobody.returncode == 2
+    assert nobody.stderr.decode().strip() == (
+        f"etu: coordinator {silent}: unreachable (Could not connect to coordinator)"
+    )
+
+
 # ------------------------------------------------------------------ without labgrid
 def test_without_labgrid_place_names_the_extra(tmp_path: Path) -> None:
     """labgrid not importable (a module that raises on import, first on the path): one line
