@@ -4,6 +4,7 @@ its boot into a monitored session (flash → boot banner → runner log → verd
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from pathlib import Path
 from typing import TextIO
@@ -99,6 +100,11 @@ def _flash_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int
         return _flash(args, out=out, err=err, place=None)
     if args.port or args.mcc_port:
         raise CommandError("--place: the place's serial port is used; drop --port/--mcc-port")
+    from etu.runner.boards.profiles import ProfileError, get_profile
+
+    with contextlib.suppress(ProfileError):  # an unknown profile: _flash says so
+        if get_profile(args.board).method == "qemu":
+            raise CommandError(f"--place: {args.board} is emulated here, not a labgrid place")
     printer = ProgressPrinter(out, err, args.json)
     place = hold_place(args, printer.status)
     try:

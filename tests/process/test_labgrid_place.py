@@ -449,6 +449,10 @@ def test_place_option_mistakes_are_one_line(tmp_path: Path) -> None:
         (("monitor", "/dev/null", "--place", "x"),
          "monitor: give a PORT or --place NAME, not both"),
         (("monitor", "/dev/null", "--coordinator", "h:1"), "--coordinator goes with --place NAME"),
+        (("flash", "--board", "qemu-an547", "--place", "x", "fw.elf"),
+         "--place: qemu-an547 is emulated here, not a labgrid place"),
+        (("flash", "--board", "wiseeye2", "--place", "x", "--port", "/dev/null", "fw.img"),
+         "--place: the place's serial port is used; drop --port/--mcc-port"),
     ):  # fmt: skip
         done = etu(tmp_path, *args, timeout=60)
         assert done.returncode == 2, done.stderr
