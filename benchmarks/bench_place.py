@@ -78,7 +78,7 @@ def main(size: int = SIZE, runs: int = RUNS) -> dict:
     if not shutil.which("ser2net"):
         print("place: ser2net missing (make system-deps): not measured")
         return {"measured": False}
-    from tests.process.test_labgrid_place import start_lab
+    from tests.labgrid_lab import start_lab
 
     tmp = Path(tempfile.mkdtemp(prefix="etu-place-"))
     image = tmp / "output.img"

@@ -6,18 +6,14 @@ stopped by TERM and HUP, and loses its coordinator mid-monitor."""
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -32,155 +28,18 @@ from tests.board_peers import (
     runner_log,
     wait_for,
 )
+from tests.labgrid_lab import Lab, free_port, labgrid_installed, start_lab
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-BIN = Path(sys.executable).parent
-
-
-def _labgrid_installed() -> bool:
-    try:
-        import labgrid.remote.client  # noqa: F401
-    except ImportError:
-        return False
-    return (BIN / "labgrid-coordinator").exists() or bool(shutil.which("labgrid-coordinator"))
-
-
 needs_labgrid = pytest.mark.skipif(
-    not _labgrid_installed() or not shutil.which("ser2net"),
+    not labgrid_installed() or not shutil.which("ser2net"),
     reason="needs labgrid (pip install 'etu[lab]') and ser2net (make system-deps)",
 )
 
 
-def _tool(name: str) -> str:
-    beside = BIN / name
-    return str(beside) if beside.exists() else (shutil.which(name) or name)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as probe:
-        return probe.connect_ex(("127.0.0.1", port)) == 0
-
-
-class PowerSwitch:
-    """A network power switch as labgrid's ``simplerest`` model talks to it: GET
-    /relay/INDEX/VALUE switches, GET /relay/INDEX reads. Records each switch."""
-
-    def __init__(self) -> None:
-        self.switched: list[tuple[float, str]] = []
-        switch = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                parts = self.path.strip("/").split("/")
-                if len(parts) == 3:
-                    switch.switched.append((time.monotonic(), parts[2]))
-                body = (switch.switched[-1][1] if switch.switched else "1").encode()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@dataclass
-class Lab:
-    """A coordinator, an exporter and one place ``desk-1`` on a WiseEye2 pty."""
-
-    address: str
-    pty: Pty
-    folder: Path
-    coordinator: subprocess.Popen
-    exporter: subprocess.Popen
-    power: PowerSwitch | None
-
-    def client(self, *args: str, user: str | None = None) -> subprocess.CompletedProcess:
-        env = dict(os.environ, LG_COORDINATOR=self.address)
-        if user:
-            env["LG_USERNAME"] = user
-        return subprocess.run([_tool("labgrid-client"), *args], env=env, capture_output=True,
-                              text=True, timeout=30, check=False)  # fmt: skip
-
-    def holder(self, place: str = "desk-1") -> str | None:
-        shown = self.client("-p", place, "show")
-        assert shown.returncode == 0, shown.stderr
-        line = next(line for line in shown.stdout.splitlines() if "acquired:" in line)
-        value = line.split("acquired:", 1)[1].strip()
-        return None if value == "None" else value
-
-    def stop(self) -> None:
-        for process in (self.exporter, self.coordinator):
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(10)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait(5)
-        if self.power is not None:
-            self.power.close()
-        self.pty.close()
-
-
-def start_lab(folder: Path, *, power: bool = True) -> Lab:
-    folder.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
-    address = f"127.0.0.1:{port}"
-    pty = Pty()
-    switch = PowerSwitch() if power else None
-    config = f"we2:\n  RawSerialPort:\n    port: {pty.path}\n    speed: 921600\n"
-    if switch is not None:
-        config += ("  NetworkPowerPort:\n    model: simplerest\n"
-                   f"    host: 'http://127.0.0.1:{switch.port}/relay/{{index}}/{{value}}'\n"
-                   "    index: 0\n")  # fmt: skip
-    (folder / "exporter.yaml").write_text(config)
-    with open(folder / "coordinator.log", "wb") as log:
-        coordinator = subprocess.Popen([_tool("labgrid-coordinator"), "--listen", address],
-                                       cwd=folder, stdout=log, stderr=subprocess.STDOUT,
-                                       start_new_session=True)  # fmt: skip
-    assert wait_for(lambda: _listening(port), 20), (folder / "coordinator.log").read_text()
-    with open(folder / "exporter.log", "wb") as log:
-        exporter = subprocess.Popen([_tool("labgrid-exporter"), "-c", address, "-n", "lab-host",
-                                     "--hostname", "127.0.0.1", "exporter.yaml"], cwd=folder,
-                                    stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)  # fmt: skip
-    lab = Lab(address, pty, folder, coordinator, exporter, switch)
-    try:
-
-        def exported() -> bool:
-            listed = lab.client("resources")
-            return "lab-host/we2/NetworkSerialPort" in listed.stdout
-
-        assert wait_for(exported, 30, 0.3), (folder / "exporter.log").read_text()
-        for args in (("create",), ("add-match", "lab-host/we2/NetworkSerialPort"),
-                     ("add-match", "lab-host/we2/NetworkPowerPort") if power else ()):  # fmt: skip
-            if args:
-                done = lab.client("-p", "desk-1", *args)
-                assert done.returncode == 0, done.stderr
-    except BaseException:
-        lab.stop()
-        raise
-    return lab
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory) -> Iterator[Lab]:
-    if not _labgrid_installed() or not shutil.which("ser2net"):
+    if not labgrid_installed() or not shutil.which("ser2net"):
         pytest.skip("needs labgrid (pip install 'etu[lab]') and ser2net (make system-deps)")
     started = start_lab(tmp_path_factory.mktemp("lab"))
     yield started
@@ -418,7 +277,7 @@ def test_an_unknown_place_or_a_silent_coordinator_is_one_line(lab: Lab, tmp_path
     assert unknown.stderr.decode().strip() == (
         f"etu: place desk: unknown to coordinator {lab.address} (known: desk-1)"
     )  # labgrid's own lookup would take desk-1 for "desk": etu wants the exact name
-    silent = f"127.0.0.1:{_free_port()}"
+    silent = f"127.0.0.1:{free_port()}"
     nobody = etu(tmp_path, "monitor", "--place", "desk-1", "--coordinator", silent)
     assert nobody.returncode == 2
     assert nobody.stderr.decode().strip() == (
