@@ -309,13 +309,20 @@ def run_on_place(
     records the place; the place is held for the cell (runner.boards.place: labgrid's lock)
     and released after it, also when the cell fails or is stopped."""
     from etu.runner.boards.flash import FlashError, FlashFile, NeedMissing
-    from etu.runner.boards.place import Place, PlaceError
+    from etu.runner.boards.place import Place, PlaceError, place_info
     from etu.runner.boards.profiles import ProfileError, get_profile
 
     cell.place = target.place
     try:
         profile = get_profile(target.profile)
     except ProfileError as error:
+        return _not_started(cell, str(error))
+    if profile.method == "qemu":
+        return _not_started(cell, f"{target.name}: {profile.name} is emulated here, not a "
+                            "labgrid place (--emulated runs it)")  # fmt: skip
+    try:  # a place that cannot be had is said before any firmware is built for it
+        place_info(str(target.place), coordinator)
+    except PlaceError as error:
         return _not_started(cell, str(error))
     files = list(program.files)
     if program.pte is not None:

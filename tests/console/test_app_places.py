@@ -24,21 +24,13 @@ pytestmark = pytest.mark.anyio
 SIZES = [(80, 24), (120, 36)]
 
 
-def _lab_helpers():
-    """The real labgrid lab of the place tests (a coordinator, an exporter, place desk-1)."""
-    try:
-        from tests import labgrid_lab as helpers
-    except ImportError:  # before the helpers moved out of the place tests' module
-        from tests.process import test_labgrid_place as helpers
-    return helpers
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    helpers = _lab_helpers()
-    if not helpers._labgrid_installed() or not shutil.which("ser2net"):
+    from tests.labgrid_lab import labgrid_installed, start_lab
+
+    if not labgrid_installed() or not shutil.which("ser2net"):
         pytest.skip("needs labgrid (pip install 'etu[lab]') and ser2net (make system-deps)")
-    started = helpers.start_lab(tmp_path_factory.mktemp("lab"))
+    started = start_lab(tmp_path_factory.mktemp("lab"))
     yield started
     started.stop()
 
