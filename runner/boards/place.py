@@ -149,6 +149,7 @@ class _Coordinator:
                                         daemon=True)  # fmt: skip
         self._thread.start()
         self.session = None
+        self.took: str | None = None  # the place this client's acquire took
         try:
             self.session = self.call(self._start())
         except BaseException:
@@ -182,6 +183,12 @@ class _Coordinator:
             raise CoordinatorUnreachable(
                 f"coordinator {self.address}: no answer in {timeout or self.timeout:g} s"
             ) from None
+        except (KeyboardInterrupt, SystemExit):
+            # a stop signal while the coordinator works: let the call finish (a lock half
+            # taken would be left behind), then go on stopping
+            with contextlib.suppress(BaseException):
+                future.result(5.0)
+            raise
 
     @property
     def gone(self) -> bool:
@@ -298,6 +305,7 @@ class _Coordinator:
             request = labgrid_coordinator_pb2.AcquirePlaceRequest(placename=place.name)
             try:
                 await self.session.stub.AcquirePlace(request)
+                self.took = name
             except grpc.aio.AioRpcError as error:
                 await self._sync()  # a race lost: the winner is in the update
                 place = self._place(name)
@@ -433,9 +441,16 @@ class Place:
         self._client = client = _connect(self.coordinator, self.timeout)
         try:
             info = client.acquire(self.name)
-        except BaseException:
+        except PlaceError:
             self._client = None
             client.close()
+            raise
+        except BaseException:  # stopped while acquiring: the lock may be ours by now
+            if client.took == self.name:
+                self.release()
+            else:
+                self._client = None
+                client.close()
             raise
         self.info = info
         if info.serial_url is None:

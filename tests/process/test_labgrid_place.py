@@ -236,6 +236,24 @@ def test_after_kill_9_the_place_stays_held_until_released_with_labgrid_client(
     assert lab.holder() is None
 
 
+@needs_labgrid
+def test_a_stop_while_acquiring_leaves_the_place_free(lab: Lab, monkeypatch) -> None:
+    """A stop signal (KeyboardInterrupt, as etu raises for TERM/HUP) that lands just after
+    the coordinator granted the lock: the place is given back on the way out."""
+    from etu.runner.boards import place as place_module
+
+    granted = place_module._Coordinator.acquire
+
+    def interrupted(self, name: str):
+        granted(self, name)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(place_module._Coordinator, "acquire", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        place_module.Place("desk-1", lab.address).acquire()
+    assert lab.holder() is None
+
+
 # ------------------------------------------------------------------ the coordinator goes
 @needs_labgrid
 def test_the_coordinator_going_away_mid_monitor_ends_the_session_incomplete(
