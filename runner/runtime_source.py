@@ -18,6 +18,7 @@ exporting the three variables finds the same archives.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -25,6 +26,7 @@ import tarfile
 import tempfile
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -216,38 +218,54 @@ def _from_path(path: Path, origin: str, given: str) -> RuntimeSource:
             )
         return RuntimeSource(root.resolve(), origin, given, _commit_of(root))
     if path.is_file():
-        unpacked = _unpack(path)
-        root = unpacked / "executorch"
+
+        def name_the_tree(unpacked: Path) -> None:
+            """GitHub archives unpack as executorch-<sha>/; CMake wants executorch/."""
+            if not (unpacked / "executorch").is_dir():
+                candidates = [c for c in unpacked.iterdir() if (c / "runtime").is_dir()]
+                if len(candidates) == 1:
+                    candidates[0].rename(unpacked / "executorch")
+
+        root = _unpack(path, name_the_tree) / "executorch"
         if not root.is_dir():
-            candidates = [c for c in unpacked.iterdir() if (c / "runtime").is_dir()]
-            if len(candidates) != 1:
-                raise SourceError(f"{path}: the archive holds no ExecuTorch source tree")
-            candidates[0].rename(root)  # GitHub archives unpack as executorch-<sha>/
+            raise SourceError(f"{path}: the archive holds no ExecuTorch source tree")
         return RuntimeSource(root, origin, given, _archive_commit(path))
     raise SourceError(
         f"{path}: no such file or folder ({ENV_SOURCE if origin == 'env' else origin})"
     )
 
 
-def _unpack(archive: Path) -> Path:
-    """Unpack once into the cache, keyed by the archive's content; a finished unpack is
-    marked, so an interrupted one is redone."""
+def _unpack(archive: Path, arrange: Callable[[Path], None] | None = None) -> Path:
+    """Unpack once into the cache, keyed by the archive's content; ``arrange`` tidies the
+    unpacked folder before it is marked finished. Unpacks of one archive take turns (a file
+    lock): a second build waits for the first's tree rather than replacing it while the first
+    compiles from it (seen with three test workers on a fresh cache). A folder left unmarked
+    by an interrupted unpack is redone."""
     digest = _sha256(archive)[:16]
     folder = cache_root() / "src" / digest
     if (folder / ".etu-unpacked").is_file():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f"{digest}-", dir=folder.parent))
-    try:
-        with tarfile.open(archive) as tar:
-            tar.extractall(work, filter="data")  # no absolute paths, no links out
-        (work / ".etu-unpacked").write_text(str(archive) + "\n")
-        if folder.exists():
-            shutil.rmtree(folder)
-        work.rename(folder)
-    except (tarfile.TarError, OSError) as error:
-        shutil.rmtree(work, ignore_errors=True)
-        raise SourceError(f"{archive}: cannot unpack ({error})") from None
+    with open(folder.parent / f"{digest}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (folder / ".etu-unpacked").is_file():  # another process finished it meanwhile
+            return folder
+        work = Path(tempfile.mkdtemp(prefix=f"{digest}-", dir=folder.parent))
+        try:
+            with tarfile.open(archive) as tar:
+                tar.extractall(work, filter="data")  # no absolute paths, no links out
+            if arrange is not None:
+                arrange(work)
+            (work / ".etu-unpacked").write_text(str(archive) + "\n")
+            if folder.exists():  # unmarked: an interrupted unpack's
+                shutil.rmtree(folder)
+            work.rename(folder)
+        except (tarfile.TarError, OSError) as error:
+            shutil.rmtree(work, ignore_errors=True)
+            raise SourceError(f"{archive}: cannot unpack ({error})") from None
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
     return folder
 
 
