@@ -416,8 +416,9 @@ def outputs_verdict(folder: Path, *, compare: bool = False) -> tuple[str | None,
         rows = [row for row in record.get("outputs") or [] if isinstance(row, dict)]
         passed = bool(record.get("passed"))
         first = next((str(row.get("verdict")) for row in rows if row.get("verdict")), "")
-        word = "outputs match the reference" if passed else "outputs differ from the reference"
-        return printable(f"{word}: {first}" if first else word), passed
+        word = f"outputs {'✓' if passed else '✗'} vs the reference"
+        deployment = first.split(" · ")[0]  # the deployment's part comes first
+        return printable(f"{word}: {deployment}" if deployment else word), passed
     try:
         checks = load_summary(folder).get("bundleio") or []
     except Exception:  # a summary that cannot be read: no verdict, the ending still stands

@@ -110,8 +110,9 @@ def test_two_programs_on_the_emulated_board_and_an_unreachable_place(tmp_path: P
     assert {s["program"]["name"] for s in sessions} == {"float_cpu.pte", "macro_cpu.pte"}
     assert all(s["place"] is None for s in sessions)
 
-    # --json: the same cells (the firmware reused: built once under --build-dir)
-    again = etu(["matrix", *args, "--json"], env, tmp_path)
+    # --json: the same cells (the firmware reused: built once under --build-dir), each
+    # session's outputs compared with the host reference (--compare)
+    again = etu(["matrix", *args, "--json", "--compare"], env, tmp_path)
     assert again.returncode == 2, again.stderr[-3000:]
     record = json.loads(again.stdout)
     assert record["targets"] == ["wiseeye2:desk-1", "emulated"]
@@ -123,6 +124,9 @@ def test_two_programs_on_the_emulated_board_and_an_unreachable_place(tmp_path: P
         assert ran["ending"] == "success" and ran["passed"] and ran["exit_status"] == 0
         assert Path(ran["session"], "meta.json").is_file() and ran["seconds"] > 0
         assert ran["build_seconds"] is None  # built by the first run
+        assert ran["outputs_passed"] is True
+        assert ran["outputs"].startswith("outputs ✓ vs the reference: deployment")
+        assert Path(ran["session"], "compare.json").is_file()  # etu compare's record
         assert refused["ending"] == "not_started" and refused["session"] is None
         assert why in refused["reason"] and refused["place"] == "desk-1"
 
