@@ -521,6 +521,12 @@ def table_text(matrix: Matrix, width: int | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _one_line(text: str) -> str:
+    """Text for the XML: one line, every control or invisible character shown escaped
+    (XML 1.0 cannot carry most control characters at all; a CI page shows what came)."""
+    return printable(first_line(text)) if text else ""
+
+
 def junit_xml(matrix: Matrix) -> str:
     """JUnit XML: one testsuite per target, one testcase per program; a failed cell has a
     ``failure`` (its ending and one-line reason), a cell not run a ``skipped``."""
@@ -528,26 +534,32 @@ def junit_xml(matrix: Matrix) -> str:
     total = failures = skipped = 0
     for target in matrix.targets:
         cells = [c for c in matrix.cells if c.target == target.name]
-        suite = ElementTree.SubElement(suites, "testsuite", name=target.name)
+        suite = ElementTree.SubElement(suites, "testsuite", name=_one_line(target.name))
         suite_failures = suite_skipped = 0
         suite_time = 0.0
         for cell in cells:
-            case = ElementTree.SubElement(suite, "testcase", name=cell.program,
-                                          classname=f"etu.matrix.{target.name}")  # fmt: skip
+            case = ElementTree.SubElement(
+                suite,
+                "testcase",
+                name=_one_line(cell.program),
+                classname=_one_line(f"etu.matrix.{target.name}"),
+            )
             seconds = cell.seconds or 0.0
             suite_time += seconds
             case.set("time", f"{seconds:.3f}")
             if cell.ending == NOT_RUN:
-                ElementTree.SubElement(case, "skipped", message=cell.reason)
+                ElementTree.SubElement(case, "skipped", message=_one_line(cell.reason))
                 suite_skipped += 1
             elif not cell.passed:
                 reason = cell.reason if cell.ending != "success" else (cell.outputs or "")
+                message = _one_line(f"{cell.ending}: {reason}")
                 failure = ElementTree.SubElement(case, "failure", type=cell.ending,
-                                                 message=f"{cell.ending}: {reason}")  # fmt: skip
-                failure.text = f"{cell.ending}: {reason}"
+                                                 message=message)  # fmt: skip
+                failure.text = message
                 suite_failures += 1
             if cell.session:
-                ElementTree.SubElement(case, "system-out").text = f"session {cell.session}"
+                session = _one_line(f"session {cell.session}")
+                ElementTree.SubElement(case, "system-out").text = session
         suite.set("tests", str(len(cells)))
         suite.set("failures", str(suite_failures))
         suite.set("errors", "0")

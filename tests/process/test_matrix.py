@@ -219,3 +219,60 @@ def test_a_firmware_flashed_through_a_place_and_a_place_held_by_another(
     (failure,) = junit(tmp_path / "held.xml").iter("failure")
     assert failure.get("message").startswith("not_started: place desk-1 is held by alice@")
     assert "since 20" in failure.get("message")
+
+
+def test_junit_xml_stays_valid_with_what_a_board_printed() -> None:
+    """A reason is a device's line: escape codes, NUL, a bidi override, XML's own < & ">
+    and a second line. The XML parses, each message is one line with them shown escaped;
+    the exit status is the first failing cell's, row by row."""
+    from etu.runner.boards.flash import FlashFile
+    from etu.runner.matrix import Cell, Matrix, Program, Target, junit_xml
+
+    hostile = 'E [runner] \x1b[31mfault\x00 <&> "\u202eevil\nsecond line'
+    program = Program("fw.img", (FlashFile(Path("fw.img")),))
+    targets = [Target("wiseeye2:desk-<1>", "wiseeye2", "desk-<1>"), Target("emulated", "q")]
+    matrix = Matrix([program], targets, [
+        Cell("fw.img", "fw.img", "wiseeye2:desk-<1>", "runner_error", hostile, exit_status=1),
+        Cell("fw.img", "fw.img", "emulated", "hard_fault", "HardFault", exit_status=3),
+    ])  # fmt: skip
+    root = ElementTree.fromstring(junit_xml(matrix).split("\n", 1)[1])
+    assert [s.get("name") for s in root.iter("testsuite")] == ["wiseeye2:desk-<1>", "emulated"]
+    message = next(root.iter("failure")).get("message")
+    assert message == 'runner_error: E [runner] \\x1b[31mfault\\x00 <&> "<U+202E>evil'
+    assert matrix.exit_status == 1  # the first failing cell's, not the worst
+
+
+def test_a_stopped_matrix_releases_the_place_and_says_what_did_not_run(lab, tmp_path: Path) -> None:
+    """SIGTERM while the first cell waits for a board that never answers (nothing on the
+    place's port): that cell ends killed, the second is not run (a skipped testcase), the
+    place is released, the JUnit XML and the table are still written; exit status 6."""
+    import signal
+    import time
+
+    from tests.board_peers import etu_env, wait_for
+
+    (tmp_path / "a.img").write_bytes(b"\x5a" * 1000)
+    (tmp_path / "b.img").write_bytes(b"\xa5" * 1000)
+    argv = [*ETU, "matrix", "a.img", "b.img", "--board", "wiseeye2:desk-1", "--coordinator",
+            lab.address, "--junit", "stopped.xml", "--sessions", "sessions"]  # fmt: skip
+    process = subprocess.Popen(argv, cwd=tmp_path, env=etu_env(), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert wait_for(lambda: lab.holder() is not None, 60, 0.3), "the place never held"
+        time.sleep(0.5)  # flashing: waiting for the bootloader's banner
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 6, err[-3000:]
+    assert "Traceback" not in err
+    assert lab.holder() is None  # released on the way out
+    root = junit(tmp_path / "stopped.xml")
+    assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("2", "1", "1")
+    failure = next(root.iter("failure"))
+    assert failure.get("message") == "killed: stopped by SIGTERM"
+    skipped = next(root.iter("skipped"))
+    assert skipped.get("message") == "not run: the matrix was stopped by SIGTERM"
+    assert "✗ killed" in out and "✗ not_run" in out
