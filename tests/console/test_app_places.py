@@ -179,3 +179,76 @@ async def test_history_filters_by_place_and_shows_each_places_results(
         await pilot.press("p")  # every session again
         await settle(pilot)
         assert panel.place_filter is None and len(panel.rows) == 4
+
+
+async def test_w_monitors_the_place_in_the_run_tab_holding_it_for_the_session(
+    lab, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """w: the place is held, its port (the exporter's RFC 2217) monitored in the Run tab; the
+    board's log ends the session, which records the place; the place is released then."""
+    from etu.runner.session import list_sessions, sessions_root
+    from etu.tui.app import RUN_TAB
+    from tests.board_peers import runner_log
+
+    monkeypatch.setenv("LG_COORDINATOR", lab.address)
+    app = EtuApp(workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        places = await _boards_tab(pilot)
+        await wait_until(pilot, lambda: bool(places.places), timeout=30,
+                         what=f"the places listed ({_status(places)})")  # fmt: skip
+        await pilot.press("w")
+        run = app.run_panel
+        await wait_until(pilot, lambda: run.live is not None, timeout=30,
+                         what=f"the place monitored ({_status(places)})")  # fmt: skip
+        assert app.query_one(TabbedContent).active == RUN_TAB
+        assert lab.holder() is not None  # held while monitored
+        lab.pty.write(runner_log(5))
+        await wait_until(pilot, lambda: run.live.outcome is not None, timeout=60,
+                         what="the session ended")  # fmt: skip
+        assert run.live.outcome.reason == "success", run.live.outcome
+        await wait_until(pilot, lambda: lab.holder() is None, timeout=30,
+                         what="the place released at the session's end")  # fmt: skip
+    (folder,) = list_sessions(sessions_root(workspace))
+    meta = json.loads((folder / "meta.json").read_text())
+    assert (meta["place"], meta["exporter"], meta["coordinator"]) == (
+        "desk-1", "lab-host", lab.address)  # fmt: skip
+    assert meta["port"].startswith("rfc2217://127.0.0.1:")
+    assert b"Program complete" in (folder / "raw.log").read_bytes()
+
+
+async def test_p_flashes_through_the_place_then_monitors_and_releases_it(
+    lab, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """p with the wiseeye2 profile: the image goes through the place's port to the virtual
+    WiseEye2 bootloader, its boot log is monitored in the Run tab, the place goes back."""
+    from textual.widgets import Select
+
+    from etu.tui.widgets.boards import BoardsPanel
+    from tests.board_peers import VirtualWiseEye2, runner_log
+
+    monkeypatch.setenv("LG_COORDINATOR", lab.address)
+    image = tmp_path / "output.img"
+    image.write_bytes(bytes(range(256)) * 8)
+    app = EtuApp(workspace)
+    board = VirtualWiseEye2(lab.pty, runner_log(5)).start()
+    try:
+        async with app.run_test(size=(120, 36)) as pilot:
+            places = await _boards_tab(pilot)
+            panel = app.query_one(BoardsPanel)
+            app.query_one("#boards-profile", Select).value = "wiseeye2"
+            panel.take_firmware(image)
+            await wait_until(pilot, lambda: bool(places.places), timeout=30,
+                             what=f"the places listed ({_status(places)})")  # fmt: skip
+            await pilot.press("p")
+            run = app.run_panel
+            await wait_until(
+                pilot, lambda: run.live is not None and run.live.outcome is not None,
+                timeout=90, what=f"the flashed board's session ({panel.last_status})",
+            )  # fmt: skip
+            assert run.live.outcome.reason == "success", run.live.outcome
+            await wait_until(pilot, lambda: lab.holder() is None, timeout=30,
+                             what="the place released")  # fmt: skip
+    finally:
+        board.stop()
+    assert board.error is None, board.error
+    assert board.received[0].rstrip(b"\x1a") == image.read_bytes()
