@@ -281,9 +281,12 @@ class HistoryPanel(Vertical):
     def _cells(self, row: SessionRow) -> list[str]:
         mark = f"{MARK} " if row.id in self.marked else "  "
         line = row.ending["proof_line"]
+        kind = printable(row.kind) + ("*" if row.simulated else "")
+        if row.place:  # a session held through a labgrid place
+            kind += f" @{printable(row.place)}"
         return [
             mark + (row.started_text or row.id),
-            printable(row.kind) + ("*" if row.simulated else ""),
+            kind,
             printable(row.target),
             printable(f"{row.program['name']} {row.program['short']}".strip()),
             printable(f"{row.firmware['name']} {row.firmware['short']}".strip()),

@@ -169,6 +169,7 @@ async def test_history_filters_by_place_and_shows_each_places_results(
         assert panel.place_filter == "desk-1"
         assert {row.place for row in panel.rows} == {"desk-1"} and len(panel.rows) == 2
         assert panel.query_one("#history-table", DataTable).row_count == 2
+        assert "board @desk-1" in screen_text(app)  # each row names its place
         assert "place desk-1" in str(panel.query_one("#history-status", Static).render())
         assert "▸desk-1" in str(panel.query_one("#history-places", Static).render())
 
