@@ -14,6 +14,7 @@ import threading
 from dataclasses import dataclass
 from functools import cache, partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import on
 from textual.app import ComposeResult
@@ -25,6 +26,9 @@ from textual.widgets import DataTable, Static
 from etu.parsers.errors import describe_error, first_line
 from etu.tui.safe_text import printable
 
+if TYPE_CHECKING:  # the place module is imported when a place is used
+    from etu.runner.boards.place import PlaceInfo
+
 PLACES_POLL_SECONDS = 5.0  # how often the places are listed again (holders change)
 PLACE_KEYS = "a acquire · x release · p flash · w monitor"
 NO_COORDINATOR = "Places: no labgrid coordinator (set LG_COORDINATOR or coordinator in etu.toml)"
@@ -32,9 +36,9 @@ NO_COORDINATOR = "Places: no labgrid coordinator (set LG_COORDINATOR or coordina
 
 @dataclass
 class PlacesListed(Message):
-    """The coordinator's places (runner.boards.place.PlaceInfo), or why not."""
+    """The coordinator's places, or why not."""
 
-    places: list
+    places: list[PlaceInfo]
     coordinator: str | None
     error: str | None
     request: int
@@ -134,7 +138,7 @@ class BoardPlaces(Vertical):
         super().__init__(id=id)
         self.workspace: Path | None = None
         self.coordinator: str | None = None  # as configured when last listed
-        self.places: list = []
+        self.places: list[PlaceInfo] = []
         self.busy = False  # an acquire or release is on its way
         self.said: str | None = None  # the last call's line, kept until the cursor moves
         self._highlighted: str | None = None  # the place the cursor was last on
