@@ -128,7 +128,9 @@ class BoardPlaces(Vertical):
         border: round $secondary;
         border-subtitle-color: $text-muted;
         padding: 0 1;
-        & #places-status { height: 1; color: $text-muted; }
+        & #places-status {
+            height: 1; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis;
+        }
         & #places-table { height: auto; max-height: 6; overflow-x: hidden; }
     }
     BoardPlaces.-idle { border: none; padding: 0 1; height: 1; }

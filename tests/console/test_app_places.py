@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Static, TabbedContent
 
+from etu.runner.boards.place import LAB_EXTRA
 from etu.tui.app import BOARDS_TAB, HISTORY_TAB, EtuApp
 from etu.tui.widgets.board_places import NO_COORDINATOR, BoardPlaces
 from etu.tui.widgets.history import HistoryPanel
@@ -253,3 +254,37 @@ async def test_p_flashes_through_the_place_then_monitors_and_releases_it(
         board.stop()
     assert board.error is None, board.error
     assert board.received[0].rstrip(b"\x1a") == image.read_bytes()
+
+
+@pytest.mark.parametrize("labgrid", [True, False], ids=["unreachable", "no-labgrid"])
+async def test_a_coordinator_that_cannot_be_read_is_one_line(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, labgrid: bool
+) -> None:
+    """A coordinator set (here in etu.toml) that does not answer, or labgrid not installed:
+    the Places list is one line saying which, the UI never waits on it."""
+    from tests.labgrid_lab import free_port
+
+    address = f"127.0.0.1:{free_port()}"
+    (workspace / "etu.toml").write_text(f'coordinator = "{address}"\n')
+    if not labgrid:
+        monkeypatch.setattr("etu.runner.boards.place.labgrid_available", lambda: False)
+    elif not _labgrid():
+        pytest.skip("labgrid is not installed")
+    app = EtuApp(workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        places = await _boards_tab(pilot)
+        await wait_until(pilot, lambda: places.coordinator == address, timeout=30,
+                         what=f"the coordinator tried ({_status(places)})")  # fmt: skip
+        await settle(pilot)
+        line = _status(places)
+        if labgrid:
+            assert line.startswith(f"Places: coordinator {address}: ")
+        else:
+            assert line == f"Places: labgrid is not installed: {LAB_EXTRA} to list its places"
+        assert places.region.height == 1 and line[:60] in screen_text(app)  # one line, cut
+
+
+def _labgrid() -> bool:
+    from tests.labgrid_lab import labgrid_installed
+
+    return labgrid_installed()
