@@ -87,6 +87,10 @@ def _matrix_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> in
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise CommandError(f"--board {repeated[0]}: given twice")
+    specs = [program.spec for program in programs]
+    twice = sorted({spec for spec in specs if specs.count(spec) > 1})
+    if twice:
+        raise CommandError(f"{twice[0]}: given twice")
     try:
         args.sessions.mkdir(parents=True, exist_ok=True)
     except OSError as error:

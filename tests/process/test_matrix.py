@@ -141,6 +141,7 @@ def test_matrix_refuses_what_it_cannot_run_in_one_line(tmp_path: Path) -> None:
         ([tmp_path / "gone.pte", "--emulated"], "gone.pte: no such file"),
         ([pte, "--board", "wiseeye2"], "--board wiseeye2: expected PROFILE:PLACE"),
         ([pte, "--board", "wiseeye2:a", "--board", "wiseeye2:a"], "wiseeye2:a: given twice"),
+        ([pte, pte, "--emulated"], "model.pte: given twice"),
     ):
         done = etu(["matrix", *args], env, tmp_path, timeout=60)
         assert done.returncode == 2, (args, done.stderr)
