@@ -100,6 +100,8 @@ def format_rows(rows) -> str:
         if row.problem:  # a session that cannot be read is listed, saying why
             ending, proof = "unreadable", row.problem
         kind = row.kind + ("*" if row.simulated else "")
+        if row.place:  # a session held through a labgrid place
+            kind += f" @{row.place}"
         table.append((
             row.started_text, kind, row.target,
             f"{row.program['name']} {row.program['short']}".strip(),

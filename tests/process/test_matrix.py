@@ -205,6 +205,8 @@ def test_a_firmware_flashed_through_a_place_and_a_place_held_by_another(
     (session,) = [json.loads(line) for line in listed.stdout.splitlines()]
     assert (session["place"], session["exporter"]) == ("desk-1", "lab-host")
     assert session["folder"] == cell["session"]
+    shown = etu(["sessions", "--sessions", tmp_path / "sessions"], env, tmp_path, 60)
+    assert "board @desk-1" in shown.stdout  # the text listing names the place too
     nobody = etu(["sessions", "--sessions", tmp_path / "sessions", "--place", "desk-2"],
                  env, tmp_path, 60)  # fmt: skip
     assert nobody.stdout == "" and "no recorded session matches" in nobody.stderr
