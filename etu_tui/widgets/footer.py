@@ -18,7 +18,34 @@ APP_ACTIONS = frozenset(spec.action for spec in specs("app"))
 
 
 class EtuFooter(Footer):
-    """Footer keys in the console's order: everywhere-keys first, then the panel's."""
+    """Footer keys in the console's order: everywhere-keys first, then the panel's.
+
+    Textual recomposes a footer whenever the screen's bindings are refreshed (every focus
+    change, every ``refresh_bindings``), which rebuilt and restyled ~15 keys dozens of times
+    while the console opened; this one recomposes only when what it shows changed."""
+
+    _shown: tuple | None = None  # what the keys were composed from
+
+    def _showing(self) -> tuple:
+        """What :meth:`compose` builds the keys from: each binding, enabled or not, its
+        tooltip and displayed key."""
+        if not self._bindings_ready:
+            return ()
+        display = self.app.get_key_display
+        return (
+            self.show_command_palette,
+            *(
+                (binding, enabled, tooltip, display(binding))
+                for _node, binding, enabled, tooltip in self.screen.active_bindings.values()
+            ),
+        )
+
+    async def recompose(self) -> None:
+        showing = self._showing()
+        if showing == self._shown:
+            return
+        self._shown = showing
+        await super().recompose()
 
     def compose(self) -> ComposeResult:
         if not self._bindings_ready:
