@@ -801,12 +801,11 @@ def _cold_builds_take_turns(trees: Path, cold: bool, say: Progress):
     if not cold:
         yield
         return
-    with open(trees / "cold-build.lock", "w") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            say("waiting for another new library build to finish (its objects are shared)")
-            fcntl.flock(lock, fcntl.LOCK_EX)
+    with _turn(
+        trees / "cold-build.lock",
+        say,
+        "waiting for another new library build to finish (its objects are shared)",
+    ):
         yield
 
 
@@ -821,11 +820,22 @@ def _flatcc_in_the_source(trees: Path, root: Path, needed: bool, say: Progress):
         yield
         return
     digest = hashlib.sha256(str(root).encode()).hexdigest()[:12]
-    with open(trees / f"flatcc-{digest}.lock", "w") as lock:
+    with _turn(
+        trees / f"flatcc-{digest}.lock",
+        say,
+        "waiting for another build of this source (flatcc writes into the source)",
+    ):
+        yield
+
+
+@contextlib.contextmanager
+def _turn(path: Path, say: Progress, waiting: str):
+    """Hold the file lock ``path``, saying ``waiting`` first when someone else holds it."""
+    with open(path, "w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            say("waiting for another build of this source (flatcc writes into the source)")
+            say(waiting)
             fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 

@@ -14,12 +14,18 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from tests.board_peers import Pty, wait_for
 
 BIN = Path(sys.executable).parent
+
+
+MISSING = "needs labgrid (pip install 'etu[lab]') and ser2net (make system-deps)"
 
 
 def labgrid_installed() -> bool:
@@ -155,3 +161,13 @@ def start_lab(folder: Path, *, power: bool = True) -> Lab:
         lab.stop()
         raise
     return lab
+
+
+def lab_for_module(tmp_path_factory) -> Iterator[Lab]:
+    """A module's lab (its ``lab`` fixture yields from this); skipped without labgrid or
+    ser2net, with the reason."""
+    if not labgrid_installed() or not shutil.which("ser2net"):
+        pytest.skip(MISSING)
+    started = start_lab(tmp_path_factory.mktemp("lab"))
+    yield started
+    started.stop()

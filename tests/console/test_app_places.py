@@ -6,7 +6,6 @@ results over sessions recorded through places."""
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from pathlib import Path
 
@@ -27,13 +26,9 @@ SIZES = [(80, 24), (120, 36)]
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    from tests.labgrid_lab import labgrid_installed, start_lab
+    from tests.labgrid_lab import lab_for_module
 
-    if not labgrid_installed() or not shutil.which("ser2net"):
-        pytest.skip("needs labgrid (pip install 'etu[lab]') and ser2net (make system-deps)")
-    started = start_lab(tmp_path_factory.mktemp("lab"))
-    yield started
-    started.stop()
+    yield from lab_for_module(tmp_path_factory)
 
 
 @pytest.fixture

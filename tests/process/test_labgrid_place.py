@@ -28,22 +28,18 @@ from tests.board_peers import (
     runner_log,
     wait_for,
 )
-from tests.labgrid_lab import Lab, free_port, labgrid_installed, start_lab
+from tests.labgrid_lab import MISSING, Lab, free_port, lab_for_module, labgrid_installed, start_lab
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 needs_labgrid = pytest.mark.skipif(
     not labgrid_installed() or not shutil.which("ser2net"),
-    reason="needs labgrid (pip install 'etu[lab]') and ser2net (make system-deps)",
+    reason=MISSING,
 )
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory) -> Iterator[Lab]:
-    if not labgrid_installed() or not shutil.which("ser2net"):
-        pytest.skip("needs labgrid (pip install 'etu[lab]') and ser2net (make system-deps)")
-    started = start_lab(tmp_path_factory.mktemp("lab"))
-    yield started
-    started.stop()
+    yield from lab_for_module(tmp_path_factory)
 
 
 def etu(cwd: Path, *args: str, env: dict | None = None, timeout: float = 90):

@@ -164,13 +164,9 @@ def test_matrix_refuses_what_it_cannot_run_in_one_line(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    from tests.labgrid_lab import labgrid_installed, start_lab
+    from tests.labgrid_lab import lab_for_module
 
-    if not labgrid_installed() or not shutil.which("ser2net"):
-        pytest.skip("needs labgrid (pip install 'etu[lab]') and ser2net (make system-deps)")
-    started = start_lab(tmp_path_factory.mktemp("lab"))
-    yield started
-    started.stop()
+    yield from lab_for_module(tmp_path_factory)
 
 
 def test_a_firmware_flashed_through_a_place_and_a_place_held_by_another(
