@@ -48,6 +48,8 @@ Design notes:
 from __future__ import annotations
 
 import re
+from itertools import repeat
+from operator import itemgetter as _END_OF
 from typing import Any
 
 from etu.parsers.log_prefix import (
@@ -68,6 +70,7 @@ from etu.parsers.runner_events import (
     Event,
     FvpStopped,
     LogLine,
+    LogLineSlots,
     RunError,
     new_log_line,
 )
@@ -110,29 +113,70 @@ _SPLIT_RUNS = re.compile(rb"(\r\n|\r|\n)([\r\n]*)")
 BLANK_RUN = 16
 _BLANK_FLOODS = (b"\n" * BLANK_RUN, b"\r" * BLANK_RUN, b"\r\n" * BLANK_RUN)
 _PREFIX_CACHE_SIZE = 4096
+_LAUNCH_LAST = frozenset(failure[-1] for failure in LAUNCH_FAILURES)  # a cheap first refusal
 
 
-_SPECIAL = ("\x04", "\x1b", "\u2666")  # what ``_complete`` treats: EOT, ANSI, "♦"
+_SPECIAL = (b"\x04", b"\x1b", "\u2666".encode())  # what ``_complete`` treats: EOT, ANSI, "♦"
+# A line's end by the byte standing for it (LF, or CR for a CRLF), and what else is dropped.
+_ENDS = tuple({10: b"\n", 13: b"\r\n"}.get(byte) for byte in range(256))
+_NOT_CR_LF = bytes(byte for byte in range(256) if byte not in (10, 13))
 
 
-def _special_lines(text: str, sep: str) -> list[int]:
-    """Indices of the lines of ``text`` (``sep`` between lines) that hold an EOT byte, an
-    ANSI escape or "♦", in order. ``find`` scans much faster than a regex character class."""
+def _special_lines(data: bytes, parts: list[bytes]) -> list[int]:
+    """Indices of the lines ``parts`` (``data`` split at LF, the unfinished rest left out)
+    that hold an EOT byte, an ANSI escape or "♦", in order. ``find`` scans much faster than
+    a regex character class; a line is found in ``parts`` by its bytes, from the last one
+    found on (an earlier line with the same bytes would hold the same mark), so nothing
+    counts the LFs before it."""
     positions: list[int] = []
-    for char in _SPECIAL:
-        pos = text.find(char)
+    for mark in _SPECIAL:
+        pos = data.find(mark)
         while pos >= 0:
             positions.append(pos)
-            pos = text.find(char, pos + 1)
-    positions.sort()
+            pos = data.find(mark, pos + 1)
     found: list[int] = []
-    line = at = 0
-    for pos in positions:
-        line += text.count(sep, at, pos)
-        at = pos
-        if not found or found[-1] != line:
-            found.append(line)
+    stop = -1
+    for pos in sorted(positions):
+        if pos < stop:
+            continue  # in the line just found
+        stop = data.find(b"\n", pos)
+        if stop < 0:
+            break  # in the unfinished rest
+        line = data[data.rfind(b"\n", 0, pos) + 1 : stop]
+        found.append(parts.index(line, found[-1] + 1 if found else 0))
     return found
+
+
+def _texts(data: bytes, parts: list[bytes]) -> list[str]:
+    """The lines of ``data`` (``parts``, then the rest) as text: UTF-8 with replacement
+    characters, as each line decoded on its own. ASCII data is decoded at once; otherwise
+    the whole is read as Latin-1 (one character per byte, so the LFs fall where they do in
+    the bytes) and only its non-ASCII lines are decoded again, line by line. A line ends at
+    an ASCII byte, which also ends any broken UTF-8 sequence, so either way the texts are
+    the lines' own, and one CJK character or "♦" does not make every line of the chunk a
+    wide string (which costs at every later step)."""
+    if data.isascii():
+        return data.decode("ascii").split("\n")
+    texts = data.decode("latin-1").split("\n")
+    plain = list(map(str.isascii, texts))
+    count = len(parts)
+    i = -1
+    while True:
+        try:
+            i = plain.index(False, i + 1, count)
+        except ValueError:
+            return texts
+        texts[i] = parts[i].decode("utf-8", "replace")
+
+
+def _has_long_line(data: bytes, cut: int, limit: int) -> bool:
+    """Whether a line of ``data[:cut]`` (complete lines) is longer than ``limit`` bytes. Such
+    a line holds an offset that is a multiple of ``limit``, so only those lines are looked
+    at: a few C scans instead of every line's length."""
+    for at in range(0, cut, limit):
+        if data.find(b"\n", at) - data.rfind(b"\n", 0, at) - 1 > limit:
+            return True
+    return False
 
 
 def _utf8_cut(data: bytes | bytearray, limit: int) -> int:
@@ -248,47 +292,30 @@ class RunnerLogParser(OtherLines, RuntimeMessages):
         return out
 
     def _split(self, data: bytes, out: list[Event]) -> None:
-        # Fast paths for the usual LF-only and CRLF-only chunks: one C-level split, then the
-        # per-line work only (the length limit is checked once for the whole chunk).
-        if b"\r" in data:
-            ncr = data.count(b"\r")
-            crlf_only = data[-1] != 13 and _BARE_CR.search(data) is None
-        else:
-            ncr = 0
-            crlf_only = True
-        if any(flood in data for flood in _BLANK_FLOODS):
+        # Fast path for chunks whose CRs are all in CRLFs: the CRs go in one C-level replace
+        # (a CR left after it is one of its own: the general split), one split at LF, and
+        # the per-line work only (the length limit is checked for the whole chunk at once).
+        has_cr = b"\r" in data
+        if _BLANK_FLOODS[0] in data or (has_cr and any(f in data for f in _BLANK_FLOODS[1:])):
             self._split_runs(data, out)
             return
-        if self._fast_path and crlf_only:
-            # Every CR is in a CRLF: LF ends, CRLF ends, or both mixed (a CR cut per line).
-            mixed = False
-            parts = data.split(b"\n")
-            if ncr:
-                if ncr == len(parts) - 1:
-                    parts = data.split(b"\r\n")
-                else:
-                    mixed = True
+        # Every CR in a CRLF (none ending the data, maybe half a CRLF) when there are as
+        # many CRLFs as CRs; deleting one byte value is a memchr hop from CR to CR.
+        lf = data.replace(b"\r", b"") if has_cr else data
+        crlf = len(data) - len(lf)
+        if self._fast_path and (not crlf or data.count(b"\r\n") == crlf):
+            parts = lf.split(b"\n")
             rest = parts.pop()
             if parts:
-                if self._long or max(map(len, parts)) > self._max:
-                    line = self._line
-                    for raw in parts:
-                        if ncr and (not mixed or raw[-1:] == b"\r"):
-                            line(raw[:-1] if mixed else raw, b"\r\n", out)
-                        else:
-                            line(raw, b"\n", out)
+                if not crlf:
+                    self._lines(lf, parts, b"\n", False, out)
+                elif crlf == len(parts):
+                    self._lines(lf, parts, b"\r\n", False, out)
                 else:
-                    special = b"\x04" in data or b"\x1b" in data or b"\xe2\x99\xa6" in data
-                    # One decoding for the whole chunk: a line ends at an ASCII byte, which
-                    # also ends any broken UTF-8 sequence, so the texts are the lines' own.
-                    text = data.decode("utf-8", "replace")
-                    sep = "\n" if mixed or not ncr else "\r\n"
-                    texts = text.split(sep)  # mixed: the hot loop cuts a CRLF line's CR
-                    end = b"\r\n" if ncr and not mixed else b"\n"
-                    if special:
-                        self._complete_special(parts, texts, end, mixed, text, sep, out)
-                    else:
-                        self._complete_many(parts, texts, end, mixed, out)
+                    # LF and CRLF mixed: the line ends alone, in order (a CRLF made one CR),
+                    # looked up at once; no per-line test.
+                    ends = data.translate(None, _NOT_CR_LF).replace(b"\r\n", b"\r")
+                    self._lines(lf, parts, list(_END_OF(*ends)(_ENDS)), True, out)
         else:
             parts = _SPLIT.split(data)
             rest = parts.pop()
@@ -304,6 +331,30 @@ class RunnerLogParser(OtherLines, RuntimeMessages):
             self._buf += rest
             if len(rest) > self._max:
                 self._cut_pieces(out)
+
+    def _lines(
+        self,
+        data: bytes,
+        parts: list[bytes],
+        end: bytes | list[bytes],
+        mixed: bool,
+        out: list[Event],
+    ) -> None:
+        """The complete lines ``parts`` of ``data`` (split at LF, no CR of their own), ending
+        with ``end`` (or ``end[i]`` when ``mixed``): the hot loop, but for over-long lines
+        (cut in pieces) and the lines holding EOT, ANSI or "♦" (the full path)."""
+        ends = end if mixed else repeat(end)
+        if self._long or _has_long_line(data, data.rfind(b"\n") + 1, self._max):
+            line = self._line
+            for raw, end_ in zip(parts, ends, strict=False):
+                line(raw, end_, out)
+            return
+        texts = _texts(data, parts)
+        special = _special_lines(data, parts)
+        if special:
+            self._complete_special(parts, texts, end, mixed, special, out)
+        else:
+            self._complete_many(parts, texts, end, mixed, out)
 
     def _split_runs(self, data: bytes, out: list[Event]) -> None:
         """The general split, with runs of empty lines kept together (see BLANK_RUN)."""
@@ -424,80 +475,69 @@ class RunnerLogParser(OtherLines, RuntimeMessages):
         self,
         parts: list[bytes],
         texts: list[str],
-        end: bytes,
+        end: bytes | list[bytes],
         mixed: bool,
-        text: str,
-        sep: str,
+        special: list[int],
         out: list[Event],
     ) -> None:
-        """A chunk with EOT bytes, ANSI codes or "♦" in it: the lines holding one go through
-        ``_complete`` (which removes and reports them), the runs between through the hot
-        loop, so the hot loop never looks for them line by line."""
+        """A chunk with EOT bytes, ANSI codes or "♦" in it: the lines holding one (their
+        indices: ``special``) go through ``_complete`` (which removes and reports them), the
+        runs between through the hot loop, so the hot loop never looks for them line by line."""
         start = 0
-        for i in _special_lines(text, sep):
-            if i >= len(parts):
-                break  # in the unfinished rest
+        for i in special:
             if i > start:
-                self._complete_many(parts[start:i], texts[start:i], end, mixed, out)
-            raw = parts[i]
-            if mixed:
-                if raw and raw[-1] == 13:
-                    self._complete(raw[:-1], b"\r\n", out)
-                else:
-                    self._complete(raw, b"\n", out)
-            else:
-                self._complete(raw, end, out)
+                ends = end[start:i] if mixed else end
+                self._complete_many(parts[start:i], texts[start:i], ends, mixed, out)
+            self._complete(parts[i], end[i] if mixed else end, out)  # type: ignore[arg-type]
             start = i + 1
         if start < len(parts):
-            self._complete_many(parts[start:], texts[start:], end, mixed, out)
+            ends = end[start:] if mixed else end
+            self._complete_many(parts[start:], texts[start:], ends, mixed, out)
 
     def _complete_many(
         self,
         parts: list[bytes],
         texts: list[str],
-        end: bytes,
+        end: bytes | list[bytes],
         mixed: bool,
         out: list[Event],
     ) -> None:
-        """The hot loop: the complete, short lines of one chunk, with their texts
-        (``texts[i]`` is ``parts[i]`` decoded) and their end (``mixed``: a part ending in CR
-        ends with CRLF, the others with LF; the loop cuts the CR from both).
+        """The hot loop: the complete, short lines of one chunk (no CR of their own), with
+        their texts (``texts[i]`` is ``parts[i]`` decoded) and their end (``end``, or
+        ``end[i]`` when ``mixed``).
 
         Same result as ``_complete`` line by line (tests/unit/test_runner_log_fast_path.py
         holds them to it), with the common cases inlined: a runtime line whose prefix was
         seen before, dispatched on its first word; anything else goes through ``_complete``
         or ``_other``. String methods taking a start or an end cost an argument parse per
-        call, so the loop partitions and indexes instead.
+        call, so the loop partitions and indexes instead. A runtime line's LogLine is built
+        here as a blank ``LogLineSlots`` relabelled (see there): no call per line.
         """
         cache = self._prefix_cache
         make = new_log_line
+        blank = LogLineSlots
+        log_line = LogLine
         append = out.append
         handlers = self._runtime_handlers
         rest = self._runtime_rest
         fallback = FALLBACK_FIRST
         stream = self._stream
-        lf, crlf = b"\n", b"\r\n"
         prefix_max = PREFIX_MAX
         n = self._next  # kept local in the loop; self._next is synced around slow paths
         # Only the slow paths (_complete, _other) can open an ETDump block: re-read after them.
         in_etdump = self._etdump is not None
-        for raw, text in zip(parts, texts, strict=False):  # texts: one more, the rest
-            if mixed:
-                if raw and raw[-1] == 13:
-                    raw = raw[:-1]
-                    text = text[:-1]
-                    end = crlf
-                else:
-                    end = lf
+        # texts (and a mixed end) have one more item, the unfinished rest: zip stops before.
+        ends = end if mixed else repeat(end)
+        for raw, text, end_ in zip(parts, texts, ends, strict=False):  # type: ignore[arg-type]
             if not raw and not in_etdump:  # an empty line: it only ends an open report
-                append(make(n, raw, end, "", None, None, None, None, None, None, False, stream))
+                append(make(n, raw, end_, "", None, None, None, None, None, None, False, stream))
                 if self._group is not None:
                     self._settle(None, out)
                 n += 1
                 continue
             if in_etdump:
                 self._next = n
-                self._complete(raw, end, out)
+                self._complete(raw, end_, out)
                 n = self._next
                 in_etdump = self._etdump is not None
                 continue
@@ -509,18 +549,28 @@ class RunnerLogParser(OtherLines, RuntimeMessages):
             if info is None:
                 info = self._prefix(text, len(head)) if 0 < len(head) < prefix_max else False
             if info is False:
-                self._other(n, raw, end, text, out)  # reads n, not self._next
+                self._other(n, raw, end_, text, out)  # reads n, not self._next
                 n += 1
                 in_etdump = self._etdump is not None
                 continue
             level, file, line_no, function = info
             message = tail.removeprefix(" ")
-            append(
-                make(
-                    n, raw, end, text, level, file, line_no, function, message, "runtime", False,
-                    stream,
-                )
-            )  # fmt: skip
+            line = blank()
+            line.line_no = n
+            line.raw = raw
+            line.end = end_
+            line.text = text
+            line.level = level
+            line.file = file
+            line.line = line_no
+            line.function = function
+            line.message = message
+            line.origin = "runtime"
+            line.partial = False
+            line.stream = stream
+            line.lines = 1
+            line.__class__ = log_line
+            append(line)
             key = message.lstrip(" ").partition(" ")[0]
             handler = handlers.get(key)
             if handler is not None:
@@ -619,7 +669,7 @@ class RunnerLogParser(OtherLines, RuntimeMessages):
             return
         if c not in OTHER_FIRST:
             # Most plain lines: no prefix worth a look (one check for an FVP launch failure).
-            if text.endswith(LAUNCH_FAILURES):
+            if text[-1:] in _LAUNCH_LAST and text.endswith(LAUNCH_FAILURES):
                 origin, handler = "script", "launch"
             else:
                 origin = handler = None
@@ -651,19 +701,31 @@ class RunnerLogParser(OtherLines, RuntimeMessages):
         if (
             handler is None
             and (
-                ET_MARK in text
-                or c in FOREIGN_FIRST
+                c in FOREIGN_FIRST
+                or ET_MARK in text
                 or "ail" in text
                 or "!=" in text
-                or (key := text.lstrip(" ").partition(" ")[0]) in self._runtime_handlers
+                or (
+                    (key := (text.lstrip(" ") if c == " " else text).partition(" ")[0])
+                    in self._runtime_handlers
+                )
                 or key[:1] in "eo["
             )
             and self._unprefixed(n, raw, end, text, out)
         ):
             return
-        out.append(
-            new_log_line(n, raw, end, text, None, None, None, None, None, origin, False, stream)
-        )
+        line = LogLineSlots()  # new_log_line(...) inlined: most lines end here
+        line.line_no = n
+        line.raw = raw
+        line.end = end
+        line.text = text
+        line.level = line.file = line.line = line.function = line.message = None
+        line.origin = origin
+        line.partial = False
+        line.stream = stream
+        line.lines = 1
+        line.__class__ = LogLine
+        out.append(line)
         if handler is None:
             if self._group is not None and not text.startswith("..."):
                 self._settle(None, out)  # "...(Skipped)" inside a dump keeps it open
