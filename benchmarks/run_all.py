@@ -15,6 +15,7 @@ BENCHMARKS = [
     "benchmarks.bench_runner_log",
     "benchmarks.bench_hostile",
     "benchmarks.bench_compile",
+    "benchmarks.bench_console_start",
     "benchmarks.bench_console_flood",
     "benchmarks.bench_monitor_flood",
     "benchmarks.bench_xmodem",
