@@ -6,11 +6,31 @@ mix is what etu reads from an FVP or a board. It is fed in 64 KiB chunks, as a U
 would, and the best of three runs is reported. Goal: ≥300,000 lines/s.
 ``--lines N`` runs a shorter log for a quick comparison.
 
-Where the time goes (CPython 3.11, Nov 2026): ~45% is the per-line floor that reads nothing
-(split, decode, one LogLine, the prefix cache, the first word's lookup, freeing the events);
-the rest is spread over the handlers and the other lines' checks, none above ~5%. Measured
-on the 2-core shared machine: 192k → 215k lines/s CPU (valgrind: 26.0k → 23.3k instructions
-per line); the goal needs the floor itself to shrink.
+Where the time goes (CPython 3.11, Nov 2026), in valgrind instructions per line of this log,
+which the shared 2-core machine measures far more steadily than its clock: 26.0k → 23.3k in
+the rounds before; 23.3k → 21.4k in this one (#21 §5), events byte-identical. This round cut
+the per-chunk floor: the CRs go in one replace that hops from CR to CR and one CRLF count
+(was: a CR count and a bare-CR regex), a mixed LF/CRLF chunk's ends are looked up at once
+from its line ends alone (was: a CR test and two slices per line), a chunk with one "♦" or
+CJK character is no longer decoded into wide strings for every line (Latin-1, then only its
+non-ASCII lines again), the EOT/ANSI/"♦" lines are found by their bytes (was: counting the
+LFs before each) and a long line is looked for at multiples of the limit (was: every line's
+length); the per-chunk work went 4.5k → 3.2k. LogLine's slots moved to a plain base class,
+so the hot loop builds a runtime line's or a plain line's LogLine inline and relabels it
+with no slot-layout comparison (a plain runtime line 13.5k → 11.7k, a plain other line
+14.3k → 12.2k). CPU time, best of 3 in the same minute on the loaded machine: ~190k–210k
+lines/s before and after alike (the load moves it by ±25%).
+
+The remaining floor of a plain runtime line (~11.7k): the chunk's split, decoding and line
+ends ~3k; its LogLine ~2.5k (allocation, 13 slot stores, relabelling, the garbage
+collector's traversal, freeing); the prefix partition and cache lookup ~1.9k (two new
+strings and a hash of the call site's text); the first word and its handler lookup ~1.9k;
+the no-handler checks (error level, "ail", "Demo Complete") ~1k. A line with a handler adds
+its startswith chain, one regex search (~0.8k with the match object) and a derived event
+(~1.5k through its dataclass ``__init__``); report lines add their collector. 300k lines/s
+(~16k instructions at the machine's better moments) needs about a quarter less again: the
+handlers and collectors (a third of the time), the other lines' checks (a quarter) and the
+remaining per-line floor, not one place.
 """
 
 from __future__ import annotations

@@ -34,12 +34,16 @@ Design notes:
   prefix is parsed once per call site (a cache keyed on the text up to the first ``]``),
   then one dict lookup on the message's first word picks the handler, which runs one small
   regex at most; other lines go through first-character checks. No per-line regex cascade.
-  A chunk is decoded once, and the hot loop uses ``partition`` and indexing rather than
-  ``find``/``startswith`` with bounds (each such call parses its arguments: in CPython 3.11
-  that cost more than the search). Whole-chunk checks are single C scans: one regex for a
-  bare CR (instead of counting CRs, CRLFs and LFs), ``str.find`` for the EOT/ANSI/"♦" lines,
-  which alone take the full path while the lines between stay in the hot loop. A line of no
-  known kind skips the foreign-prefix reading when its quick refusal is certain.
+  A chunk's lines come from C-level passes, not per-line tests: its CRs deleted in one
+  replace (a memchr hop from CR to CR) and checked with one CRLF count, one split at LF, a
+  mixed LF/CRLF chunk's ends looked up at once from its line ends alone, one decoding (an
+  ASCII chunk at once; otherwise as Latin-1, only its non-ASCII lines decoded again, so one
+  "♦" does not make every line a wide string). The EOT/ANSI/"♦" lines are found with
+  ``bytes.find`` and take the full path; the lines between stay in the hot loop. The hot
+  loop uses ``partition`` and indexing rather than ``find``/``startswith`` with bounds (each
+  such call parses its arguments: in CPython 3.11 that cost more than the search), and
+  builds a LogLine inline (see ``LogLineSlots``). A line of no known kind skips the
+  foreign-prefix reading when its quick refusal is certain.
   ``_complete_many`` (the fast path) and ``_complete`` (the full path, line by line) give the
   same events (tests/unit/test_runner_log_fast_path.py).
 * ETDump base64 is decoded, never run.
@@ -106,7 +110,6 @@ MAX_OUTPUT_VALUES = 1 << 20
 
 _SPLIT = re.compile(rb"(\r\n|\r|\n)")
 # A line's terminator and the empty lines right after it (their terminators, maybe none).
-_BARE_CR = re.compile(rb"\r(?!\n)")  # a CR that is a line end of its own
 _SPLIT_RUNS = re.compile(rb"(\r\n|\r|\n)([\r\n]*)")
 # Runs of this many empty lines or more become one LogLine (``lines``): a CR/LF flood costs
 # one event, not one per byte; shorter runs stay a line each, as logs usually have them.
@@ -123,11 +126,9 @@ _NOT_CR_LF = bytes(byte for byte in range(256) if byte not in (10, 13))
 
 
 def _special_lines(data: bytes, parts: list[bytes]) -> list[int]:
-    """Indices of the lines ``parts`` (``data`` split at LF, the unfinished rest left out)
-    that hold an EOT byte, an ANSI escape or "♦", in order. ``find`` scans much faster than
-    a regex character class; a line is found in ``parts`` by its bytes, from the last one
-    found on (an earlier line with the same bytes would hold the same mark), so nothing
-    counts the LFs before it."""
+    """Indices of the lines ``parts`` (``data`` split at LF, without the unfinished rest)
+    holding an EOT byte, an ANSI escape or "♦", in order. A line is found in ``parts`` by its
+    bytes from the last one found on (an earlier equal line would hold the same mark)."""
     positions: list[int] = []
     for mark in _SPECIAL:
         pos = data.find(mark)
@@ -148,13 +149,10 @@ def _special_lines(data: bytes, parts: list[bytes]) -> list[int]:
 
 
 def _texts(data: bytes, parts: list[bytes]) -> list[str]:
-    """The lines of ``data`` (``parts``, then the rest) as text: UTF-8 with replacement
-    characters, as each line decoded on its own. ASCII data is decoded at once; otherwise
-    the whole is read as Latin-1 (one character per byte, so the LFs fall where they do in
-    the bytes) and only its non-ASCII lines are decoded again, line by line. A line ends at
-    an ASCII byte, which also ends any broken UTF-8 sequence, so either way the texts are
-    the lines' own, and one CJK character or "♦" does not make every line of the chunk a
-    wide string (which costs at every later step)."""
+    """The lines of ``data`` (``parts``, then the rest) as UTF-8 with replacement characters.
+    Non-ASCII data is read as Latin-1 (the LFs fall where they do in the bytes) and only its
+    non-ASCII lines decoded again: one "♦" does not make every line a wide string. A line
+    ends at an ASCII byte, which ends any broken UTF-8 sequence: the texts are the lines'."""
     if data.isascii():
         return data.decode("ascii").split("\n")
     texts = data.decode("latin-1").split("\n")
