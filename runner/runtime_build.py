@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from etu.runner.build_turns import cold_builds_take_turns, flatcc_in_the_source
 from etu.runner.runtime_source import (
     ENV_CMSIS,
     ENV_CMSIS_NN,
@@ -663,15 +664,15 @@ def build_runner(
         fcntl.flock(lock, fcntl.LOCK_EX)
         reused = (build_dir / "build.ninja").is_file()
         stage_program(pte, staged)
-        with _cold_builds_take_turns(build_dir.parent, not reused and bool(ccache), say):
+        with cold_builds_take_turns(build_dir.parent, not reused and bool(ccache), say):
             say(f"configure ({'reusing the cached libraries' if reused else 'new library build'})")
             t0 = time.monotonic()
-            with _flatcc_in_the_source(build_dir.parent, root, True, say):
+            with flatcc_in_the_source(build_dir.parent, root, True, say):
                 _run_step(configure, "configure", build_dir, say, ccache)
             seconds["configure"] = time.monotonic() - t0
             t0 = time.monotonic()
             say("build")
-            with _flatcc_in_the_source(build_dir.parent, root, etdump, say):
+            with flatcc_in_the_source(build_dir.parent, root, etdump, say):
                 _run_step(build, "build", build_dir, say, ccache)
             seconds["build"] = time.monotonic() - t0
         out = Path(out).resolve()
@@ -791,53 +792,6 @@ def _project_hash() -> str:
 
 
 _NINJA_STEP = re.compile(rb"^\[(\d+)/(\d+)\] (.*)$")
-
-
-@contextlib.contextmanager
-def _cold_builds_take_turns(trees: Path, cold: bool, say: Progress):
-    """New library builds of different trees run one after another: the second then finds
-    the objects the two share in ccache instead of compiling them beside the first (on a
-    machine's few cores, two cold builds at once are no faster than one after the other)."""
-    if not cold:
-        yield
-        return
-    with _turn(
-        trees / "cold-build.lock",
-        say,
-        "waiting for another new library build to finish (its objects are shared)",
-    ):
-        yield
-
-
-@contextlib.contextmanager
-def _flatcc_in_the_source(trees: Path, root: Path, needed: bool, say: Progress):
-    """flatcc writes its libraries into the ExecuTorch source, which every tree shares:
-    each configure deletes ``third-party/flatcc/lib``, and an ETDump build writes the host's
-    and then the target's ``libflatccrt.a`` there and links the latter. So configures and
-    ETDump builds of one source take turns (seen: a tree's configure deleting the library
-    an ETDump build of another tree was installing); other builds never touch it."""
-    if not needed:
-        yield
-        return
-    digest = hashlib.sha256(str(root).encode()).hexdigest()[:12]
-    with _turn(
-        trees / f"flatcc-{digest}.lock",
-        say,
-        "waiting for another build of this source (flatcc writes into the source)",
-    ):
-        yield
-
-
-@contextlib.contextmanager
-def _turn(path: Path, say: Progress, waiting: str):
-    """Hold the file lock ``path``, saying ``waiting`` first when someone else holds it."""
-    with open(path, "w") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            say(waiting)
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
 
 
 def _run_step(

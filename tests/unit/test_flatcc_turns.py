@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from etu.runner.runtime_build import _flatcc_in_the_source
+from etu.runner.build_turns import flatcc_in_the_source
 
 
 def _enter_in_thread(trees: Path, root: Path, needed: bool) -> tuple[threading.Thread, list]:
@@ -16,7 +16,7 @@ def _enter_in_thread(trees: Path, root: Path, needed: bool) -> tuple[threading.T
     said: list[str] = []
 
     def enter() -> None:
-        with _flatcc_in_the_source(trees, root, needed, said.append):
+        with flatcc_in_the_source(trees, root, needed, said.append):
             said.append("entered")
 
     thread = threading.Thread(target=enter, daemon=True)
@@ -33,7 +33,7 @@ def _until(condition, timeout: float = 10.0) -> bool:
 
 def test_a_second_build_of_the_same_source_waits_for_the_first(tmp_path: Path) -> None:
     source = tmp_path / "executorch"
-    with _flatcc_in_the_source(tmp_path, source, True, print):
+    with flatcc_in_the_source(tmp_path, source, True, print):
         thread, said = _enter_in_thread(tmp_path, source, True)
         assert _until(lambda: bool(said)), "the second build said nothing"
         assert said[0].startswith("waiting for another build of this source")
@@ -44,7 +44,7 @@ def test_a_second_build_of_the_same_source_waits_for_the_first(tmp_path: Path) -
 
 def test_another_source_and_a_build_without_etdump_do_not_wait(tmp_path: Path) -> None:
     source = tmp_path / "executorch"
-    with _flatcc_in_the_source(tmp_path, source, True, print):
+    with flatcc_in_the_source(tmp_path, source, True, print):
         other, said_other = _enter_in_thread(tmp_path, tmp_path / "another-checkout", True)
         plain, said_plain = _enter_in_thread(tmp_path, source, False)
         other.join(timeout=10)
