@@ -41,6 +41,13 @@ POWER_CLASSES = (
 )  # fmt: skip  # the resources `labgrid-client power` drives
 SERIAL_CLASS = "NetworkSerialPort"
 POWER_TIMEOUT = 60.0  # seconds `labgrid-client power cycle` may take
+CHANNEL_OPTIONS = [
+    ("grpc.keepalive_time_ms", 7500),  # labgrid's own client's keepalive settings
+    ("grpc.keepalive_timeout_ms", 10000),
+    ("grpc.http2.ping_timeout_ms", 10000),
+    ("grpc.http2.max_pings_without_data", 0),
+    ("grpc.use_local_subchannel_pool", 1),  # a connection per session: see _own_connection
+]
 
 
 class PlaceError(RuntimeError):
@@ -134,8 +141,41 @@ class PlaceInfo:
 
 
 # ----------------------------------------------------------------------- the coordinator
+_LOOP: asyncio.AbstractEventLoop | None = None
+_LOOP_LOCK = threading.Lock()
+
+
+def _labgrid_loop() -> asyncio.AbstractEventLoop:
+    """The one event loop (on its own thread) every labgrid session of this process runs
+    on. gRPC's asyncio layer serves one loop per process: sessions on loops of their own
+    threads (a console listing places while another worker acquires one) fail each other's
+    connects ("Could not connect to coordinator", "Peer … does not have a valid session")."""
+    global _LOOP
+    with _LOOP_LOCK:
+        if _LOOP is None or _LOOP.is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="etu-labgrid", daemon=True).start()
+            _LOOP = loop
+        return _LOOP
+
+
+async def _own_connection(session) -> None:
+    """Give the session a TCP connection of its own. gRPC shares one connection among the
+    channels of a process with the same target and options, and the coordinator keys a
+    client's session by its connection's address: two sessions sharing one (the console
+    lists places while a worker acquires one, or one session's end is still being handled
+    when the next starts) fail each other's startup or lose their session ("Peer … does not
+    have a valid session")."""
+    import grpc
+    from labgrid.remote.generated import labgrid_coordinator_pb2_grpc
+
+    await session.channel.close()  # never connected: channels connect on their first call
+    session.channel = grpc.aio.insecure_channel(target=session.address, options=CHANNEL_OPTIONS)
+    session.stub = labgrid_coordinator_pb2_grpc.CoordinatorStub(session.channel)
+
+
 class _Coordinator:
-    """labgrid's ClientSession on an event loop of its own thread."""
+    """labgrid's ClientSession on the process's labgrid event loop."""
 
     def __init__(self, address: str, timeout: float) -> None:
         try:
@@ -144,10 +184,7 @@ class _Coordinator:
             raise LabgridMissing() from None
         self.address = address
         self.timeout = timeout
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="etu-labgrid",
-                                        daemon=True)  # fmt: skip
-        self._thread.start()
+        self.loop = _labgrid_loop()
         self.session = None
         self.took: str | None = None  # the place this client's acquire took
         try:
@@ -162,6 +199,7 @@ class _Coordinator:
 
         target = proxymanager.get_grpc_address(self.address, default_port=20408)
         session = ClientSession(target, asyncio.get_running_loop())
+        await _own_connection(session)
         try:
             await session.start()
         except Exception as error:
@@ -196,7 +234,7 @@ class _Coordinator:
         return self.session is None or self.session.stopping.is_set()
 
     def close(self) -> None:
-        if self.session is not None and self.loop.is_running():
+        if self.session is not None:
             session, self.session = self.session, None
 
             async def _stop() -> None:
@@ -207,12 +245,6 @@ class _Coordinator:
 
             with contextlib.suppress(Exception):
                 self.call(_stop(), timeout=5.0)
-        if self.loop.is_running():
-            self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(5.0)
-        if not self.loop.is_running():
-            with contextlib.suppress(Exception):
-                self.loop.close()
 
     # -------------------------------------------------------------- reading the state
     async def _sync(self) -> None:

@@ -250,6 +250,47 @@ def test_a_stop_while_acquiring_leaves_the_place_free(lab: Lab, monkeypatch) -> 
     assert lab.holder() is None
 
 
+@needs_labgrid
+def test_sessions_of_one_process_at_once_and_one_after_another_keep_their_own(
+    lab: Lab,
+) -> None:
+    """The console lists places from one worker while another acquires and releases: each
+    labgrid session of the process must be its own client to the coordinator. Sharing one
+    connection (gRPC's default for one target), their startups collided and a session
+    ended just before the next one took the new one's registration with it (CI's "Peer …
+    does not have a valid session")."""
+    import threading
+
+    from etu.runner.boards.place import PlaceError, acquire_place, list_places, release_place
+
+    stop = threading.Event()
+    listing_errors: list[str] = []
+
+    def keep_listing() -> None:
+        while not stop.is_set():
+            try:
+                list_places(lab.address)
+            except PlaceError as error:
+                listing_errors.append(str(error))
+
+    lister = threading.Thread(target=keep_listing, daemon=True)
+    lister.start()
+    errors = []
+    try:
+        for _ in range(8):
+            try:
+                acquire_place("desk-1", lab.address)
+                release_place("desk-1", lab.address)
+            except PlaceError as error:
+                errors.append(str(error))
+    finally:
+        stop.set()
+        lister.join(15)
+        if lab.holder() is not None:
+            lab.client("-p", "desk-1", "release")
+    assert errors == [] and listing_errors == []
+
+
 # ------------------------------------------------------------------ the coordinator goes
 @needs_labgrid
 def test_the_coordinator_going_away_mid_monitor_ends_the_session_incomplete(
