@@ -35,7 +35,11 @@ from etu.tui.widgets.run_messages import RunBatch, RunEnded, RunStats
 BATCH_SECONDS = 0.05
 # Fit checks whose failure makes a run fail (the Vela report's config is only advice)
 PREFLIGHT_CHECKS = ("target", "program_placement", "cpu_kernels", "method_allocator",
-                    "ethosu_scratch", "scratch_in_sram", "region", "system_config")  # fmt: skip
+                    "ethosu_scratch", "scratch_in_sram", "region", "system_config",
+                    "external_data")  # fmt: skip
+# checks whose warning also stops a run: another program baked in, and Vela blocks in a
+# .ptd (the runner etu builds loads no .ptd: InvalidExternalData at init)
+PREFLIGHT_WARNINGS = ("program_placement", "external_data")
 # and, for a firmware etu built, the version-skew checks its build made (runner.skew_sources)
 
 
@@ -225,9 +229,12 @@ def preflight(
 
 def fit_problems(program, firmware, elf: Path | None, target: str | None) -> list[str] | None:
     """The fit verdicts of ``program`` against ``firmware`` (a FirmwareResult of ``elf``)
-    that would make a run fail: another program baked in, kernels, pools, regions, the NPU
-    ``target`` (None: not checked). None when they cannot be checked (no program, or
-    ``firmware`` is not that ELF's)."""
+    that would make a run fail: another program baked in, kernels, pools, regions, Vela
+    blocks in the ``.ptd`` files beside the program, the NPU ``target`` (None: not
+    checked). None when they cannot be checked (no program, or ``firmware`` is not that
+    ELF's)."""
+    from etu.parsers.external_blocks import data_files_beside
+
     same = (
         firmware is not None
         and firmware.memory_map is not None
@@ -238,7 +245,10 @@ def fit_problems(program, firmware, elf: Path | None, target: str | None) -> lis
     if not same or program is None:
         return None
     try:
-        verdicts = check_fit(program, firmware.memory_map, None, target=target)
+        data_files = data_files_beside(program)
+        verdicts = check_fit(
+            program, firmware.memory_map, None, target=target, data_files=data_files
+        )
     except Exception:  # the Fit tab reports a check that cannot run
         return []
     return [
@@ -246,7 +256,7 @@ def fit_problems(program, firmware, elf: Path | None, target: str | None) -> lis
         for verdict in verdicts
         if verdict.check in PREFLIGHT_CHECKS
         and (verdict.status == FAIL
-             or (verdict.check == "program_placement" and verdict.status != OK))
+             or (verdict.check in PREFLIGHT_WARNINGS and verdict.status != OK))
     ]  # fmt: skip
 
 

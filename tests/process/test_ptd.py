@@ -252,6 +252,32 @@ def test_fit_counts_the_ptd_and_warns_the_runner_does_not_load_it(pair: Path, tm
         assert "external_data" not in {v.check for v in check_fit(program, memory_map)}
 
 
+def test_the_run_preflight_names_external_blocks_the_runner_cannot_load(
+    pair: Path, tmp_path: Path
+) -> None:
+    """The Run tab's (and a Boards flash's) pre-flight reads the .ptd beside the program:
+    with it, the run is stopped because the runner loads no .ptd; without it, the missing
+    entries are named."""
+    from etu.runner.workspace import load_firmware
+    from etu.tui.widgets.run_launch import flash_preflight, preflight
+
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(pair, alone / "program.pte")
+    cases = {
+        pair: ("program.ptd: 4", "does not load .ptd"),
+        alone / "program.pte": ("cmd_data is in a .ptd file", "no readable one was given"),
+    }
+    for program_path, expected in cases.items():
+        with open_program(program_path) as program:
+            firmware = load_firmware(DEMO_ELF, program, None, workspace=None)
+            problems = preflight("ethos-u55-128", "ethos-u55-128", program, firmware, DEMO_ELF)
+            flashed = flash_preflight(program, "ethos-u55-128", DEMO_ELF, "corstone-300")
+        (external,) = [p for p in problems if ".ptd" in p]
+        assert all(words in external for words in expected), problems
+        assert external in flashed
+
+
 def test_firmware_build_refuses_a_program_with_external_blocks(pair: Path, tmp_path) -> None:
     from tests.real_runner import runtime_environment
 
