@@ -85,6 +85,18 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     return stoppable(lambda: _flash_command(args, out=out, err=err), err)
 
 
+def flash_and_monitor(run_args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    """`etu run --board PROFILE --place NAME --elf FW`: this command's flash + monitor
+    through the place, with the run's options."""
+    args = argparse.Namespace(
+        files=[str(run_args.elf)], board=run_args.board, port=None, mcc_port=None, drive=None,
+        monitor=True, timelimit=float(run_args.timelimit) if run_args.timelimit else None,
+        sessions=run_args.sessions, json=run_args.json, reset=None, place=run_args.place,
+        coordinator=run_args.coordinator,
+    )  # fmt: skip
+    return _flash_command(args, out=out, err=err)
+
+
 def cli_advice(error: Exception) -> str:
     """The error's line, with the option that supplies a missing need."""
     option = OPTION_FOR_NEED.get(getattr(error, "need", ""))

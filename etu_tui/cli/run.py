@@ -10,7 +10,11 @@ from typing import TextIO
 from etu.tui.cli.common import add_target_option, stoppable
 from etu.tui.cli.errors import CommandError, notice
 
-HELP = "run the firmware on a Corstone FVP or the emulated board, stream and record its output"
+HELP = (
+    "run the firmware on a Corstone FVP, the emulated board or a labgrid place's board, "
+    "stream and record its output"
+)
+EMULATED_BOARD = "qemu-an547"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -22,9 +26,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_target_option(parser, "the NPU, picking the FVP (default: the target setting)")
     parser.add_argument("--elf", type=Path, help="the runner firmware")
     parser.add_argument(
-        "--board", choices=["qemu-an547"],
+        "--board", metavar="qemu-an547|PROFILE",
         help="run on the emulated board (QEMU mps3-an547; etu serves an Ethos-U55/U65 "
-        "delegate's NPU part) instead of an FVP",
+        "delegate's NPU part) instead of an FVP; with --place, the board profile of a "
+        "labgrid place: --elf flashed through it, then its UART followed",
     )  # fmt: skip
     parser.add_argument(
         "pte", type=Path, nargs="?",
@@ -62,6 +67,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("--dry-run", action="store_true", help="print the command, start nothing")
     parser.add_argument("--json", action="store_true", help="events as JSON Lines")
+    from etu.tui.cli.common import add_place_options
+
+    add_place_options(parser)
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
@@ -72,6 +80,14 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     """Exit status says how the run ended (see runner.run.EXIT_STATUS); 2: could not start."""
+    from etu.tui.cli.common import place_wanted
+
+    if place_wanted(args):
+        return _place_run(args, out=out, err=err)
+    if args.board and args.board != EMULATED_BOARD:
+        raise CommandError(f"run: --board {args.board}: a board runs through its labgrid place "
+                           f"(--place NAME) or etu flash --monitor; alone, --board runs the "
+                           f"emulated board {EMULATED_BOARD}")  # fmt: skip
     if args.board:
         return _board_run(args, out=out, err=err)
     if args.elf is None:
@@ -149,6 +165,23 @@ def _check_arm_firmware(elf: Path) -> None:
         check_arm_firmware(elf)
     except ParseError as error:
         raise CommandError(describe_error(error)) from None
+
+
+def _place_run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    """`etu run --board PROFILE --place NAME --elf FW`: the place held, the firmware flashed
+    through it and its UART followed: `etu flash --monitor` through the place, by its
+    other name (etu builds runners for FVPs and the emulated board, not a lab's boards)."""
+    from etu.tui.cli.flash import flash_and_monitor
+
+    if not args.board or args.board == EMULATED_BOARD:
+        raise CommandError(f"run: --place needs the place's board profile (--board PROFILE; "
+                           f"see etu boards); {EMULATED_BOARD} is no place")  # fmt: skip
+    if args.dry_run:
+        raise CommandError("run: --dry-run does not go with --place (a flash starts no command)")
+    if args.elf is None or args.pte is not None or args.inputs is not None:
+        raise CommandError("run: --place flashes a firmware built for its board: give --elf "
+                           "FW (no PROGRAM.pte or --inputs)")  # fmt: skip
+    return flash_and_monitor(args, out=out, err=err)
 
 
 def _board_run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:

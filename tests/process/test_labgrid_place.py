@@ -65,24 +65,30 @@ def me() -> str:
 # ------------------------------------------------------------------ the flash
 @needs_labgrid
 def test_flash_and_monitor_through_a_place_match_a_local_flash(lab: Lab, tmp_path: Path) -> None:
-    """The same image flashed on a local pty and through the place: the board receives the
-    same bytes, the same boot log is recorded; the session and --json name the place, its
-    exporter and the holder; the place is free again afterwards."""
+    """The same image flashed on a local pty and through the place (by `etu flash --monitor`
+    and by `etu run --board PROFILE --place NAME --elf`): the board receives the same bytes,
+    the same boot log is recorded; the session and --json name the place, its exporter and
+    the holder; the place is free again afterwards."""
     image = bytes(range(256)) * 48 + b"place"  # 12,293 bytes
     (tmp_path / "output.img").write_bytes(image)
     boot = runner_log(30)
     received = {}
-    for where in ("local", "place"):
+    image_path = str(tmp_path / "output.img")
+    placed = ["--place", "desk-1", "--coordinator", lab.address]
+    commands = {
+        "local": ["flash", "--board", "wiseeye2", "--monitor", image_path],
+        "place": ["flash", "--board", "wiseeye2", *placed, "--monitor", image_path],
+        "run": ["run", "--board", "wiseeye2", *placed, "--elf", image_path],
+    }
+    for where, command in commands.items():
         folder = tmp_path / where
         folder.mkdir()
         pty = Pty() if where == "local" else lab.pty
         board = VirtualWiseEye2(pty, boot).start()
-        via = ["--port", pty.path]
-        if where == "place":
-            via = ["--place", "desk-1", "--coordinator", lab.address]
+        if where == "local":
+            command = [*command, "--port", pty.path]
         try:
-            done = etu(folder, "flash", "--board", "wiseeye2", *via, "--monitor", "--json",
-                       "--timelimit", "60", str(tmp_path / "output.img"))  # fmt: skip
+            done = etu(folder, *command, "--json", "--timelimit", "60")
         finally:
             board.stop()
             if where == "local":
@@ -92,13 +98,13 @@ def test_flash_and_monitor_through_a_place_match_a_local_flash(lab: Lab, tmp_pat
         out = records(done.stdout)
         session = read_session(Path(folder / out[-1]["session"]))
         received[where] = (board.received, session.raw[session.raw.find(b"I [executorch") :])
-        if where == "place":
+        if where != "local":
             flashed = next(r for r in out if r.get("type") == "flashed")
             assert flashed["port"].startswith("rfc2217://127.0.0.1:")
             for record in (flashed, out[-1], session.meta):
                 assert record["place"] == "desk-1" and record["exporter"] == "lab-host"
                 assert record["holder"] == me() and record["coordinator"] == lab.address
-    assert received["place"] == received["local"]
+    assert received["place"] == received["local"] == received["run"]
     assert received["place"][0][0].rstrip(b"\x1a") == image
     assert received["place"][1] == boot
     assert lab.holder() is None
@@ -367,6 +373,17 @@ def test_place_option_mistakes_are_one_line(tmp_path: Path) -> None:
          "--place: qemu-an547 is emulated here, not a labgrid place"),
         (("flash", "--board", "wiseeye2", "--place", "x", "--port", "/dev/null", "fw.img"),
          "--place: the place's serial port is used; drop --port/--mcc-port"),
+        (("run", "--board", "wiseeye2", "--elf", "fw.img"),
+         "run: --board wiseeye2: a board runs through its labgrid place (--place NAME) or etu "
+         "flash --monitor; alone, --board runs the emulated board qemu-an547"),
+        (("run", "--place", "x", "--elf", "fw.img"),
+         "run: --place needs the place's board profile (--board PROFILE; see etu boards); "
+         "qemu-an547 is no place"),
+        (("run", "--board", "wiseeye2", "--place", "x", "model.pte"),
+         "run: --place flashes a firmware built for its board: give --elf FW (no PROGRAM.pte "
+         "or --inputs)"),
+        (("run", "--coordinator", "h:1", "--elf", "fw.elf"),
+         "--coordinator goes with --place NAME"),
     ):  # fmt: skip
         done = etu(tmp_path, *args, timeout=60)
         assert done.returncode == 2, done.stderr
