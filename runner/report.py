@@ -100,11 +100,15 @@ def _program_section(data: bytes | None, source: str) -> dict[str, Any]:
     }
 
 
-def _fit_section(data: bytes | None, meta: dict, vela) -> dict[str, Any]:
+def _fit_section(data: bytes | None, source: str, meta: dict, vela) -> dict[str, Any]:
+    """The fit verdicts of the program that ran (``data``, read from ``source``) against
+    the session's firmware ELF; external Vela blocks are looked up in the ``.ptd`` files
+    beside the workspace program (or the ELF, for a program read out of it)."""
     elf = meta.get("elf")
     if data is None or not elf or not Path(elf).is_file():
         return {"available": False, "why": "needs the program and the firmware ELF"}
     from etu.parsers.errors import ParseError
+    from etu.parsers.external_blocks import find_data_files, has_external_blocks, open_data_files
     from etu.parsers.fit import check_fit, fit_record
     from etu.parsers.memory_map import load_memory_map
     from etu.parsers.pte import decode_program
@@ -118,7 +122,13 @@ def _fit_section(data: bytes | None, meta: dict, vela) -> dict[str, Any]:
             preset = "corstone-320" if meta.get("platform") == "corstone-320" else "corstone-300"
             memory_map, regions = load_memory_map(elf, preset=preset), f"preset {preset}"
         program = decode_program(data, "program")
-        verdicts = check_fit(program, memory_map, vela, target=meta.get("target") or None)
+        data_files = []
+        if has_external_blocks(program):
+            beside = Path(source) if Path(source).is_file() else elf
+            data_files, _unreadable = open_data_files(find_data_files(beside))
+        verdicts = check_fit(
+            program, memory_map, vela, target=meta.get("target") or None, data_files=data_files
+        )
     except ParseError as error:
         return {"available": False, "why": str(error)}
     return {"available": True, "elf": str(elf), "regions_from": regions, **fit_record(verdicts)}
@@ -168,7 +178,7 @@ def build_report(folder: Path, workspace: Path | None = None) -> dict[str, Any]:
             "warnings": row["warnings"] + warnings,
         },
         "program": {"name": row["program"]["name"], **_program_section(data, source)},
-        "fit": _fit_section(data, meta, vela),
+        "fit": _fit_section(data, source, meta, vela),
         "vela": {
             "available": vela is not None,
             "source": vela_source,

@@ -278,6 +278,35 @@ def test_the_run_preflight_names_external_blocks_the_runner_cannot_load(
         assert external in flashed
 
 
+def test_a_report_on_a_run_of_the_pair_reads_its_ptd(
+    pair: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """etu report's fit section looks the external blocks up in the .ptd beside the
+    workspace program that ran: counted (a warning), not a missing entry (a failure)."""
+    from etu.runner.report import build_report
+    from tests.history_workspace import make_workspace, record_run
+
+    ws = make_workspace(tmp_path / "ws")
+    session = record_run(ws)
+    for file in ("program.pte", "program.ptd"):
+        shutil.copy(pair.parent / file, ws / file)
+    meta = json.loads((session / "meta.json").read_text())
+    meta["program_sha256"] = hashlib.sha256(pair.read_bytes()).hexdigest()
+    (session / "meta.json").write_text(json.dumps(meta))
+    monkeypatch.chdir(ws)  # the session names its ELF as `etu run` was given it: relative
+    report = build_report(session, ws)
+    assert report["program"]["source"] == str(ws / "program.pte"), report["program"]
+    assert report["fit"]["available"], report["fit"]
+    verdicts = {v["check"]: v for v in report["fit"]["verdicts"]}
+    ext = verdicts["external_data"]
+    assert ext["status"] == "warn", ext
+    assert ext["need"] == pair.with_suffix(".ptd").stat().st_size
+    assert "program.ptd" in ext["message"] and "does not load .ptd" in ext["message"]
+    (ws / "program.ptd").unlink()  # without it the blocks are missing, as etu fit says
+    verdicts = {v["check"]: v for v in build_report(session, ws)["fit"]["verdicts"]}
+    assert verdicts["external_data"]["status"] == "fail"
+
+
 def test_firmware_build_refuses_a_program_with_external_blocks(pair: Path, tmp_path) -> None:
     from tests.real_runner import runtime_environment
 
