@@ -6,7 +6,9 @@ own, so the hand-over of planned memory between parts is tested), and the TOSA r
 model on the graph Vela was given for each Ethos-U delegate (bit for bit). Real programs:
 the demo (its graph matched by Vela), a two-delegate program compiled by etu (matched by the
 compile record, which pairs delegate 0 with ``output_tag1_…``: names are no guide), the
-cached programs of tests/real_programs.py, and a stand-in FVP session of the demo.
+cached programs of tests/real_programs.py, one network of every NPU operator family on each
+of the Ethos-U55-128, U65-256 and U85-256 (and two delegates on the U85) from
+tests/reference_programs.py, and a stand-in FVP session of the demo.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pytest
 
 from etu.parsers.pte import KernelCall, open_program
 from etu.runner.reference import integer_comparison, program_reference
+from etu.runner.tosa_graphs import TOSA_DTYPES
 from tests.helpers import etu as run_etu
 from tests.history_workspace import make_workspace, record_run
 
@@ -29,6 +32,7 @@ DEMO = ROOT / "etu_tui" / "demo"
 DEMO_GRAPH = DEMO / "vela" / "output_tag0_TOSA-1.0+INT+int16+int4+u55.tosa"
 QUANTIZE = "quantized_decomposed::quantize_per_tensor.out"
 DEQUANTIZE = "quantized_decomposed::dequantize_per_tensor.out"
+NUMPY_DTYPES = dict(TOSA_DTYPES.values())  # TOSA's name → numpy's
 
 pytestmark = pytest.mark.aot
 
@@ -127,6 +131,83 @@ def test_a_cpu_only_programs_reference_is_the_host_runtimes_output_exactly(
     assert again.flat_outputs() != reference.flat_outputs()
     if split:
         assert reference.segments == reference.kernel_calls > 1
+
+
+def quantized(values: numpy.ndarray, pte: Path) -> numpy.ndarray:
+    """``quantize_per_tensor`` of ``values`` with the program's first quantize call's
+    parameters, as ExecuTorch's kernel computes it (times 1/scale in float32, rounded half to
+    even, clamped)."""
+    _x, scale, zero, low, high, *_ = scalar_args(pte, QUANTIZE)
+    inverse = numpy.float32(1.0) / numpy.float32(scale)
+    q = numpy.rint((values.astype(numpy.float32) * inverse).astype(numpy.float32)) + zero
+    return numpy.clip(q, low, high).astype(numpy.int8)
+
+
+def assert_each_delegate_is_its_graphs_output(reference: dict) -> None:
+    """Every delegate's outputs are what the TOSA reference model gives on its saved graph
+    for the inputs the program handed it, bit for bit."""
+    for delegate in reference["delegates"]:
+        assert delegate["matched_by"] == "compile record"
+        inputs = [
+            numpy.array(i["values"], NUMPY_DTYPES[i["tosa"]["dtype"]]).reshape(i["tosa"]["shape"])
+            for i in delegate["inputs"]
+        ]
+        expected = tosa_run(Path(delegate["tosa"]), inputs)
+        assert [o["values"] for o in delegate["outputs"]] == [
+            e.reshape(-1).tolist() for e in expected
+        ]
+
+
+def seeded_input(seed: int = 3):
+    """A seeded input within the calibration range (uniform in [0, 1)): ones hide things."""
+    import torch
+
+    return torch.rand((1, 3, 16, 16), generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("target", ["ethos-u55-128", "ethos-u65-256", "ethos-u85-256"])
+def test_every_operator_familys_reference_is_the_tosa_reference_models_output(target) -> None:
+    """A fully delegated network of every NPU operator family (strided padded convolution,
+    depthwise, max and average pools, broadcast add and mul, tanh and sigmoid tables, a
+    concatenation, a fully connected layer, a softmax) on each target: the program's input
+    quantized as the kernel does it, the graph's output bit for bit, and its dequantization."""
+    from tests.reference_programs import build
+
+    pte = build(f"families-{target}")
+    given = seeded_input()
+    reference = program_reference(pte, inputs=[given]).to_json()
+    (delegate,) = reference["delegates"]
+    assert reference["kernel_calls"] == 2 and reference["aten_calls"] == {}  # (de)quantize
+    with open_program(pte) as program:
+        assert program.plans[0].delegates[0].id == "EthosUBackend"
+    graph_input = quantized(given.numpy(), pte)
+    assert delegate["inputs"][0]["values"] == graph_input.reshape(-1).tolist()
+    assert len(set(delegate["inputs"][0]["values"])) > 100  # not a constant image
+    (expected,) = tosa_run(Path(delegate["tosa"]), [graph_input])
+    assert delegate["outputs"][0]["values"] == expected.reshape(-1).tolist()
+    _q, scale, zero, *_ = scalar_args(pte, DEQUANTIZE)
+    dequantized = (expected.astype(numpy.int32) - zero).astype(numpy.float32) * numpy.float32(scale)
+    (output,) = reference["outputs"]
+    assert output["shape"] == [1, 10] and output["values"] == dequantized.reshape(-1).tolist()
+    assert_each_delegate_is_its_graphs_output(reference)
+    # The float model on the same input: within the quantisation error one expects.
+    a, b = numpy.array(output["values"]), numpy.array(reference["float_outputs"][0]["values"])
+    assert a @ b / numpy.linalg.norm(a) / numpy.linalg.norm(b) > 0.98
+
+
+def test_two_delegates_with_a_cpu_op_between_on_the_u85() -> None:
+    """conv → top-k on the CPU → conv, for the Ethos-U85: both delegates run, each is its
+    graph's output bit for bit, the top-k is a host-runtime kernel between them."""
+    from tests.reference_programs import build
+
+    reference = program_reference(build("cpu_between-ethos-u85-256"), inputs=[seeded_input()])
+    record = reference.to_json()
+    assert [d["calls"] for d in record["delegates"]] == [1, 1]
+    assert_each_delegate_is_its_graphs_output(record)
+    assert record["aten_calls"] == {}
+    a = numpy.array(record["outputs"][0]["values"])
+    b = numpy.array(record["float_outputs"][0]["values"])
+    assert a @ b / numpy.linalg.norm(a) / numpy.linalg.norm(b) > 0.98
 
 
 def test_delegates_are_matched_by_the_compile_record_not_by_file_name(two_delegates) -> None:
