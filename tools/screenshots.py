@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import html
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -407,6 +409,32 @@ async def render_all(out_dir: Path) -> list[Path]:
         await render_error(out_dir),
         await render_history(out_dir),
     ]
+
+
+# One run of text in a Textual SVG: its x (one cell is CELL_WIDTH wide) and its line.
+_SVG_TEXT = re.compile(
+    r'<text class="[^"]*" x="(?P<x>[\d.]+)" y="[\d.]+" textLength="[\d.]+" '
+    r'clip-path="url\(#terminal-(?:\d+-)?line-(?P<line>\d+)\)">(?P<text>[^<]*)</text>'
+)
+CELL_WIDTH = 12.2  # px per terminal column in Textual's SVG export
+
+
+def visible_text(svg: str) -> list[str]:
+    """The characters a Textual SVG screenshot shows, one string per terminal line (colours,
+    styles and the export's per-render ids left out): two pictures of the same view compare
+    equal whatever their ids."""
+    rows: dict[int, list[tuple[int, str]]] = {}
+    for match in _SVG_TEXT.finditer(svg):
+        column = round(float(match["x"]) / CELL_WIDTH)
+        text = html.unescape(match["text"]).replace("\xa0", " ")
+        rows.setdefault(int(match["line"]), []).append((column, text))
+    lines = []
+    for number in range(max(rows, default=-1) + 1):
+        line = ""
+        for column, text in sorted(rows.get(number, [])):
+            line = line.ljust(column) + text
+        lines.append(line.rstrip())
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
