@@ -9,10 +9,17 @@ from typing import TextIO
 
 HELP = "build ExecuTorch's arm_executor_runner (upstream sources) around a program"
 
+# The lookup order of runner/runtime_source.find_executorch, first match wins (a test checks
+# the two agree).
 BUILD_HELP = (
     "Build ExecuTorch's arm_executor_runner for a board with the program baked in: the ELF"
-    " etu run --board, etu fit and the console use. The runtime source comes from"
-    " ETU_EXECUTORCH_SRC, executorch_src in etu.toml, or a download of the pinned commit."
+    " etu run --board, etu fit and the console use. The runtime source is the first of:"
+    " ETU_EXECUTORCH_SRC (a checkout or a source tarball); executorch_src in the workspace's"
+    " etu.toml or etu config; a source mirror of the upstream archives (ETU_SOURCE_MIRROR,"
+    " else shared/vendor/ in or beside etu's source checkout, e.g. ../shared/vendor/); a"
+    " download of the pinned commit (ETU_NO_DOWNLOAD=1 skips it). The Ethos-U driver and"
+    " CMSIS come from ETU_ETHOSU_DRIVER_SRC and ETU_CMSIS_SRC, else archives beside the"
+    " ExecuTorch tarball, else the mirror."
 )
 
 BOARDS = ("qemu-an547", "corstone-300", "corstone-320")
