@@ -49,21 +49,36 @@ def save_request(folder: Path, result, wanted: dict) -> None:
 
 
 def firmware_for_inputs(
-    pte: Path, board: str, inputs: str, *, progress: Progress | None = None
+    pte: Path,
+    board: str,
+    inputs: str | None,
+    *,
+    folder: Path | None = None,
+    pools: str = "auto",
+    select_ops: str = "auto",
+    progress: Progress | None = None,
 ) -> tuple[Path, bool]:
     """The runner ELF of ``pte`` for ``board`` with ``inputs`` bundled (``FILE.npy``,
-    ``FILE.npz`` or ``random:SEED``), built when not already; (elf, built now). Raises
-    BundleError, RuntimeBuildError or SourceError with one line."""
+    ``FILE.npz`` or ``random:SEED``; None: the firmware's own, all ones), built in ``folder``
+    (default ``PROGRAM.<board>/``) when not already; (elf, built now). ``pools`` and
+    ``select_ops`` as ``etu firmware build`` takes them. Raises BundleError,
+    RuntimeBuildError or SourceError with one line."""
     from etu.runner.bundleio import parse_inputs_option
-    from etu.runner.runtime_build import build_runner
+    from etu.runner.runtime_build import build_runner, parse_pools
     from etu.runner.workspace import firmware_dir
 
-    parse_inputs_option(inputs)  # a bad choice is refused before anything is built
-    folder = firmware_dir(pte, board)
-    wanted = build_request(pte, inputs)
+    if inputs is not None:
+        parse_inputs_option(inputs)  # a bad choice is refused before anything is built
+    pool_sizes = parse_pools(pools)  # likewise a bad size
+    select = None
+    if select_ops.strip().lower() != "auto":
+        select = [op.strip() for op in select_ops.split(",") if op.strip()]
+    folder = Path(folder) if folder is not None else firmware_dir(pte, board)
+    wanted = build_request(pte, inputs, pools=pools, select_ops=select_ops)
     elf = built_firmware(folder, wanted)
     if elf is not None:
         return elf, False
-    result = build_runner(pte, board, folder, inputs=inputs, progress=progress)
+    result = build_runner(pte, board, folder, pools=pool_sizes, select_ops=select,
+                          inputs=inputs, progress=progress)  # fmt: skip
     save_request(folder, result, wanted)
     return Path(result.elf), True

@@ -248,29 +248,26 @@ def _explain_fault(controller, elf: Path, err: TextIO) -> None:
 
 
 def _build_if_needed(args: argparse.Namespace, *, err: TextIO):
-    from etu.runner.run_inputs import build_request, built_firmware, save_request
+    """The runner for ``args`` (program, board, inputs, pools, operators), built only when
+    its request changed: the Run tab's way too (runner.run_inputs.firmware_for_inputs)."""
+    from etu.runner.bundleio import BundleError
+    from etu.runner.run_inputs import firmware_for_inputs
     from etu.runner.runtime_build import RuntimeBuildError
     from etu.runner.runtime_source import SourceError
-    from etu.runner.workspace import firmware_dir
-    from etu.tui.cli.firmware import build_from_args
+    from etu.tui.safe_text import printable
 
-    folder = args.build_dir or firmware_dir(args.pte, args.board)
-    chosen = getattr(args, "inputs", None)
-    wanted = build_request(args.pte, chosen, pools=args.pools, select_ops=args.select_ops)
-    elf = built_firmware(folder, wanted)
-    if elf is not None:
-        notice(err, f"firmware up to date: {elf}")
-        return elf
-    build_args = argparse.Namespace(
-        pte=args.pte, board=args.board, pools=args.pools, select_ops=args.select_ops,
-        bundleio=False, etdump=False, fault_on_start=False, inputs=chosen,
-    )  # fmt: skip
+    def progress(text: str) -> None:
+        notice(err, f"firmware: {printable(text)}")
+        err.flush()
+
     try:
-        result = build_from_args(build_args, folder, err=err)
+        elf, built = firmware_for_inputs(
+            args.pte, args.board, getattr(args, "inputs", None), folder=args.build_dir,
+            pools=args.pools, select_ops=args.select_ops, progress=progress,
+        )  # fmt: skip
     except SourceError as error:
         raise CommandError(f"{args.pte}: {error}") from None
-    except RuntimeBuildError as error:  # the run could not start: 2, whatever stopped the build
+    except (RuntimeBuildError, BundleError) as error:  # nothing ran: 2, whatever stopped it
         raise CommandError(str(error)) from None
-    save_request(folder, result, wanted)
-    notice(err, f"firmware built: {result.elf}")
-    return result.elf
+    notice(err, f"firmware built: {elf}" if built else f"firmware up to date: {elf}")
+    return elf

@@ -45,6 +45,7 @@ from etu.tui.widgets.run_launch import (
     RunBridge,
     RunElfScreen,
     inputs_plan,
+    inputs_preflight,
     io_notes,
     launch_plan,
     next_run_hint,
@@ -52,6 +53,7 @@ from etu.tui.widgets.run_launch import (
 )
 from etu.tui.widgets.run_log import LogView
 from etu.tui.widgets.run_messages import (
+    PreflightChecked,
     RunBatch,
     RunEnded,
     RunFailed,
@@ -95,6 +97,7 @@ class RunPanel(Vertical):
         self.inputs: str | None = None  # the next run's inputs (None: the firmware's own)
         self.io_notes: list[str] = []  # the program's integer IO, one sentence each
         self._preparing = ""  # what the start worker is doing (a build stage)
+        self._checking = False  # a worker checks the firmware of a run on chosen inputs
         self.layer_records: dict[tuple[str, str], dict] = {}  # (program, session) → layers record
         self.select_ops = ""  # its EXECUTORCH_SELECT_OPS_LIST value
         self.program_target: str | None = None
@@ -640,15 +643,48 @@ class RunPanel(Vertical):
         self.request_run()
 
     def preflight(self) -> list[str]:
-        """What would make the next run fail (see :func:`.run_launch.preflight`)."""
-        return preflight(self.target, self.program_target, self.program, self.firmware,
-                         self.elf)  # fmt: skip
+        """What would make the next run fail (see :func:`.run_launch.preflight`), on the
+        firmware that will run: with chosen inputs, the runner built with them (blocking:
+        it reads that ELF), or, not built yet, only what needs no firmware."""
+        return self._preflight_check()()[0]
+
+    def _preflight_check(self) -> Callable[[], tuple[list[str], list[str]]]:
+        """The next run's pre-flight, (problems, notes), as a call that touches no widget."""
+        target, program_target, program = self.target, self.program_target, self.program
+        if self.inputs is None:
+            firmware, elf = self.firmware, self.elf
+            return lambda: (preflight(target, program_target, program, firmware, elf), [])
+        return partial(inputs_preflight, target, program_target, program, self.pte, self.inputs)
 
     def request_run(self) -> bool:
-        """Start a run after the pre-flight checks; a problem asks first (run anyway?)."""
-        if self.running or self.workspace is None:
+        """Start a run after the pre-flight checks; a problem asks first (run anyway?).
+        With chosen inputs a worker checks the runner built with them (False: the run
+        starts, or is asked about, when it is done)."""
+        if self.running or self.workspace is None or self._checking:
             return False
-        problems = self.preflight()
+        check = self._preflight_check()
+        if self.inputs is None:
+            return self._preflight_done(*check())
+
+        def work() -> None:
+            try:
+                problems, notes = check()
+            except Exception as error:  # a check that cannot run never stops a run
+                problems = [f"the pre-flight could not check the firmware: {error}"]
+                notes = []
+            self.post_message(PreflightChecked(problems, notes))
+
+        self._checking = True
+        self.run_worker(work, thread=True, group="run-preflight", exit_on_error=False)
+        return False
+
+    def on_preflight_checked(self, message: PreflightChecked) -> None:
+        self._checking = False
+        if not self.running:
+            self._preflight_done(message.problems, message.notes)
+
+    def _preflight_done(self, problems: list[str], notes: list[str]) -> bool:
+        """Start the run when nothing was found, else ask first; True when it started."""
         if not problems:
             if self.start_run():
                 self.app.refresh_bindings()
@@ -659,7 +695,8 @@ class RunPanel(Vertical):
             if run_anyway and self.start_run():
                 self.app.refresh_bindings()
 
-        self.app.push_screen(PreflightScreen(problems, self.io_notes), callback=chosen)
+        screen = PreflightScreen(problems, [*notes, *self.io_notes])
+        self.app.push_screen(screen, callback=chosen)
         return False
 
     def layers_subject(self) -> tuple[Path | None, Path | None]:

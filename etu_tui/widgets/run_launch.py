@@ -189,21 +189,31 @@ def same_file(a: Path, b: Path) -> bool:
 
 
 def preflight(
-    target: str, program_target: str | None, program, firmware, elf: Path | None
+    target: str,
+    program_target: str | None,
+    program,
+    firmware,
+    elf: Path | None,
+    *,
+    to_build: bool = False,
 ) -> list[str]:
     """What would make the next run fail, checked before launching it: the program's NPU
     target against the run's, and the fit checks of the program (parsers.pte.Program)
     against the firmware to be run (``firmware``: the Memory tab's FirmwareResult), on the
-    emulated board as on an FVP (another program baked in is found the same way)."""
+    emulated board as on an FVP (another program baked in is found the same way).
+    ``to_build``: the run builds its runner first (for the program, with etu's NPU bridge),
+    so only what does not depend on a firmware is checked."""
     problems: list[str] = []
     emulated = target == QEMU_BOARD
+    if to_build:
+        program = firmware = elf = None
     if emulated:
         if program_target and program_target.startswith("ethos-u85"):
             problems.append(
                 f"the program is compiled for {program_target}: the emulated board's NPU "
                 "runs Ethos-U55/U65 command streams only (U85 is not emulated yet)"
             )
-        elif program_target and not serves_npu(elf):
+        elif program_target and not to_build and not serves_npu(elf):
             name = elf.name if elf is not None else "the firmware"
             problems.append(
                 f"the program is compiled for the Ethos-U ({program_target}); {name} has no "
@@ -227,6 +237,40 @@ def preflight(
     return list(dict.fromkeys(problems))
 
 
+def inputs_firmware(target: str, pte: Path | None, inputs: str) -> Path | None:
+    """The runner a run of ``pte`` on ``inputs`` runs on ``target`` when it is built already
+    (in ``PROGRAM.<board>/``, for exactly this request: runner.run_inputs, as the run asks);
+    None when the run builds it first."""
+    from etu.runner.run_inputs import build_request, built_firmware
+    from etu.runner.workspace import board_for_target, firmware_dir
+
+    board = board_for_target(target)
+    if pte is None or board is None:
+        return None
+    try:
+        return built_firmware(firmware_dir(Path(pte), board), build_request(Path(pte), inputs))
+    except OSError:
+        return None
+
+
+def inputs_preflight(
+    target: str, program_target: str | None, program, pte: Path | None, inputs: str
+) -> tuple[list[str], list[str]]:
+    """The pre-flight of a run on chosen ``inputs`` (problems, notes): on the runner built
+    with them when it is there (reading that ELF: blocking), not on the firmware the Run
+    tab shows; else only what needs no firmware, and a note that the run builds it first."""
+    from etu.runner.workspace import load_firmware
+
+    elf = inputs_firmware(target, pte, inputs)
+    if elf is None:
+        note = (f"inputs {inputs}: the run builds the runner with them first; its fit on "
+                "that firmware is checked by the build")  # fmt: skip
+        return preflight(target, program_target, program, None, None, to_build=True), [note]
+    firmware = load_firmware(elf, program, None, workspace=None)
+    note = f"inputs {inputs}: checked on the runner built with them, {elf}"
+    return preflight(target, program_target, program, firmware, elf), [note]
+
+
 def fit_problems(program, firmware, elf: Path | None, target: str | None) -> list[str] | None:
     """The fit verdicts of ``program`` against ``firmware`` (a FirmwareResult of ``elf``)
     that would make a run fail: another program baked in, kernels, pools, regions, Vela
@@ -244,13 +288,17 @@ def fit_problems(program, firmware, elf: Path | None, target: str | None) -> lis
     )
     if not same or program is None:
         return None
+    bundled = baked_bundle(program, elf)
     try:
         data_files = data_files_beside(program)
         verdicts = check_fit(
-            program, firmware.memory_map, None, target=target, data_files=data_files
+            bundled or program, firmware.memory_map, None, target=target, data_files=data_files
         )
     except Exception:  # the Fit tab reports a check that cannot run
         return []
+    finally:
+        if bundled is not None:
+            bundled.close()
     return [
         verdict.message
         for verdict in verdicts
@@ -258,6 +306,33 @@ def fit_problems(program, firmware, elf: Path | None, target: str | None) -> lis
         and (verdict.status == FAIL
              or (verdict.check in PREFLIGHT_WARNINGS and verdict.status != OK))
     ]  # fmt: skip
+
+
+def baked_bundle(program, elf: Path):
+    """The bundled program (``.bpte``: the program with its inputs, BundleIO) a runner etu
+    built has baked in (its build record names it), when it embeds ``program``'s very
+    bytes: judged in its place (opened: the caller closes it); None otherwise."""
+    from etu.parsers.pte import open_program
+    from etu.runner.runtime_build import firmware_options
+
+    baked = firmware_options(elf).get("baked")
+    source = getattr(program, "source", None)
+    if not (isinstance(baked, str) and baked.endswith(".bpte") and isinstance(source, str)):
+        return None
+    try:
+        bundle = open_program(Path(baked))
+    except Exception:  # gone or unreadable: the program itself is judged
+        return None
+    try:
+        own = Path(source).read_bytes()
+        with open(baked, "rb") as file:
+            file.seek(bundle.program_offset)
+            if bundle.bundled and file.read(len(own)) == own:
+                return bundle
+    except OSError:
+        pass
+    bundle.close()
+    return None
 
 
 def flash_preflight(program, program_target: str | None, elf: Path, board: str) -> list[str]:

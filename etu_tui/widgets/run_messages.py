@@ -39,6 +39,15 @@ class RunPreparing(RunMessage, bubble=False):
 
 
 @dataclass
+class PreflightChecked(RunMessage, bubble=False):
+    """The pre-flight of a run on chosen inputs, checked by a worker (it reads the runner
+    built with them): what would make it fail, and what to know."""
+
+    problems: list[str]
+    notes: list[str]
+
+
+@dataclass
 class RunStarted(RunMessage, bubble=False):
     """The process of run ``run_id`` is about to start; ``controller`` can stop it."""
 

@@ -24,6 +24,10 @@ from tests.console_helpers import open_run_tab, wait_run_end, wait_until
 
 pytestmark = pytest.mark.anyio
 SIZE = (120, 36)
+DEMO_OPS = [
+    "quantized_decomposed::quantize_per_tensor.out",
+    "quantized_decomposed::dequantize_per_tensor.out",
+]
 
 
 async def type_inputs(pilot, text: str) -> None:
@@ -125,3 +129,53 @@ async def test_a_build_that_fails_is_one_line_in_the_banner(
         await wait_run_end(pilot, panel)
         assert panel.live.failure == "inputs random:3: cmake: no arm-none-eabi-gcc on PATH"
         assert "✗ could not start: inputs random:3: cmake" in app.query_one(RunBanner).text
+
+
+async def test_the_preflight_of_a_run_on_chosen_inputs_judges_the_runner_built_with_them(
+    workspace: Path, standin: Path
+) -> None:
+    """The Run tab's firmware has another program baked in; a run on chosen inputs does
+    not run it: the runner built with them does. Not built yet: only what needs no
+    firmware is checked, and the run says it builds it first; built: that runner is
+    judged, not the one the tab shows (the check reads it in a worker)."""
+    from etu.runner.firmware import build_stub_firmware
+    from etu.runner.run_inputs import build_request
+    from etu.tui.screens.preflight import PreflightScreen
+
+    if shutil.which("arm-none-eabi-gcc") is None:
+        pytest.skip("no arm-none-eabi-gcc to link a runner")
+    pte = workspace / "demo_cnn.pte"
+    pte.write_bytes(pte.read_bytes() + bytes(4096))  # the tab's firmware: another program
+    linked = build_stub_firmware(pte, workspace.parent / "linked", ops=DEMO_OPS,
+                                 memory_mode="Shared_Sram", preset="corstone-300").elf  # fmt: skip
+    folder = workspace / "demo_cnn.corstone-300"  # where the run builds its runner
+
+    def built(elf: Path) -> None:
+        record = {"elf": str(elf), "request": build_request(pte, "random:7")}
+        (folder / "etu_firmware.json").write_text(json.dumps(record))
+
+    app = EtuApp(pte)
+    async with app.run_test(size=SIZE) as pilot:
+        panel = await open_run_tab(pilot)
+        assert any("model_pte" in p for p in panel.preflight())  # the tab's own firmware
+        await type_inputs(pilot, "random:7")
+        assert panel.preflight() == []  # not built yet: nothing to judge
+        (note,) = panel._preflight_check()()[1]
+        assert "builds the runner with them first" in note
+        folder.mkdir()
+        fresh = folder / "arm_executor_runner.elf"
+        shutil.copyfile(linked, fresh)
+        built(fresh)  # built for this very program
+        assert panel.preflight() == []
+        assert str(fresh) in panel._preflight_check()()[1][0]
+        stale = folder / "stale.elf"
+        shutil.copyfile(workspace / "firmware" / "arm_executor_runner.elf", stale)
+        built(stale)  # built, but with the program as it was
+        assert any("model_pte" in p for p in panel.preflight())
+        await pilot.press("r")
+        await wait_until(pilot, lambda: isinstance(app.screen, PreflightScreen),
+                         what="the pre-flight of the runner built with the inputs")  # fmt: skip
+        assert str(stale) in str(app.screen.query_one("#preflight-notes").render())
+        await pilot.press("escape")
+        await pilot.pause()
+        assert panel.live is None, "cancel starts nothing"

@@ -282,3 +282,35 @@ def test_a_firmware_is_rebuilt_only_when_its_request_changes(tmp_path):
     assert built_firmware(folder, build_request(pte, str(chosen))) is None
     elf.unlink()
     assert built_firmware(folder, wanted) is None
+
+
+@pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="no cross gcc")
+def test_a_runner_built_with_inputs_is_judged_on_the_bundle_it_has_baked_in(tmp_path):
+    """A runner built with inputs has the bundled program baked in (.bpte: the program and
+    its inputs, larger than the .pte): the pre-flight (Run tab, etu run) judges what is
+    baked in when it embeds the program's very bytes, and still names another program."""
+    from etu.parsers.pte import open_program
+    from etu.runner.bundleio import choose_inputs, make_bundled
+    from etu.runner.firmware import build_stub_firmware
+    from etu.runner.workspace import load_firmware
+    from etu.tui.widgets.run_launch import preflight
+
+    pte = demo_copy(tmp_path / "demo")
+    folder = tmp_path / "demo" / "demo_cnn.corstone-300"
+    tensors, _ = choose_inputs(pte, "random:7")
+    bundle = make_bundled(pte, folder / "program.bpte", tensors=tensors)
+    elf = build_stub_firmware(bundle, folder, ops=["quantized_decomposed::quantize_per_tensor.out",
+                              "quantized_decomposed::dequantize_per_tensor.out"]).elf  # fmt: skip
+    record = {"elf": str(elf), "options": {"bundleio": True, "program": str(pte),
+                                           "baked": str(bundle)}}  # fmt: skip
+    (folder / "etu_firmware.json").write_text(json.dumps(record))
+
+    def problems() -> list[str]:
+        with open_program(pte) as program:
+            firmware = load_firmware(elf, program, None, workspace=None)
+            return preflight("ethos-u55-128", "ethos-u55-128", program, firmware, elf)
+
+    assert bundle.stat().st_size > pte.stat().st_size
+    assert problems() == []
+    pte.write_bytes(pte.read_bytes() + bytes(4096))  # the program changed since the build
+    assert any("a different program is baked in" in p for p in problems())
