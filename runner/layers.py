@@ -491,7 +491,7 @@ def program_layers(
     pte: Path,
     *,
     tosa: Path | None = None,
-    inputs: Path | None = None,
+    inputs: Path | str | None = None,
     threshold_db: float = DEFAULT_SQNR_THRESHOLD_DB,
     session: Path | None = None,
 ) -> dict:

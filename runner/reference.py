@@ -41,6 +41,7 @@ from etu.parsers.pte import (
     Tensor,
     open_program,
 )
+from etu.runner.bundleio import RANDOM_PREFIX
 from etu.runner.segment_program import SegmentError, segment_program
 from etu.runner.tosa_graphs import (
     COMPILE_RECORD,
@@ -503,6 +504,22 @@ def _sha256(path: Path) -> str:
     return sha256_regular(path, "an ExecuTorch program", 4 * GiB)
 
 
+def random_reference_inputs(pte: Path, text: str) -> tuple[list, str]:
+    """The tensors ``--inputs random:SEED`` gives ``pte`` and their label: drawn by
+    runner.bundleio as ``etu run``/``etu firmware build`` draw them (the calibration range
+    the compile recorded, else the input's quantisation range), so the reference and a run
+    on the same seed see the same bytes. Raises ReferenceError (one line)."""
+    from etu.runner.bundleio import BundleError, parse_inputs_option, random_inputs
+    from etu.runner.compare import inputs_text
+
+    try:
+        _kind, seed = parse_inputs_option(text)
+        tensors, record = random_inputs(pte, int(seed))
+    except BundleError as error:
+        raise ReferenceError(str(error)) from None
+    return tensors, inputs_text(record)
+
+
 def program_reference(
     pte: Path,
     *,
@@ -513,7 +530,8 @@ def program_reference(
     after_call: Callable[[KernelCall | DelegateCall, Memory], None] | None = None,
 ) -> ProgramReference:
     """Run ``pte`` on the host: CPU kernels in ExecuTorch's host runtime, Ethos-U delegates
-    in the TOSA reference model. ``inputs``: a .npy/.npz path, tensors, or None (all ones).
+    in the TOSA reference model. ``inputs``: a .npy/.npz path, ``"random:SEED"`` (drawn as a
+    run on those inputs draws them), tensors, or None (all ones).
     ``split_every_call`` runs each kernel call as its own program (a test of the memory
     hand-over: the outputs must not change); ``float_side``: also run the float model the
     compile kept, on the same inputs; ``after_call(instruction, memory)``: called after each
@@ -532,6 +550,8 @@ def program_reference(
         runtime = _runtime()
         if inputs is None:
             tensors, source = default_inputs(plan), "all ones"
+        elif isinstance(inputs, str) and inputs.startswith(RANDOM_PREFIX):
+            tensors, source = random_reference_inputs(pte, inputs)
         elif isinstance(inputs, str | Path):
             tensors, source = load_inputs(plan, Path(inputs)), f"from {inputs}"
         else:

@@ -46,6 +46,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help=f"with --layers: mark the first layer below this SQNR (default "
         f"{DEFAULT_SQNR_THRESHOLD_DB:g} dB)",
     )  # fmt: skip
+    parser.add_argument(
+        "--inputs", metavar="FILE.npy|FILE.npz|random:SEED",
+        help="with --layers --pte (no session): the inputs to compare the layers on, as etu "
+        "reference takes them; default all ones (a session's are the ones its run read)",
+    )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="one JSON object")
     add_workspace_options(parser)
 
@@ -74,12 +79,17 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     if args.session is None:
         if not (args.layers and args.pte is not None):
             raise CommandError("a session folder is needed (or --layers --pte PROGRAM.pte)")
-        record = program_layers_record(args.pte, args)
+        from etu.tui.cli.reference import inputs_argument
+
+        record = program_layers_record(args.pte, args, inputs_argument(args.inputs))
         if args.json:
             out.write(json.dumps(record) + "\n")
         else:
             write_layers_text(record, out)
         return 0
+    if args.inputs is not None:  # a run's outputs compare on the inputs it read
+        raise CommandError("--inputs is for --layers --pte PROGRAM.pte without a session: a "
+                           "session is compared on the inputs its run read")  # fmt: skip
     folder = _session_folder(args)
     reference = "host" if args.reference == ["host"] else [Path(p) for p in args.reference]
     try:
@@ -125,11 +135,12 @@ def _session_inputs(folder: Path) -> Path | None:
 
 
 def program_layers_record(
-    program: Path, args: argparse.Namespace, inputs: Path | None = None,
+    program: Path, args: argparse.Namespace, inputs: Path | str | None = None,
     session: Path | None = None,
 ) -> dict:  # fmt: skip
-    """The per-layer comparison of ``program`` (``--layers``) on ``inputs`` (None: all
-    ones), with the target's layers where ``session`` kept them, or a one-line error."""
+    """The per-layer comparison of ``program`` (``--layers``) on ``inputs`` (a file,
+    ``random:SEED``, None: all ones), with the target's layers where ``session`` kept them,
+    or a one-line error."""
     from etu.runner.layers import LayersError, program_layers
 
     if not Path(program).is_file():

@@ -17,8 +17,9 @@ SHOWN_VALUES = 16  # values printed per tensor in text (--json has them all)
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("program", type=Path, help="an ExecuTorch program (.pte)")
     parser.add_argument(
-        "--inputs", type=Path, metavar="FILE",
-        help=".npy (one input) or .npz (one array per input, in order); default all ones",
+        "--inputs", metavar="FILE.npy|FILE.npz|random:SEED",
+        help=".npy (one input), .npz (one array per input, in order) or random:SEED (drawn "
+        "as etu run --inputs draws them: the same bytes); default all ones",
     )  # fmt: skip
     parser.add_argument(
         "--tosa", type=Path, metavar="PATH",
@@ -38,7 +39,8 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     if not args.program.is_file():
         raise CommandError(f"{args.program}: no such file")
     try:
-        reference = program_reference(args.program, inputs=args.inputs, tosa=args.tosa)
+        reference = program_reference(args.program, inputs=inputs_argument(args.inputs),
+                                      tosa=args.tosa)  # fmt: skip
     except (ReferenceError, TosaMatchError, SegmentError, ParseError, OSError) as error:
         raise CommandError(
             f"{args.program}: {first_line(str(error)) or describe_error(error)}"
@@ -49,6 +51,15 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         return 0
     out.write(format_reference(record))
     return 0
+
+
+def inputs_argument(text: str | None) -> Path | str | None:
+    """``--inputs`` as the host reference takes it: ``random:SEED`` as it is, else a file."""
+    from etu.runner.bundleio import RANDOM_PREFIX
+
+    if text is None or text.startswith(RANDOM_PREFIX):
+        return text
+    return Path(text)
 
 
 def _values(values: list) -> str:

@@ -185,6 +185,25 @@ def test_the_cpu_twin_is_not_taken_for_the_delegated_compile(capsys):
     assert capsys.readouterr().err.count("\n") == 1
 
 
+def test_compare_layers_on_random_inputs_drawn_as_a_run_draws_them(demo_layers, capsys):
+    """--inputs random:SEED with --layers --pte: the layers on the seeded draw (the one
+    ``etu run --inputs random:SEED`` bundles), named so; a session's inputs are its run's."""
+    code = main(["compare", "--layers", "--pte", str(DEMO), "--inputs", "random:7", "--json"])
+    assert code == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["layers_summary"]["inputs"].startswith("random:7 (range [0, ")
+    names = [layer["name"] for layer in record["layers"]]
+    assert names == [layer["name"] for layer in demo_layers["layers"]]
+    assert [layer["sqnr_db"] for layer in record["layers"]] != [
+        layer["sqnr_db"] for layer in demo_layers["layers"]
+    ]  # not the all-ones figures
+    assert main(["compare", "--layers", "--pte", str(DEMO), "--inputs", "random:x"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "the seed must be a whole number" in line
+    assert main(["compare", "somesession", "--inputs", "random:7"]) == 2
+    assert "a session is compared on the inputs its run read" in capsys.readouterr().err
+
+
 def test_a_session_or_a_program_is_needed(capsys):
     assert main(["compare", "--layers"]) == 2
     assert "--layers --pte PROGRAM.pte" in capsys.readouterr().err

@@ -294,6 +294,30 @@ def test_inputs_from_a_file(tmp_path: Path) -> None:
     assert "shape [1, 3, 16, 16]" in wrong.stderr.splitlines()[-1]
 
 
+def test_random_inputs_are_the_ones_a_run_on_the_same_seed_bundles(tmp_path: Path) -> None:
+    """``etu reference --inputs random:SEED`` draws as ``etu run``/``etu firmware build
+    --inputs random:SEED`` do (runner.bundleio, the same range), so the reference and the
+    run see the same bytes; a bad seed is one line, as there."""
+    from etu.runner.bundleio import choose_inputs
+
+    result = etu("reference", str(DEMO / "demo_cnn.pte"), "--inputs", "random:7", "--json",
+                 env={"ETU_BUILD_CACHE": str(tmp_path)})  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    assert record["inputs"][0]["source"].startswith("random:7 (range [0, ")
+    bundled, _ = choose_inputs(DEMO / "demo_cnn.pte", "random:7")  # what a run bundles
+    expected = program_reference(DEMO / "demo_cnn.pte", inputs=bundled).flat_outputs()
+    assert [o["values"] for o in record["outputs"]] == expected
+    ones = program_reference(DEMO / "demo_cnn.pte").flat_outputs()
+    assert expected != ones
+    bad = etu("reference", str(DEMO / "demo_cnn.pte"), "--inputs", "random:x")
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.splitlines()[-1] == (
+        f"etu: {DEMO / 'demo_cnn.pte'}: --inputs random:x: the seed must be a whole number "
+        "(random:7)"
+    )
+
+
 def test_a_program_without_tosa_graphs_is_one_line(real_program, tmp_path: Path) -> None:
     pte = real_program("u55")  # lowered without keeping Vela's files
     result = etu("reference", str(pte))
