@@ -16,8 +16,9 @@ another command set: they decode to no operations and a note saying so.
 
 from __future__ import annotations
 
+import operator
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from etu.parsers.errors import FormatError, ParseError, TruncatedError
@@ -302,16 +303,33 @@ class NpuOperation:
         return {k: v for k, v in record.items() if v is not None and v != ()}
 
 
+_SCALARS = frozenset({int, float, str, bool, type(None)})
+_FIELD_GETTERS: dict[type, tuple[tuple[str, ...], Callable]] = {}
+
+
 def _plain(value):
     """``dataclasses.asdict`` for these records (numbers, strings, nested records, tuples)
     without its deep copies: ``etu inspect`` of a folder of programs spent most of its time
-    in ``asdict``."""
-    names = getattr(type(value), "__dataclass_fields__", None)
-    if names is not None:
-        return {name: _plain(getattr(value, name)) for name in names}
-    if type(value) is tuple:
-        return tuple(_plain(item) for item in value)
-    return value
+    in ``asdict``. Each record type's fields are read with one ``attrgetter``, and scalars
+    are taken as they are, without a call each."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is tuple:
+        return tuple(item if type(item) in _SCALARS else _plain(item) for item in value)
+    getter = _FIELD_GETTERS.get(kind)
+    if getter is None:
+        names = tuple(getattr(kind, "__dataclass_fields__", ()))
+        if not names:
+            return value
+        one = operator.attrgetter(*names)
+        read = one if len(names) > 1 else (lambda record: (one(record),))
+        getter = _FIELD_GETTERS[kind] = (names, read)
+    names, read = getter
+    return {
+        name: item if type(item) in _SCALARS else _plain(item)
+        for name, item in zip(names, read(value), strict=True)
+    }
 
 
 @dataclass(slots=True)

@@ -85,7 +85,15 @@ def planned_memory(plan: ExecutionPlan) -> dict[int, int]:
 
 
 def delegates(program: Program) -> list[DelegateInfo]:
-    """Every delegate of every plan, with its Ethos-U payload decoded when it has one."""
+    """Every delegate of every plan, with its Ethos-U payload decoded when it has one
+    (decoded once per program: `etu inspect` asks three times per file)."""
+    cached = program.derived.get("delegates")
+    if cached is None:
+        cached = program.derived["delegates"] = _decode_delegates(program)
+    return list(cached)
+
+
+def _decode_delegates(program: Program) -> list[DelegateInfo]:
     found: list[DelegateInfo] = []
     for plan in program.plans:
         for index, delegate in enumerate(plan.delegates):

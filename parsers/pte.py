@@ -341,6 +341,9 @@ class Program:
     warnings: list[str] = field(default_factory=list)
     _closer: object = field(default=None, repr=False)
     _closed: bool = field(default=False, repr=False)
+    # what is worked out from the decoded program once (its delegates' payloads, decoded
+    # by parsers.program_facts.delegates), for the several views of one file
+    derived: dict = field(default_factory=dict, repr=False, compare=False)
 
     # -- segments and bulk data (read only when asked) -------------------------------
 
