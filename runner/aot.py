@@ -13,11 +13,12 @@ import contextlib
 import hashlib
 import io
 import json
+import re
 import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from etu.runner.compile_request import tool_versions
 
@@ -245,7 +246,8 @@ def lower_to_pte(
     float_model: dict | None = None
     if kept_vela is not None:
         if spec.delegate:
-            (kept_vela / VELA_STDOUT_NAME).write_text(vela_stdout.getvalue())
+            text = neutral_vela_stdout(vela_stdout.getvalue(), scratch_dir)
+            (kept_vela / VELA_STDOUT_NAME).write_text(text)
         record = {"spec": asdict(spec), "versions": tool_versions(),
                   "delegates": _keep_delegate_graphs(kept_vela, delegates),
                   "program_sha256": hashlib.sha256(program.buffer).hexdigest()}  # fmt: skip
@@ -304,11 +306,12 @@ def _save_float_model(exported, folder: Path, source: str | None, example_inputs
 
     inputs = [{"shape": list(x.shape), "dtype": str(x.dtype).removeprefix("torch.")}
               for x in example_inputs if isinstance(x, torch.Tensor)]  # fmt: skip
-    entry: dict = {"file": None, "program": None, "source": source, "inputs": inputs,
-                   "saved_with": "torch.export.save"}  # fmt: skip
+    entry: dict = {"file": None, "program": None, "source": neutral_source(source),
+                   "inputs": inputs, "saved_with": "torch.export.save"}  # fmt: skip
     notes = []
     partial = folder / (FLOAT_MODEL_NAME + ".partial")
     try:
+        neutral_stack_traces(exported, model_folder(source))
         torch.export.save(exported, partial)
         partial.replace(folder / FLOAT_MODEL_NAME)
         entry["file"] = FLOAT_MODEL_NAME
@@ -326,6 +329,82 @@ def _save_float_model(exported, folder: Path, source: str | None, example_inputs
     if notes:
         entry["note"] = "; ".join(notes)
     return entry
+
+
+# What the compile keeps travels with the program (a copied job folder, the shipped demo):
+# it names files by their name, or relative to the model's folder or to site-packages, never
+# by a folder of the machine that compiled it.
+_TRACE_FILE = re.compile(r'File "([^"]+)"')
+_PACKAGE_FOLDERS = ("site-packages", "dist-packages")
+
+
+def _model_path(source: str | None) -> tuple[str, str] | None:
+    """(file, ":Class" or "") of a model file source; None for a built-in example."""
+    if not source:
+        return None
+    if ".py:" in source:
+        path, name = source.rsplit(":", 1)
+        return path, f":{name}"
+    if source.endswith((".py", ".pt2")):
+        return source, ""
+    return None
+
+
+def neutral_source(source: str | None) -> str | None:
+    """The model's source as the compile record names it: a model file by its name (with
+    its ``:Class``), a built-in example as given."""
+    found = _model_path(source)
+    return source if found is None else f"{PurePath(found[0]).name}{found[1]}"
+
+
+def model_folder(source: str | None) -> Path | None:
+    """The folder of a model file source (resolved), else None."""
+    found = _model_path(source)
+    return None if found is None else Path(found[0]).resolve().parent
+
+
+def neutral_path(path: str, folder: Path | None) -> str:
+    """``path`` without this machine's folders: relative to ``folder`` (the model's) when in
+    it, from the package down when installed in site-packages, else its name."""
+    pure = PurePath(path)
+    if not pure.is_absolute():
+        return path
+    if folder is not None and pure.is_relative_to(folder):
+        return pure.relative_to(folder).as_posix()
+    parts = pure.parts
+    for marker in _PACKAGE_FOLDERS:
+        if marker in parts[:-1]:
+            at = len(parts) - 1 - parts[::-1].index(marker)
+            return PurePath(*parts[at + 1 :]).as_posix()
+    return pure.name
+
+
+def neutral_stack_traces(exported, folder: Path | None) -> int:
+    """Rewrite the file paths in each node's ``stack_trace`` (torch.export keeps the frames
+    that made the node: saved with the model) with :func:`neutral_path`. The number of
+    traces changed."""
+    changed = 0
+    for module in exported.graph_module.modules():
+        graph = getattr(module, "graph", None)
+        for node in getattr(graph, "nodes", ()):
+            trace = node.meta.get("stack_trace")
+            if not isinstance(trace, str):
+                continue
+            neutral = _TRACE_FILE.sub(lambda m: f'File "{neutral_path(m[1], folder)}"', trace)
+            if neutral != trace:
+                node.meta["stack_trace"] = neutral
+                changed += 1
+    return changed
+
+
+def neutral_vela_stdout(text: str, scratch_dir: Path | None) -> str:
+    """Vela's report names the output folder it wrote (``Performance for NPU Grap <path>``):
+    the job's intermediates folder, named here by its own name."""
+    if scratch_dir is None:
+        return text
+    for folder in sorted({str(scratch_dir.resolve()), str(scratch_dir)}, key=len, reverse=True):
+        text = text.replace(folder, scratch_dir.name)
+    return text
 
 
 @contextlib.contextmanager

@@ -1,10 +1,12 @@
 """Programs that do not depend on where they were built (issue 24 §7): the same request
 compiled into two output folders gives byte-identical .pte files, and the job still keeps
-its debug artifacts (Vela's output, the TOSA graph) in its own vela/ folder."""
+its debug artifacts (Vela's output, the TOSA graph) in its own vela/ folder, naming no folder
+of the machine."""
 
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from etu.runner.compile_job import CompileJob
 from etu.runner.compile_request import CompileRequest
 
 pytestmark = pytest.mark.aot
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def test_the_same_request_gives_the_same_bytes_in_any_folder(tmp_path: Path) -> None:
@@ -29,6 +32,13 @@ def test_the_same_request_gives_the_same_bytes_in_any_folder(tmp_path: Path) -> 
         assert b"intermediates" not in Path(result.pte).read_bytes()
         vela = folder / "vela"
         assert any(vela.glob("*summary*.csv")) and any(vela.glob("*.tosa")), sorted(vela.iterdir())
+        # what the job keeps names no folder of this machine either: Vela's report, the
+        # record, the float model's stack traces (the built-in example's file is etu's)
+        for name in ("vela_stdout.txt", "etu_compile.json"):
+            assert str(tmp_path) not in (vela / name).read_text(), name
+        with zipfile.ZipFile(vela / "etu_float_model.pt2") as saved:
+            members = b"".join(saved.read(member) for member in saved.namelist())
+        assert str(tmp_path).encode() not in members and str(ROOT).encode() not in members
 
 
 def test_the_cli_and_the_console_share_one_compile_cache_per_workspace(tmp_path: Path) -> None:
