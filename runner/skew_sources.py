@@ -193,7 +193,13 @@ def firmware_skew(program, elf: Path | None) -> list[str]:
     if isinstance(counts, dict):
         clean = {k: v for k, v in counts.items() if isinstance(k, str) and isinstance(v, int)}
         runner = f"{elf.name}'s runner"
-        problems += [f"version skew: {s.message(runner)}" for s in argument_skew(program, clean)]
+        fix = (
+            "; fix: recompile the program with the ExecuTorch the runner is built from, or "
+            "rebuild the firmware (etu firmware build) from the source the program was made with"
+        )
+        problems += [
+            f"version skew: {s.message(runner)}{fix}" for s in argument_skew(program, clean)
+        ]
     version = options.get("runner_version")
     version = tuple(version[:2]) if isinstance(version, list) and len(version) >= 2 else None
     archs = options.get("driver_arch") if isinstance(options.get("driver_arch"), dict) else {}

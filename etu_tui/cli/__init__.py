@@ -190,7 +190,7 @@ def _run_command(argv: list[str]) -> int:
         except (KeyboardInterrupt, BrokenPipeError):
             raise
         except CommandError as error:
-            print_error(error.message, as_json=as_json, out=out, err=err)
+            print_error(error.message, as_json=as_json, out=out, err=err, fields=error.fields)
             status = error.status
         except Exception as error:  # never a traceback: one line, like every other error
             from etu.parsers.errors import describe_error

@@ -14,12 +14,14 @@ from typing import TextIO
 
 
 class CommandError(Exception):
-    """A command stopped: ``message`` is one line, ``status`` the exit status."""
+    """A command stopped: ``message`` is one line, ``status`` the exit status; ``fields``:
+    more of what stopped it for ``--json`` (beside ``error``, never instead of it)."""
 
-    def __init__(self, message: str, status: int = 2) -> None:
+    def __init__(self, message: str, status: int = 2, fields: dict | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
+        self.fields = dict(fields or {})
 
     def __str__(self) -> str:
         return self.message
@@ -30,10 +32,12 @@ def notice(err: TextIO, text: str) -> None:
     err.write(f"etu: {text}\n")
 
 
-def print_error(message: str, *, as_json: bool, out: TextIO, err: TextIO) -> None:
-    """The one place an error reaches the user."""
+def print_error(
+    message: str, *, as_json: bool, out: TextIO, err: TextIO, fields: dict | None = None
+) -> None:
+    """The one place an error reaches the user (``fields``: added to the JSON object)."""
     text = " ".join(message.splitlines()) or "error"
     if as_json:
-        out.write(json.dumps({"error": text}) + "\n")
+        out.write(json.dumps({**(fields or {}), "error": text}) + "\n")
     else:
         err.write(f"etu: {text}\n")

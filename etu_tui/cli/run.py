@@ -33,7 +33,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "pte", type=Path, nargs="?",
-        help="with --board: a program to build the real runner for (if needed) and run",
+        help="with --board: a program to build the real runner for (if needed) and run; with "
+        "--elf: the program meant to run, checked against the firmware's before the run",
+    )  # fmt: skip
+    parser.add_argument(
+        "--force", action="store_true",
+        help="run even when the pre-flight finds problems (version skew, another target, "
+        "another program baked in): each is still printed",
     )  # fmt: skip
     parser.add_argument(
         "--build-dir", type=Path,
@@ -129,7 +135,59 @@ def run_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
                 notice(err, f"{shown} is not installed here: the command names it by its bare "
                        "name (ETU_FVP_DIR or PATH would find it)")  # fmt: skip
         return 0
+    _preflight(args, Path(args.elf), launch.target.target, err=err)
     return _stream_run(launch, args, out=out, err=err)
+
+
+def _preflight(args: argparse.Namespace, elf: Path, target: str, *, err: TextIO) -> None:
+    """The Run tab's pre-flight before anything starts: each problem with its fix, one line
+    each on stderr; any refuses the run (status 2, ``preflight`` in the JSON error) unless
+    ``--force``."""
+    from etu.parsers.text import printable
+
+    problems = preflight_problems(elf, target, getattr(args, "pte", None))
+    if not problems:
+        return
+    for problem in problems:
+        notice(err, f"pre-flight: {printable(problem)}")
+    if getattr(args, "force", False):
+        notice(err, "pre-flight: --force: running anyway")
+        return
+    count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
+    raise CommandError(
+        f"run: the pre-flight found {count} (above): nothing started; --force runs anyway",
+        status=2, fields={"preflight": [printable(p) for p in problems]},
+    )  # fmt: skip
+
+
+def preflight_problems(elf: Path, target: str, pte: Path | None = None) -> list[str]:
+    """What the Run tab's pre-flight finds for a run of ``elf`` on ``target`` (an FVP's
+    target or the emulated board): the program (``pte``, else the one baked into ``elf``)
+    against the firmware's build record (version skew), its fit on the firmware (another
+    program baked in, kernels, pools, regions, ``.ptd`` blocks) and the NPU target. A
+    firmware with no program baked in is not judged; an unreadable ``pte`` is one line."""
+    from etu.parsers.errors import ParseError, describe_error
+    from etu.parsers.firmware_program import open_embedded_program
+    from etu.parsers.program_facts import program_facts, program_target
+    from etu.parsers.pte import open_program
+    from etu.runner.workspace import load_firmware
+    from etu.tui.widgets.run_launch import preflight
+
+    try:
+        program = open_program(pte) if pte is not None else open_embedded_program(elf)
+    except (ParseError, OSError) as error:
+        if pte is None:
+            return []
+        raise CommandError(describe_error(error)) from None
+    try:
+        try:
+            wanted = program_target(program_facts(program, pte or elf))
+        except ParseError:  # a delegate that does not decode: its target is not known
+            wanted = None
+        firmware = load_firmware(elf, program, None, workspace=None)
+        return preflight(target, wanted, program, firmware, elf)
+    finally:
+        program.close()
 
 
 def _stream_run(launch, args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
@@ -206,6 +264,7 @@ def _board_run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     if args.dry_run:
         out.write((json.dumps({"argv": argv}) if args.json else " ".join(argv)) + "\n")
         return 0
+    _preflight(args, Path(elf), EMULATED_BOARD, err=err)
     notice(err, qemu_label(Path(elf)))
     from etu.runner.bundleio import firmware_inputs
 

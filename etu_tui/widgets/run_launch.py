@@ -232,7 +232,8 @@ def preflight(
     elif program_target and program_target != target and not emulated:
         problems.append(
             f"the program was compiled for {program_target}, the run targets "
-            f"{target}: the driver rejects a command stream for another NPU config"
+            f"{target}: the driver rejects a command stream for another NPU config; fix: "
+            f"run on {program_target}, or recompile with --target {target}"
         )
     return list(dict.fromkeys(problems))
 
@@ -273,10 +274,10 @@ def inputs_preflight(
 
 def fit_problems(program, firmware, elf: Path | None, target: str | None) -> list[str] | None:
     """The fit verdicts of ``program`` against ``firmware`` (a FirmwareResult of ``elf``)
-    that would make a run fail: another program baked in, kernels, pools, regions, Vela
-    blocks in the ``.ptd`` files beside the program, the NPU ``target`` (None: not
-    checked). None when they cannot be checked (no program, or ``firmware`` is not that
-    ELF's)."""
+    that would make a run fail, each with its fix: another program baked in, kernels,
+    pools, regions, Vela blocks in the ``.ptd`` files beside the program, the NPU ``target``
+    (None: not checked). None when they cannot be checked (no program, or ``firmware`` is
+    not that ELF's)."""
     from etu.parsers.external_blocks import data_files_beside
 
     same = (
@@ -300,7 +301,7 @@ def fit_problems(program, firmware, elf: Path | None, target: str | None) -> lis
         if bundled is not None:
             bundled.close()
     return [
-        verdict.message
+        f"{verdict.message}; fix: {verdict.fix}" if verdict.fix else verdict.message
         for verdict in verdicts
         if verdict.check in PREFLIGHT_CHECKS
         and (verdict.status == FAIL

@@ -239,8 +239,9 @@ def test_signals_end_a_cli_run_and_finish_the_session(
 def test_signals_end_a_run_on_the_emulated_board(sig, endless_elf, family, tmp_path) -> None:
     """`etu run --board qemu-an547 --elf ...`: QEMU stopped, the session ended killed."""
     sessions = tmp_path / "sessions"
-    etu = start_etu(["run", "--board", "qemu-an547", "--elf", endless_elf, "--sessions",
-                     sessions], tmp_path, env=env())  # fmt: skip
+    # --force: the stub runner bakes in a delegated program it does not run (pre-flight)
+    etu = start_etu(["run", "--board", "qemu-an547", "--elf", endless_elf, "--force",
+                     "--sessions", sessions], tmp_path, env=env())  # fmt: skip
     wait_for_lines(sessions)
     signal_and_check(etu, sig, family, sessions, children=("qemu-system-arm",))
 
