@@ -273,7 +273,7 @@ class RunRecord:
             self.errors += sum(1 for entry in entries if entry[LEVEL] in ("E", "F"))
             changed.add("log")
             if self.npu_found is None:
-                for entry in entries:  # the driver's "Ethos-U config." line, at boot
+                for entry in entries:  # the driver's "Ethos-U config." line, at each NPU call
                     if "Ethos-U config." in entry[TEXT]:
                         says = driver_line(entry[TEXT])
                         if says is not None and says.kind == "npu_config":
