@@ -1,5 +1,5 @@
 """History is live (issue 24 §2): a session that ends in the console (a Run tab run, one
-stopped with ``s``) is in the History tab and the Run tab's past runs at once, without
+stopped with ``s``, a Boards tab flash + monitor) is in the History tab and the Run tab's past runs at once, without
 ctrl+r; sessions recorded elsewhere are listed when the History tab is shown, which never
 says "No recorded session yet" while the folder holds sessions. At 80×24 and 120×36."""
 
@@ -88,3 +88,41 @@ async def test_sessions_recorded_elsewhere_are_listed_when_history_is_shown(
         await settle(pilot)
         assert "No recorded session yet" not in screen_text(app)
         assert "2 sessions" in _status(app)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x36"])
+async def test_a_boards_tab_session_is_in_history_at_once(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, size
+) -> None:
+    """A flash + monitor from the Boards tab (the emulated board, QEMU for real): its
+    session is in History and Past runs when it ends, without ctrl+r."""
+    from etu.tui.screens.preflight import PreflightScreen
+
+    monkeypatch.setattr("serial.tools.list_ports.comports", lambda: [])
+    app = EtuApp(workspace)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        history = app.query_one(HistoryPanel)
+        await wait_until(pilot, lambda: "No recorded session yet" in _status(app),
+                         what="the empty History")  # fmt: skip
+        await pilot.press("B")
+        await settle(pilot)
+        assert app.query_one(TabbedContent).active == "boards"
+        await pilot.press("r")
+        # the delegated demo on a firmware without an NPU driver layer: flash anyway
+        await wait_until(pilot, lambda: isinstance(app.screen, PreflightScreen),
+                         what="the pre-flight")  # fmt: skip
+        await pilot.press("r")
+        run = app.run_panel
+        await wait_run(pilot, lambda: run.live is not None and run.live.outcome is not None,
+                       what="the board session to end")  # fmt: skip
+        board = run.live.folder
+        assert board is not None and (board / "meta.json").is_file()
+        await wait_until(pilot, lambda: [Path(r.folder) for r in history.rows] == [board],
+                         timeout=10, what="the board session in History")  # fmt: skip
+        past = app.query_one(PastRunsList)
+        await wait_until(pilot, lambda: [Path(r.folder) for r in past.runs] == [board],
+                         timeout=10, what="the board session in Past runs")  # fmt: skip
+        await pilot.press("j")
+        await settle(pilot)
+        assert "1 session" in _status(app) and "No recorded session yet" not in _status(app)
