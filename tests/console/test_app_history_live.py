@@ -1,7 +1,8 @@
 """History is live (issue 24 §2): a session that ends in the console (a Run tab run, one
-stopped with ``s``, a Boards tab flash + monitor) is in the History tab and the Run tab's past runs at once, without
-ctrl+r; sessions recorded elsewhere are listed when the History tab is shown, which never
-says "No recorded session yet" while the folder holds sessions. At 80×24 and 120×36."""
+stopped with ``s``, a Boards tab flash + monitor) is in the History tab and the Run tab's
+past runs at once, without ctrl+r; sessions recorded elsewhere are listed when the History
+tab is shown, which never says "No recorded session yet" while the folder holds sessions.
+At 80×24 and 120×36."""
 
 from __future__ import annotations
 
