@@ -256,6 +256,18 @@ def io_quantization_record(program, path: Path, found) -> list[dict]:
     return [q.to_json() for q in io_quantization(program.plans[0], folder)]
 
 
+def _external_text(entry: dict) -> str:
+    """One external block in words, named once (its message starts with its name):
+    ``external cmd_data: 1,788 bytes in program.ptd``, ``external cmd_data: MISSING: key…``,
+    ``external NO_DATA_FILE: cmd_data is in a .ptd file…``."""
+    block, message = entry["block"], entry["message"]
+    mark = "" if entry["status"] == "ok" else f"{entry['status'].upper()}: "
+    rest = message.removeprefix(f"{block}: ")
+    if rest == message and message.startswith(f"{block} "):
+        return f"external {mark}{message}"
+    return f"external {block}: {mark}{rest}"
+
+
 def _block_text(payload: dict, external: dict, block: str, label: str) -> str:
     """``COP1 command stream 3,300 B``, or for an external block where its bytes are."""
     if block not in payload.get("external_blocks", {}):
@@ -322,9 +334,7 @@ def format_inspect(record: dict) -> str:
                     f"{_block_text(payload, external, 'weight_data', 'weights')}, "
                     f"scratch {nbytes(payload['scratch_size'])}"
                 )
-                for entry in external.values():
-                    mark = "" if entry["status"] == "ok" else f"{entry['status'].upper()}: "
-                    lines.append(f"      external {p(entry['block'])}: {mark}{p(entry['message'])}")
+                lines.extend(f"      {p(_external_text(e))}" for e in external.values())
                 for role in ("inputs", "outputs"):
                     for io in payload[role]:
                         lines.append(

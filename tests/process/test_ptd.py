@@ -102,6 +102,10 @@ def test_inspect_resolves_the_pair_and_decodes_the_stream_as_inline(pair: Path) 
     text = run_etu("inspect", pair)
     assert text.returncode == 0 and "command stream 1," in text.stdout
     assert "in program.ptd" in text.stdout and "NPU operations:" in text.stdout
+    # each block named once: "external cmd_data: 1,788 bytes in program.ptd"
+    size = blocks["cmd_data"]["size"]
+    assert f"external cmd_data: {size:,} bytes in program.ptd\n" in text.stdout
+    assert "cmd_data: cmd_data" not in text.stdout
 
 
 def test_a_ptd_given_to_inspect_is_shown_not_refused(pair: Path) -> None:
@@ -196,7 +200,7 @@ def test_a_changed_entry_is_flagged_as_a_hash_mismatch(pair: Path, tmp_path: Pat
     assert "do not hash to the key" in blocks["weight_data"]["message"]
     assert any("weight_data" in w and "do not hash" in w for w in record["warnings"])
     text = run_etu("inspect", program)
-    assert text.returncode == 0 and "external weight_data: HASH_MISMATCH:" in text.stdout
+    assert text.returncode == 0 and "external weight_data: HASH_MISMATCH: the " in text.stdout
 
 
 def test_a_key_with_no_entry_is_flagged_missing(pair: Path, tmp_path: Path) -> None:
@@ -222,6 +226,9 @@ def test_a_key_with_no_entry_is_flagged_missing(pair: Path, tmp_path: Path) -> N
     shutil.copy(program, alone / "program.pte")
     blocks = external(inspect_json(alone / "program.pte"))
     assert {e["status"] for e in blocks.values()} == {"no_data_file"}
+    text = run_etu("inspect", alone / "program.pte").stdout
+    assert "external NO_DATA_FILE: cmd_data is in a .ptd file" in text
+    assert "cmd_data: NO_DATA_FILE: cmd_data" not in text
 
 
 def test_fit_counts_the_ptd_and_warns_the_runner_does_not_load_it(pair: Path, tmp_path) -> None:
