@@ -87,3 +87,44 @@ async def test_a_run_of_another_program_gets_no_vela_estimate(twin_beside_demo: 
         assert own and "Vela estimate" in shown_for(own)
         assert "Vela estimate" in shown_for(""), "a run that names no program: the open one's"
         assert "Vela estimate" not in shown_for("f" * 64)
+
+
+async def test_a_boards_session_whose_firmware_carries_another_program_gets_no_estimate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The open program differs from the one baked into the firmware (the demo's, with
+    bytes appended: its own Vela report still attaches to it): after a flash + monitor of
+    that firmware from the Boards tab (the emulated board, QEMU for real), the session
+    names the firmware's program and the PMU pane shows no Vela estimate for it."""
+    import hashlib
+
+    from etu.tui.screens.preflight import PreflightScreen
+    from tests.console_helpers import wait_until
+
+    monkeypatch.setattr("serial.tools.list_ports.comports", lambda: [])
+    folder = demo_workspace(tmp_path / "demo", "firmware", "vela")
+    program = folder / "demo_cnn.pte"
+    baked = hashlib.sha256(program.read_bytes()).hexdigest()  # what the firmware carries
+    program.write_bytes(program.read_bytes() + bytes(4096))
+    app = EtuApp(folder)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        run = app.query_one(RunPanel)
+        assert run.vela_cycles, "the open program has its own Vela estimate"
+        assert run._program_sha256() != baked
+        await pilot.press("B")
+        await settle(pilot)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: isinstance(app.screen, PreflightScreen),
+                         what="the pre-flight")  # fmt: skip
+        assert any("model_pte" in problem for problem in app.screen.problems)
+        await pilot.press("r")  # flash anyway
+        await wait_until(pilot, lambda: run.live is not None and run.live.outcome is not None,
+                         timeout=90, what="the board session to end")  # fmt: skip
+        await settle(pilot)
+        meta = json.loads((run.live.folder / "meta.json").read_text())
+        assert meta["program_sha256"] == baked
+        assert run.shown is run.live and run.live.launch.program_sha256 == baked
+        shown = str(app.query_one(PmuPane).query_one("#pmu-text", Static).render())
+        assert shown and "Vela estimate" not in shown, shown
+        assert "54,916" not in shown
