@@ -49,6 +49,9 @@ class LoweringSpec:
     # what runs the CPU part: ExecuTorch's portable kernels, or the Cortex-M backend
     # (cortex_m::* kernels on CMSIS-NN; "Ethos-U55 with CMSIS-NN fallback", PR 19768)
     cpu_backend: str = "portable"
+    # inputs and outputs as the quantized integers (ExecuTorch's quantize_io_pass): the
+    # program keeps each one's scale and zero point as config methods (input0_scale...)
+    int8_io: bool = False
 
 
 CPU_BACKENDS = ("portable", "cortex-m")
@@ -225,6 +228,8 @@ def lower_to_pte(
                 compile_config=EdgeCompileConfig(_check_ir_validity=False),
             )
         check_scratch(delegates, spec.max_scratch_size)
+        if spec.int8_io:
+            edge = integer_io(edge)
         if spec.cpu_backend == "cortex-m":
             lower_cpu_part_to_cortex_m(edge)
         done("lower")
@@ -281,6 +286,36 @@ def channels_last(value):
     with contextlib.suppress(AttributeError, NotImplementedError, TypeError):
         value = value.to(memory_format=torch.channels_last)
     return value
+
+
+def integer_io(edge):
+    """The program's float inputs and outputs replaced by the integers its quantize and
+    dequantize nodes made (ExecuTorch's QuantizeInputs/QuantizeOutputs, as upstream's
+    int8-IO examples do): the nodes go, their figures stay as config methods."""
+    from executorch.exir.passes.quantize_io_pass import QuantizeInputs, QuantizeOutputs
+
+    graph = edge.exported_program().graph_module.graph
+    inputs = [n for n in graph.nodes if n.op == "placeholder" and len(n.users) == 1
+              and _quantized_by(next(iter(n.users)))]  # fmt: skip
+    user_inputs = edge.exported_program().graph_signature.user_inputs
+    input_indexes = [user_inputs.index(n.name) for n in inputs if n.name in user_inputs]
+    output = next(n for n in graph.nodes if n.op == "output")
+    output_indexes = [k for k, node in enumerate(output.args[0]) if _dequantized(node)]
+    if not input_indexes and not output_indexes:
+        raise ValueError("--int8-io: no input is quantized and no output dequantized")
+    return edge.transform([QuantizeInputs(edge, input_indexes),
+                           QuantizeOutputs(edge, output_indexes)])  # fmt: skip
+
+
+def _quantized_by(node) -> bool:
+    """A quantize_per_tensor.default node (the one overload quantize_io_pass takes)."""
+    return node.op == "call_function" and (
+        "quantized_decomposed.quantize_per_tensor.default" in str(node.target))  # fmt: skip
+
+
+def _dequantized(node) -> bool:
+    return getattr(node, "op", None) == "call_function" and (
+        "quantized_decomposed.dequantize_per_tensor.default" in str(node.target))  # fmt: skip
 
 
 def lower_cpu_part_to_cortex_m(edge) -> None:

@@ -136,7 +136,7 @@ def _quantize_ranges(pte: Path) -> dict[int, dict]:
 
     try:
         with open_program(pte) as program:
-            found = program_io_quantization(program.plans[0])
+            found = program_io_quantization(program.plans[0], program.plans)
     except (ParseError, OSError, IndexError):
         return {}
     ranges = {}

@@ -403,7 +403,8 @@ def io_quantization_of(program: Path | None) -> list[dict]:
             plan = opened.plans[0] if opened.plans else None
             if plan is None:
                 return []
-            return [q.to_json() for q in io_quantization(plan, vela if vela.is_dir() else None)]
+            folder = vela if vela.is_dir() else None
+            return [q.to_json() for q in io_quantization(plan, folder, opened.plans)]
     except (ParseError, OSError):
         return []
 
@@ -470,6 +471,8 @@ def quantization_comparison(
     judged: ``passed`` is None."""
     if not floats or not reference:
         return None
+    if dtype in INTEGER_DTYPES and _has_grid(grid):  # the program gives the integers itself
+        return _integer_output_quantization(index, reference, floats, grid, rtol, atol)
     result = metrics(index, reference, floats, rtol=rtol, atol=atol).to_json()
     result["passed"] = None
     if _has_grid(grid):
@@ -481,6 +484,25 @@ def quantization_comparison(
         from etu.runner.reference import integer_comparison
 
         result.update(integer_comparison(reference, [round(v) for v in floats]))
+    return result
+
+
+def _integer_output_quantization(
+    index: int, reference: list[float], floats: list[float], grid: dict, rtol: float,
+    atol: float,
+) -> dict:  # fmt: skip
+    """An integer output (``--int8-io``) against the float model: in real units, the
+    reference's integers dequantized with the output's scale and zero point; on the grid,
+    the float model's values quantized against the reference's integers."""
+    from etu.runner.reference import integer_comparison
+
+    scale, zero = float(grid["scale"]), int(grid["zero_point"])
+    real = [(q - zero) * scale for q in reference]
+    result = metrics(index, real, floats, rtol=rtol, atol=atol).to_json()
+    result["passed"] = None
+    on_grid = [math.nan if q is None else q for q in to_integers(floats, grid)]
+    result.update(integer_comparison(reference, on_grid))
+    result["integer_dtype"] = grid.get("integer_dtype")
     return result
 
 

@@ -105,6 +105,7 @@ class CompileRequest:
     calibration: str | None = None  # a .npz or a folder of .npy: one sample per array
     max_scratch_size: int | None = None  # bytes: a larger Ethos-U scratch fails the compile
     cpu_backend: str = "portable"  # or "cortex-m": the CPU part as cortex_m::* (CMSIS-NN)
+    int8_io: bool = False  # inputs and outputs the integers the NPU takes (quantize_io_pass)
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -176,6 +177,9 @@ class CompileRequest:
             raise RequestError(
                 "the Cortex-M backend lowers quantized operators only: not with --no-quantize"
             )
+        if self.int8_io and not self.quantize:
+            raise RequestError("--int8-io takes the quantized model's integers: not with "
+                               "--no-quantize")  # fmt: skip
         if self.external_blocks and not self.delegate:
             raise RequestError("external blocks are the NPU delegate's: not with --no-delegate")
         has_inputs = self.inputs or self.input_file
@@ -195,6 +199,8 @@ class CompileRequest:
             data.pop("max_scratch_size")  # likewise
         if self.cpu_backend == "portable":
             data.pop("cpu_backend")  # likewise
+        if not self.int8_io:
+            data.pop("int8_io")  # likewise
         return data
 
     @classmethod

@@ -201,6 +201,7 @@ def run(request: CompileRequest, out_dir: Path, stages: Stages) -> dict:
             external_blocks=request.external_blocks,
             max_scratch_size=request.max_scratch_size,
             cpu_backend=request.cpu_backend,
+            int8_io=request.int8_io,
         )
         result = aot.lower_to_pte(
             model,

@@ -1,8 +1,13 @@
 """Integer IO made visible: per program input and output, the integers the NPU sees and
 their scale and zero point (real = (q - zero_point) * scale).
 
-Two sources, the program first:
+Three sources, the program first:
 
+- **the program's config methods**: a program whose inputs or outputs were made integers
+  with ExecuTorch's ``QuantizeInputs``/``QuantizeOutputs`` (``exir/passes/quantize_io_pass``,
+  ``etu compile --int8-io``) keeps each one's figures as constant methods beside
+  ``forward``: ``input0_scale``, ``input0_zp``, ``input0_quant_min``, ``input0_quant_max``,
+  ``input0_dtype`` (``forward_input0_scale``... when the pass was given the method's name);
 - **the program's own kernels**: a float input the program quantizes on the CPU
   (``quantized_decomposed::quantize_per_tensor``) before a delegate, a float output it
   dequantizes (``dequantize_per_tensor``) after one; the scale and zero point are the
@@ -20,7 +25,9 @@ from __future__ import annotations
 
 import io
 import pickle
+import re
 import zipfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -34,6 +41,10 @@ DTYPE_NAMES = {
     "Half": "float16", "Float": "float32", "Double": "float64", "Bool": "bool",
     "UInt16": "uint16", "BFloat16": "bfloat16",
 }  # fmt: skip
+CONFIG_METHOD = re.compile(
+    r"(?:(\w+)_)?(input|output)(\d{1,4})_(scale|zp|quant_min|quant_max|dtype)"
+)
+CONFIG_SOURCE = "the program's config methods, as QuantizeInputs/QuantizeOutputs write them"
 QUANTIZE = "quantized_decomposed::quantize_per_tensor.out"
 DEQUANTIZE = "quantized_decomposed::dequantize_per_tensor.out"
 
@@ -93,7 +104,9 @@ def io_line(record: dict) -> str:
     head = f"{record['kind']} {record['index']}: {record['dtype']}"
     if record.get("scale") is None or record.get("zero_point") is None:
         return f"{head}, scale and zero point not known"
-    return (f"{head} ↔ {record['integer_dtype']}, scale {record['scale']:.4g}, zero point "
+    if record.get("integer_dtype") not in (None, record["dtype"]):
+        head = f"{head} ↔ {record['integer_dtype']}"
+    return (f"{head}, scale {record['scale']:.4g}, zero point "
             f"{record['zero_point']} ({record['source']})")  # fmt: skip
 
 
@@ -139,6 +152,35 @@ def _kernel_figures(plan: ExecutionPlan, call: KernelCall) -> dict | None:
             "integer_dtype": _dtype_name(_scalar(plan, call.args[5], "Int"))}  # fmt: skip
 
 
+def config_io_figures(plan: ExecutionPlan, plans: Sequence[ExecutionPlan]) -> dict:
+    """``{(kind, index): figures}`` from the program's config methods for ``plan`` (each a
+    plan with no instructions and one constant output); only complete sets, scale and
+    zero point both there."""
+    keys = {"scale": ("scale", "Double"), "zp": ("zero_point", "Int"),
+            "quant_min": ("quant_min", "Int"), "quant_max": ("quant_max", "Int"),
+            "dtype": ("integer_dtype", "Int")}  # fmt: skip
+    found: dict[tuple[str, int], dict] = {}
+    for method in plans:
+        match = CONFIG_METHOD.fullmatch(method.name)
+        if match is None or method.instructions or method.inputs or len(method.outputs) != 1:
+            continue
+        owner, kind, index, key = match.groups()
+        if owner is not None and owner != plan.name:
+            continue
+        field_name, scalar_kind = keys[key]
+        value = _scalar(method, method.outputs[0], scalar_kind)
+        if field_name == "integer_dtype":
+            value = _dtype_name(value)
+        if value is not None and not isinstance(value, bool):
+            found.setdefault((kind, int(index)), {})[field_name] = value
+    complete = {}
+    for where, figures in found.items():
+        if isinstance(figures.get("scale"), float) and isinstance(figures.get("zero_point"), int):
+            complete[where] = {"quant_min": None, "quant_max": None, "integer_dtype": None,
+                               **figures}  # fmt: skip
+    return complete
+
+
 def _delegate_of(plan: ExecutionPlan, value: int) -> int | None:
     for instruction in plan.instructions:
         if isinstance(instruction, DelegateCall) and value in instruction.args:
@@ -146,8 +188,12 @@ def _delegate_of(plan: ExecutionPlan, value: int) -> int | None:
     return None
 
 
-def program_io_quantization(plan: ExecutionPlan) -> list[IoQuantization]:
-    """Each input and output of ``plan`` with what the program's own kernels say."""
+def program_io_quantization(
+    plan: ExecutionPlan, config: Sequence[ExecutionPlan] = ()
+) -> list[IoQuantization]:
+    """Each input and output of ``plan`` with what the program says: its config methods
+    (``config``: the program's plans), else its own kernels."""
+    configured = config_io_figures(plan, config) if config else {}
     kernels = [
         (plan.operators[i.op_index].qualified_name, i)
         for i in plan.instructions
@@ -160,8 +206,8 @@ def program_io_quantization(plan: ExecutionPlan) -> list[IoQuantization]:
             if not isinstance(tensor, Tensor):
                 continue
             dtype = _tensor_dtype(plan, value)
-            figures, source = None, "not known"
-            for name, call in kernels:
+            figures, source = configured.get((kind, k)), CONFIG_SOURCE
+            for name, call in () if figures is not None else kernels:
                 if kind == "input" and name == QUANTIZE and call.args[:1] == (value,):
                     figures = _kernel_figures(plan, call)
                     delegate = _delegate_of(plan, call.args[6]) if len(call.args) > 6 else None
@@ -175,6 +221,8 @@ def program_io_quantization(plan: ExecutionPlan) -> list[IoQuantization]:
                 if figures is not None:
                     break
             integer = dtype if dtype.startswith(("int", "uint")) else None
+            if figures is not None and figures["integer_dtype"] is None:
+                figures = {**figures, "integer_dtype": integer}
             if figures is None:
                 records.append(IoQuantization(kind, k, value, dtype, list(tensor.sizes), integer,
                                               None, None))  # fmt: skip
@@ -285,10 +333,15 @@ def _vela_entry(item: object) -> dict:
             "zero_point": [int(v) for v in numbers("zero_point")]}  # fmt: skip
 
 
-def io_quantization(plan: ExecutionPlan, vela_folder: Path | None = None) -> list[IoQuantization]:
-    """The program's figures, completed from Vela's for an integer input or output the
-    program hands to a delegate as it is (one delegate: Vela's k-th is the program's k-th)."""
-    records = program_io_quantization(plan)
+def io_quantization(
+    plan: ExecutionPlan,
+    vela_folder: Path | None = None,
+    config: Sequence[ExecutionPlan] = (),
+) -> list[IoQuantization]:
+    """The program's figures (``config``: its plans, for the config methods), completed
+    from Vela's for an integer input or output the program hands to a delegate as it is
+    (one delegate: Vela's k-th is the program's k-th)."""
+    records = program_io_quantization(plan, config)
     if vela_folder is None:
         return records
     try:

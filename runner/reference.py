@@ -677,9 +677,16 @@ def float_inputs(reference: ProgramReference) -> list | None:
     input dequantized with its scale and zero point; None when one cannot be made."""
     import torch
 
+    from etu.parsers.errors import ParseError
+    from etu.parsers.pte import open_program
     from etu.runner.io_quantization import program_io_quantization
 
-    quantization = {q.index: q for q in program_io_quantization(reference.plan)
+    try:  # its config methods (an int8-IO program's figures) are plans beside it
+        with open_program(reference.program) as opened:
+            config = list(opened.plans)
+    except (ParseError, OSError):
+        config = []
+    quantization = {q.index: q for q in program_io_quantization(reference.plan, config)
                     if q.kind == "input"}  # fmt: skip
     made = []
     for k, tensor in enumerate(reference.inputs):
@@ -720,8 +727,11 @@ def _run_float_model(reference: ProgramReference, path: Path, entry: dict) -> No
     reference.float_outputs = [leaf.detach().cpu().numpy() for leaf in floats
                                if isinstance(leaf, torch.Tensor)]  # fmt: skip
     source = entry.get("source") if isinstance(entry.get("source"), str) else "the model"
+    integer = any(not tensor.dtype.is_floating_point for tensor in reference.inputs)
+    how = ", integers dequantized with their scale and zero point" if integer else ""
     reference.float_outputs_note = (f"the float model before quantization ({source}, saved as "
-                                    f"{path.name}), inputs {reference.input_source}")  # fmt: skip
+                                    f"{path.name}), inputs {reference.input_source}"
+                                    f"{how}")  # fmt: skip
 
 
 # ------------------------------------------------------------------------- comparisons

@@ -44,6 +44,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "operators, channels-last inputs)",
     )  # fmt: skip
     parser.add_argument(
+        "--int8-io", action="store_true",
+        help="the program takes and gives the quantized integers itself (ExecuTorch's "
+        "QuantizeInputs/QuantizeOutputs: no quantize/dequantize on the CPU; each scale and "
+        "zero point kept in the program as its config methods)",
+    )  # fmt: skip
+    parser.add_argument(
         "--vela-flag", action="append", default=[], help="an extra Vela flag (repeatable)"
     )
     parser.add_argument(
@@ -115,6 +121,7 @@ def compile_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> in
             calibration=args.calibration,
             max_scratch_size=parse_size(args.max_scratch_size, "--max-scratch-size"),
             cpu_backend=args.cpu_backend,
+            int8_io=args.int8_io,
             external_blocks=tuple(
                 dict.fromkeys(b.strip() for b in args.external_blocks.split(",") if b.strip())
             ),

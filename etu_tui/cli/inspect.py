@@ -253,7 +253,7 @@ def io_quantization_record(program, path: Path, found) -> list[dict]:
         return []
     vela = Path(path).parent / "vela" if found is None else None
     folder = vela if vela is not None and vela.is_dir() else None
-    return [q.to_json() for q in io_quantization(program.plans[0], folder)]
+    return [q.to_json() for q in io_quantization(program.plans[0], folder, program.plans)]
 
 
 def _external_text(entry: dict) -> str:

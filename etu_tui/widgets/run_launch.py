@@ -363,7 +363,8 @@ def io_notes(program, pte: Path | None) -> list[str]:
         return []
     vela = Path(pte).parent / VELA_FOLDER if pte is not None else None
     try:
-        found = io_quantization(plans[0], vela if vela is not None and vela.is_dir() else None)
+        folder = vela if vela is not None and vela.is_dir() else None
+        found = io_quantization(plans[0], folder, plans)
     except Exception:  # a view's note: never a reason not to run
         return []
     return [q.sentence() for q in found if q.dtype in INTEGER_IO]
