@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from etu.runner.aot import LoweringSpec
 from tests.helpers import etu
-from tests.real_programs import ROOT, cache_lock, keyed_dir
 
 pytestmark = pytest.mark.aot
 CONFIG = ("scale", "zp", "quant_min", "quant_max")
@@ -20,17 +18,9 @@ CONFIG = ("scale", "zp", "quant_min", "quant_max")
 
 @pytest.fixture(scope="module")
 def int8_program() -> Path:
-    """The tests' CNN for the U55-128 with integer input and output (lowered once, cached)."""
-    from etu.runner.example_models import EXAMPLES
-    from tests.npu_programs import lower_into
+    from tests.int8_programs import build
 
-    folder = keyed_dir("int8_io-", Path(__file__), ROOT / "tests" / "npu_programs.py") / "cnn"
-    with cache_lock("int8_io-cnn"):
-        if not (folder / "program.pte").is_file():
-            factory, shapes = EXAMPLES["cnn"]
-            lower_into(folder, factory, shapes,
-                       LoweringSpec(target="ethos-u55-128", int8_io=True))  # fmt: skip
-    return folder / "program.pte"
+    return build()
 
 
 def config_values(program: Path) -> dict[str, float | int]:
