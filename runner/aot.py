@@ -190,6 +190,7 @@ def lower_to_pte(
     )
     scratch_dir: Path | None = None
     calibration_record: dict | None = None  # per input: the range calibration saw
+    activations: dict | None = None  # per quantized node: the scale calibration chose
     if vela_dir is not None:
         # Vela writes into <intermediates>/output; it overwrites files sharing a folder.
         scratch_dir = Path(vela_dir).with_name(Path(vela_dir).name + ".intermediates")
@@ -216,6 +217,7 @@ def lower_to_pte(
                                   "inputs": calibration_ranges(samples)}  # fmt: skip
             done("calibrate")
             converted = convert_pt2e(prepared)
+            activations = activation_quantization(converted)
             if not spec.delegate:
                 widen_per_channel_zero_points(converted)
             exported = torch.export.export(converted, example_inputs)
@@ -258,6 +260,8 @@ def lower_to_pte(
                   "program_sha256": hashlib.sha256(program.buffer).hexdigest()}  # fmt: skip
         if calibration_record is not None:  # where `--inputs random:SEED` draws
             record["calibration"] = calibration_record
+        if activations:  # the real scales of `etu compare --layers` (TOSA keeps none)
+            record["activation_quantization"] = activations
         if float_outputs is not None:
             import numpy
 
@@ -269,6 +273,28 @@ def lower_to_pte(
         (kept_vela / COMPILE_RECORD_NAME).write_text(json.dumps(record, indent=2) + "\n")
     done("write")
     return LoweringResult(Path(out_pte), kept_vela, stages, float_model=float_model)
+
+
+def activation_quantization(converted) -> dict[str, dict]:
+    """``{node: {"scale", "zero_point"}}``: each node of the quantized graph whose output is
+    quantized per tensor, with the scale and zero point calibration chose for it. The node
+    names are the float graph's (the quantizer adds nodes, it does not rename them)."""
+    found: dict[str, dict] = {}
+    for node in converted.graph.nodes:
+        if node.op != "call_function" or not node.args:
+            continue
+        if "quantize_per_tensor" not in str(node.target) or "dequantize" in str(node.target):
+            continue
+        producer, scale, zero = node.args[0], _at(node.args, 1), _at(node.args, 2)
+        if getattr(producer, "op", None) != "call_function":
+            continue  # a graph input: the program's own quantize kernel says it
+        if isinstance(scale, float) and isinstance(zero, int) and not isinstance(zero, bool):
+            found[producer.name] = {"scale": scale, "zero_point": zero}
+    return found
+
+
+def _at(items, index: int):
+    return items[index] if len(items) > index else None
 
 
 def channels_last(value):

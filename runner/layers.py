@@ -88,7 +88,9 @@ FUSED_ACTIVATIONS = {"relu", "relu_", "hardtanh", "hardtanh_", "relu6", "clamp",
 LAYERS_NOTE = (
     "each layer's integers are dequantised on its zero point with the least-squares scale "
     "(an NPU layer's TOSA graph keeps no real scales): SQNR is the noise at the best scale; "
-    "errors build up from layer to layer"
+    "program_scale_sqnr_db is the same on the layer's real scale (a CPU layer's quantize "
+    "kernel, an NPU layer's from the compile record), clipping included; errors build up "
+    "from layer to layer"
 )
 INTEGER_TOSA = {"INT8": "int8", "INT16": "int16"}  # activations a layer ends on
 
@@ -117,7 +119,9 @@ class Layer:
     cosine: float | None
     max_abs_error: float | None
     note: str | None = None
-    program_scale: float | None = None  # a CPU layer: its quantize kernel's scale
+    # the layer's real scale: a CPU layer's quantize kernel's, an NPU layer's as calibration
+    # chose it (the compile record's activation_quantization, its zero point the graph's)
+    program_scale: float | None = None
     program_scale_sqnr_db: float | None = None  # ... and the SQNR on it (clipping included)
     # the target's own integers (a runner's ETDump intermediate outputs) against the host's
     target_differing: int | None = None  # elements that differ from the host reference
@@ -466,6 +470,8 @@ def _float_layout(value, shape: tuple[int, ...]):
 
 
 def _float_model_path(pte: Path, tosa: Path | None) -> Path:
+    """The saved float model (``.pt2``) of the compile beside ``pte``; its compile record
+    is checked to be ``pte``'s own."""
     try:
         _files, folder = candidate_files(pte, tosa)
     except TosaMatchError:
@@ -508,6 +514,9 @@ def program_layers(
 
     pte = Path(pte)
     model_path = _float_model_path(pte, tosa)
+    recorded = compile_record(model_path.parent) or {}
+    activations = recorded.get("activation_quantization")
+    activations = activations if isinstance(activations, dict) else {}
     target = session_target(Path(session)) if session is not None else None
     walks: list[ProgramWalk] = []
 
@@ -568,7 +577,9 @@ def program_layers(
             for record, io in zip(run.inputs, graph.inputs, strict=True)
         ]
         for tosa_layer in tosa_layers(graph.data, arrays, where):
-            layers.append(_layer(tosa_layer, counterpart(tosa_layer.kind), "NPU", item))
+            node = counterpart(tosa_layer.kind)
+            scale = _recorded_scale(activations, node, tosa_layer.zero_point)
+            layers.append(_layer(tosa_layer, node, "NPU", item, scale))
     if not layers:
         raise LayersError(f"{pte}: no layer found: neither an Ethos-U delegate nor a quantized "
                           "CPU kernel")  # fmt: skip
@@ -585,12 +596,29 @@ def program_layers(
     return record
 
 
+def _recorded_scale(activations: dict, node: FloatNode | None, zero_point: int | None):
+    """An NPU layer's real scale: what calibration chose for its float counterpart's output
+    (the last node of a fused group), used only when the recorded zero point is the one the
+    TOSA graph gives the layer (the match is then the same tensor)."""
+    if node is None or zero_point is None:
+        return None
+    entry = activations.get(node.name.split("+")[-1])
+    if not isinstance(entry, dict) or entry.get("zero_point") != zero_point:
+        return None
+    scale = entry.get("scale")
+    return float(scale) if isinstance(scale, int | float) and scale > 0 else None
+
+
 def _layer(
-    source: TosaLayer | CpuLayer, node: FloatNode | None, unit: str, delegate: int | None
+    source: TosaLayer | CpuLayer,
+    node: FloatNode | None,
+    unit: str,
+    delegate: int | None,
+    recorded_scale: float | None = None,
 ) -> Layer:
     values = source.values
     shape = tuple(int(s) for s in values.shape)
-    known_scale = source.scale if isinstance(source, CpuLayer) else None
+    known_scale = source.scale if isinstance(source, CpuLayer) else recorded_scale
     figures = {"scale": None, "zero_point": source.zero_point, "sqnr_db": None,
                "cosine": None, "max_abs_error": None}  # fmt: skip
     on_program_scale = None

@@ -180,7 +180,7 @@ def write_layers_text(record: dict, out: TextIO) -> None:
     target = summary.get("target") if isinstance(summary.get("target"), dict) else None
     column = f" {'target':>10}" if target and target.get("source") else ""
     out.write(f"{'#':>3}  {'layer':<28} {'module':<20} {'unit':<4} {'SQNR dB':>8} "
-              f"{'cosine':>9} {'max|e|':>9}{column}\n")  # fmt: skip
+              f"{'real':>6} {'cosine':>9} {'max|e|':>9}{column}\n")  # fmt: skip
     drop = summary.get("largest_drop") or {}
     for k, layer in enumerate(record["layers"]):
         name = layer["name"] + (f"@{layer['delegate']}" if several and layer["delegate"] is not
@@ -198,11 +198,17 @@ def write_layers_text(record: dict, out: TextIO) -> None:
             _number(layer["sqnr_db"], ".1f", "n/a"))  # fmt: skip
         out.write(
             f"{k:>3}  {neutralise(name):<28} {_module_label(layer):<20} "
-            f"{layer['unit']:<4} {sqnr:>8} {_number(layer['cosine'], '.6f', 'n/a'):>9} "
+            f"{layer['unit']:<4} {sqnr:>8} "
+            f"{_number(layer.get('program_scale_sqnr_db'), '.1f', '-'):>6} "
+            f"{_number(layer['cosine'], '.6f', 'n/a'):>9} "
             f"{_number(layer['max_abs_error'], '.3g', 'n/a'):>9}"
             f"{f' {_target_cell(layer):>10}' if column else ''}"
             f"{'  ← ' + '; '.join(marks) if marks else ''}\n"
         )
+    out.write(
+        "SQNR dB: on each layer's fitted scale; real: on the scale calibration chose "
+        "(the program's quantize kernel, the compile record), clipping included\n"
+    )
     weakest = next((layer for layer in record["layers"] if layer.get("weakest")), None)
     if weakest is not None:
         out.write(f"weakest layer: {neutralise(weakest['name'])} ({_module_label(weakest)}, "

@@ -108,7 +108,10 @@ def test_a_cpu_kernel_between_delegates_is_a_cpu_layer_on_the_program_scale():
     cpu = layers[1]
     assert cpu["name"] == "topk" and cpu["float_node"] == "topk"
     assert cpu["program_scale"] > 0 and cpu["program_scale_sqnr_db"] is not None
-    assert layers[0]["program_scale"] is None  # the TOSA graph keeps no real scales
+    # conv1's real scale (the compile record: its TOSA graph keeps none) is the one the
+    # program's own quantize kernel after topk uses (topk shares its input's grid)
+    assert layers[0]["program_scale"] == cpu["program_scale"]
+    assert layers[0]["program_scale_sqnr_db"] == pytest.approx(cpu["program_scale_sqnr_db"])
     # topk only reorders: on the same (best) scale its figures are conv1's, no false drop
     assert cpu["cosine"] == pytest.approx(layers[0]["cosine"], abs=1e-9)
     assert cpu["sqnr_db"] == pytest.approx(layers[0]["sqnr_db"], abs=1e-6)
@@ -127,6 +130,20 @@ def test_depthwise_residual_sigmoid_and_pools_map_to_their_modules():
     # the average pool's zero point operands cancel: it stays on the max pool's grid
     assert pools["AVG_POOL2D"]["zero_point"] == pools["MAX_POOL2D"]["zero_point"]
     assert all(layer["note"] is None and layer["cosine"] > 0.9 for layer in layers)
+    # each NPU layer's real scale, as calibration chose it (the compile record), beside the
+    # fitted one: the fitted scale is the least-squares best, so the real one is no better
+    scaled = [layer for layer in layers if layer["program_scale"] is not None]
+    assert len(scaled) >= len(layers) - 2, [layer["float_node"] for layer in layers]
+    for layer in scaled:
+        assert layer["program_scale_sqnr_db"] <= layer["sqnr_db"] + 1e-6, layer
+        assert layer["program_scale"] == pytest.approx(layer["scale"], rel=0.2), layer
+    # the last layer's real scale is the one the program dequantizes its output with
+    from etu.parsers.pte import open_program
+    from etu.runner.io_quantization import program_io_quantization
+
+    with open_program(job / "NpuMix.pte") as program:
+        (output,) = [q for q in program_io_quantization(program.plans[0]) if q.kind == "output"]
+    assert layers[-1]["program_scale"] == output.scale and output.scale is not None
 
 
 def _copy_demo(tmp_path: Path, *, keep: tuple[str, ...]) -> Path:
