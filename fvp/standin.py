@@ -18,6 +18,11 @@ Faults for tests and demos (environment): ``ETU_STANDIN_FAULT`` = ``missing-oper
 ``ETU_STANDIN_DRIFT=N`` (run-to-run drift, to test comparisons: adds N to the second PMU
 counter, ``ethosu_pmu_cntr1``, and N/1000 to element N of output 0).
 
+Outputs: made up from the program's bytes, unless the firmware ships the host reference's
+outputs for the program baked in (``etu_reference.json`` beside the ELF, as the demo's
+firmware does, written once by its build): then those, so the demo's ``etu compare`` agrees
+with itself. Either way they are printed by the stand-in and remain SIMULATED.
+
 ``install_standin(folder)`` writes executables under the real FVP names into ``folder``, so
 discovery and launch are exercised exactly as with real FVPs. ``demo_standin()`` is the one
 rule for the shipped demo workspace: with no Arm FVP on the machine, its Run tab uses the
@@ -41,6 +46,9 @@ STANDIN_MARKER = "etu stand-in FVP (simulated; not an Arm model)"
 STANDIN_REVISION = "e7u0s1m0"
 FAULTS = ("missing-operator", "alloc-failure", "hard-fault", "hang", "crash")
 RUNNER = "arm_executor_runner.cpp"
+# the host reference's outputs for the program baked in, beside the firmware ELF
+STANDIN_REFERENCE = "etu_reference.json"
+REFERENCE_CAP = 16 * 1024 * 1024
 U55_EVENTS = (
     "ETHOSU_PMU_AXI0_RD_DATA_BEAT_RECEIVED, ETHOSU_PMU_AXI1_RD_DATA_BEAT_RECEIVED, "
     "ETHOSU_PMU_AXI0_WR_DATA_BEAT_WRITTEN, ETHOSU_PMU_NPU_IDLE"
@@ -342,12 +350,15 @@ def simulate(executable: str, options: dict, out: Transcript) -> int:
     outputs = [plan.values[i] for i in plan.outputs]
     out.log("I", 1270, "print_outputs", f"{len(outputs)} outputs: ")
     seed = int(hashlib.sha256(data[:4096]).hexdigest()[:8], 16)
+    shipped = shipped_reference(Path(elf_path), data[: program.file_size], outputs)
     for o_index, tensor in enumerate(outputs):
         if tensor.kind != "Tensor":
             out.raw(f"Output[{o_index}]: Not Tensor")
             continue
         for e_index in range(min(tensor.numel, 1000)):
             value = ((seed >> (e_index % 24)) % 2000 - 1000) / 1000.0
+            if shipped is not None:
+                value = shipped[o_index][e_index]
             if drift and o_index == 0 and e_index == drift % max(tensor.numel, 1):
                 value += drift / 1000.0
             out.raw(f"Output[{o_index}][{e_index}]: (float) {value:.6f}")
@@ -377,6 +388,36 @@ def simulate(executable: str, options: dict, out: Transcript) -> int:
     out.log("I", 1383, "main", "\x04")
     out.raw("Info: /OSCI/SystemC: Simulation stopped by user.")
     return 0
+
+
+def shipped_reference(elf: Path, program: bytes, outputs: list) -> list[list[float]] | None:
+    """The host reference's outputs (all-ones inputs) the firmware ships for ``program``
+    (``etu_reference.json`` beside ``elf``), one list per output; None when there is none,
+    it is another program's (its SHA-256 differs) or it does not fit the outputs."""
+    from etu.parsers.errors import ParseError
+    from etu.parsers.files import read_json
+
+    path = elf.parent / STANDIN_REFERENCE
+    if not path.is_file():
+        return None
+    try:
+        record = read_json(path, "the stand-in's reference outputs", REFERENCE_CAP)
+    except (ParseError, OSError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    if record.get("program_sha256") != hashlib.sha256(program).hexdigest():
+        return None
+    values = record.get("outputs")
+    if not isinstance(values, list) or len(values) != len(outputs):
+        return None
+    for tensor, each in zip(outputs, values, strict=True):
+        numel = tensor.numel if tensor.kind == "Tensor" else 0
+        if not isinstance(each, list) or len(each) != numel:
+            return None
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in each):
+            return None
+    return [[float(v) for v in each] for each in values]
 
 
 def _npu_config_refused(infos, executable: str, options: dict) -> list[str]:

@@ -66,8 +66,9 @@ def _mark_simulated(result: dict, a: Path, b: Path) -> None:
     sides = [name for name, folder in (("A", a), ("B", b)) if read_meta(folder).get("simulated")]
     result["simulated"] = sides
     result["simulated_note"] = (
-        f"SIMULATED: {' and '.join(sides)} ran on the etu stand-in FVP; its cycles, counters "
-        "and outputs are made up, so what changed proves nothing about a model or a board"
+        f"SIMULATED: {' and '.join(sides)} ran on the etu stand-in FVP; its cycles and "
+        "counters are made up and no model of the hardware computed its outputs, so what "
+        "changed proves nothing about a model or a board"
     ) if sides else None  # fmt: skip
 
 

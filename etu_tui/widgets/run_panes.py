@@ -196,7 +196,10 @@ def values_text(values: Sequence[object], limit: int = 6) -> str:
     return " ".join(shown) + (" …" if len(values) > limit else "")
 
 
-SIMULATED_OUTPUTS = "SIMULATED: the etu stand-in FVP made these values up; they prove nothing"
+# the stand-in prints made-up values, or the host reference's where the firmware ships them
+SIMULATED_OUTPUTS = (
+    "SIMULATED: printed by the etu stand-in FVP, no model of the hardware; they prove nothing"
+)
 
 
 class OutputsPane(Static):

@@ -138,9 +138,9 @@ async def test_run_on_the_demo_firmware_succeeds(workspace: Path, standin: Path)
 
         outputs = app.query_one(OutputsPane)
         assert outputs.lines[0].startswith("[0] float · 10 el. · 1×10")
-        # The stand-in made these values up: the pane's last line says so, compared or not.
+        # The stand-in printed these values: the pane's last line says so, compared or not.
         assert "SIMULATED" in str(outputs.border_title)
-        assert outputs.lines[-1].strip().startswith("SIMULATED: the etu stand-in FVP made")
+        assert outputs.lines[-1].strip().startswith("SIMULATED: printed by the etu stand-in")
 
         # The log holds every line the runner printed, in order.
         log = app.query_one(LogView)

@@ -25,8 +25,16 @@ from tests.history_workspace import (
 def runs(tmp_path_factory) -> dict[str, Path]:
     ws = make_workspace(tmp_path_factory.mktemp("diff") / "ws")
     old = add_v1_sessions(ws)
+    # the stand-in as it was when the v1 sessions were recorded: made-up outputs, not the
+    # host reference's the demo firmware now ships (fvp/standin.py STANDIN_REFERENCE)
+    shipped = ws / "firmware" / "etu_reference.json"
+    kept = shipped.read_bytes()
+    shipped.unlink()
+    made_up = record_run(ws)
+    shipped.write_bytes(kept)
     return {
         "ws": ws,
+        "made_up": made_up,
         "base": record_run(ws),
         "drift": record_run(ws, ETU_STANDIN_DRIFT="3"),
         "again": record_run(ws),
@@ -79,7 +87,7 @@ def test_equal_runs_exit_0(runs) -> None:
 
 
 def test_a_session_from_before_this_change_diffs(runs) -> None:
-    status, result = diff(runs, "old_success", "base")
+    status, result = diff(runs, "old_success", "made_up")
     assert status == 0 and result["a"]["format"] == 1 and result["b"]["format"] == 2
     assert result["a"]["program"]["name"] == "demo_cnn.pte"
     status, result = diff(runs, "old_error", "base")

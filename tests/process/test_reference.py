@@ -13,6 +13,7 @@ tests/reference_programs.py, and a stand-in FVP session of the demo.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from functools import partial
@@ -336,10 +337,12 @@ def test_a_program_without_tosa_graphs_is_one_line(real_program, tmp_path: Path)
 
 
 def test_compare_on_a_standin_session_of_the_demo(tmp_path: Path) -> None:
+    """The demo's firmware ships the host reference's outputs, which the stand-in prints:
+    the demo's numbers agree (deployment exact), and every view still says simulated."""
     workspace = make_workspace(tmp_path / "ws")
     session = record_run(workspace)
     result = etu("compare", str(session), "--json", cwd=tmp_path)
-    assert result.returncode in (0, 1), result.stderr
+    assert result.returncode == 0, result.stderr
     assert "not registered" not in result.stderr
     record = json.loads(result.stdout)
     assert record["simulated"] is True and "proves nothing" in record["simulated_note"]
@@ -349,10 +352,9 @@ def test_compare_on_a_standin_session_of_the_demo(tmp_path: Path) -> None:
     # The three-way split: deployment (reference → target) in the output's int8 integers,
     # quantisation (float model → reference) from the float model the demo's compile kept.
     deployment, quantization = output["deployment"], output["quantization"]
-    assert deployment["integer_dtype"] == "int8" and deployment["differing"] is not None
+    assert deployment["integer_dtype"] == "int8" and deployment["differing"] == 0
     assert quantization is not None and quantization["snr_db"] > 20
-    assert output["verdict"].startswith("deployment ")
-    assert "(target simulated) · quantisation SNR" in output["verdict"]
+    assert output["verdict"].startswith("deployment exact (target simulated) · quantisation SNR")
     grid = output["io_quantization"]
     assert grid["integer_dtype"] == "int8" and grid["source"].startswith("dequantize_per_tensor")
     assert len(output["target_integers"]) == 10
@@ -361,7 +363,7 @@ def test_compare_on_a_standin_session_of_the_demo(tmp_path: Path) -> None:
         output["verdict"])  # fmt: skip
     text = etu("compare", str(session), cwd=tmp_path)
     assert text.stdout.startswith("SIMULATED: the etu stand-in FVP printed these outputs")
-    assert text.stdout.splitlines()[1].startswith("output 0: FAIL · deployment ")
+    assert text.stdout.splitlines()[1].startswith("output 0: PASS · deployment exact (target")
     assert "output 0 quantisation (float model → reference): n=10  exact int8: " in text.stdout
     assert "  output 0: float32 ↔ int8, scale " in text.stdout  # the output's integer grid
     diff = etu("diff", session.name, session.name, "--json", cwd=workspace)
@@ -373,6 +375,37 @@ def test_compare_on_a_standin_session_of_the_demo(tmp_path: Path) -> None:
     diff_text = etu("diff", session.name, session.name, cwd=workspace)
     assert diff_text.stdout.startswith("SIMULATED: A and B ran on the etu stand-in FVP")
     assert f"  A output 0: {output['verdict']}" in diff_text.stdout
+
+
+def test_the_standin_prints_the_shipped_reference_only_for_its_program(tmp_path) -> None:
+    """etu_reference.json beside the demo firmware is the host reference of the shipped
+    demo program on all ones (written by etu_tui/demo/build_firmware.py: rerun it when the
+    demo changes); the stand-in prints it only for that program's bytes, else made-up
+    values (a session of another program, or without the file, differs from its reference)."""
+    from etu.fvp.standin import STANDIN_REFERENCE, shipped_reference
+    from etu.parsers.pte import open_program
+
+    firmware = DEMO / "firmware"
+    shipped = json.loads((firmware / STANDIN_REFERENCE).read_text())
+    program = (DEMO / "demo_cnn.pte").read_bytes()
+    assert shipped["program_sha256"] == hashlib.sha256(program).hexdigest()
+    assert shipped["outputs"] == program_reference(DEMO / "demo_cnn.pte").flat_outputs()
+    with open_program(DEMO / "demo_cnn.pte") as opened:
+        plan = opened.plans[0]
+        outputs = [plan.values[i] for i in plan.outputs]
+    elf = firmware / "arm_executor_runner.elf"
+    assert shipped_reference(elf, program, outputs) == shipped["outputs"]
+    assert shipped_reference(elf, program + b"\0", outputs) is None  # another program
+    assert shipped_reference(tmp_path / "fw.elf", program, outputs) is None  # none shipped
+    (tmp_path / STANDIN_REFERENCE).write_text(json.dumps({**shipped, "outputs": [[1.0]]}))
+    assert shipped_reference(tmp_path / "fw.elf", program, outputs) is None  # does not fit
+    # Without the file, the stand-in's values are made up: the deployment side differs.
+    workspace = make_workspace(tmp_path / "ws")
+    (workspace / "firmware" / STANDIN_REFERENCE).unlink()
+    result = etu("compare", str(record_run(workspace)), "--json", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    (output,) = json.loads(result.stdout)["outputs"]
+    assert output["deployment"]["differing"] > 0
 
 
 def test_integer_outputs_compare_exactly(tmp_path: Path, monkeypatch) -> None:
