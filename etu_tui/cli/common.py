@@ -120,9 +120,10 @@ def place_wanted(args: argparse.Namespace) -> bool:
     """``--place`` was given; ``--coordinator`` without it is a mistake (exit status 2)."""
     from etu.tui.cli.errors import CommandError
 
-    if args.coordinator and not args.place:
+    place, coordinator = getattr(args, "place", None), getattr(args, "coordinator", None)
+    if coordinator and not place:
         raise CommandError("--coordinator goes with --place NAME")
-    return bool(args.place)
+    return bool(place)
 
 
 def hold_place(args: argparse.Namespace, say):

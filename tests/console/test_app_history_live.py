@@ -28,16 +28,21 @@ def _status(app: EtuApp) -> str:
     return str(app.query_one("#history-status", Static).render())
 
 
+async def _empty_history(pilot, app: EtuApp) -> HistoryPanel:
+    """The History panel once it has said the workspace has no session yet."""
+    await settle(pilot)
+    await wait_until(pilot, lambda: "No recorded session yet" in _status(app),
+                     what="the empty History")  # fmt: skip
+    return app.query_one(HistoryPanel)
+
+
 @pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x36"])
 async def test_a_finished_and_a_stopped_run_are_in_history_at_once(
     workspace: Path, standin: Path, monkeypatch: pytest.MonkeyPatch, size
 ) -> None:
     app = EtuApp(workspace)
     async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        history = app.query_one(HistoryPanel)
-        await wait_until(pilot, lambda: "No recorded session yet" in _status(app),
-                         what="the empty History")  # fmt: skip
+        history = await _empty_history(pilot, app)
         panel = await open_run_tab(pilot)
         await pilot.press("r")
         await wait_run_end(pilot, panel)
@@ -102,10 +107,7 @@ async def test_a_boards_tab_session_is_in_history_at_once(
     monkeypatch.setattr("serial.tools.list_ports.comports", lambda: [])
     app = EtuApp(workspace)
     async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        history = app.query_one(HistoryPanel)
-        await wait_until(pilot, lambda: "No recorded session yet" in _status(app),
-                         what="the empty History")  # fmt: skip
+        history = await _empty_history(pilot, app)
         await pilot.press("B")
         await settle(pilot)
         assert app.query_one(TabbedContent).active == "boards"

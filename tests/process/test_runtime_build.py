@@ -120,7 +120,12 @@ def test_missing_operator_error_then_the_fit_fix_works(
     left_out = "aten::relu.out"
     partial = build(float_program, tmp_path / "fw", runtime_env, "--select-ops",
                     ",".join(op for op in ops if op != left_out))  # fmt: skip
-    status, events, _ = run_qemu(Path(partial["elf"]), tmp_path / "s", runtime_env)
+    # etu run's pre-flight sees it coming and starts nothing; --force shows the runner's own
+    refused = etu(["run", "--board", "qemu-an547", "--elf", partial["elf"], "--sessions",
+                   tmp_path / "s", "--json"], runtime_env, timeout=120)  # fmt: skip
+    assert refused.returncode == 2 and left_out in refused.stderr, refused.stderr
+    assert not (tmp_path / "s").exists()
+    status, events, _ = run_qemu(Path(partial["elf"]), tmp_path / "s", runtime_env, "--force")
     assert status == 1 and events[-1]["reason"] == "runner_error"
     assert {e["operator"] for e in events if e.get("type") == "MissingKernel"} == {left_out}
 
@@ -139,7 +144,8 @@ def test_memory_allocation_failure_then_the_fit_fix_works(
     float_firmware, float_program, runtime_env, tmp_path
 ):
     small = build(float_program, tmp_path / "fw", runtime_env, "--pools", "16K,64K")
-    status, events, _ = run_qemu(Path(small["elf"]), tmp_path / "s", runtime_env)
+    # the pre-flight names the pool and its fix; --force shows the runner's own failure
+    status, events, _ = run_qemu(Path(small["elf"]), tmp_path / "s", runtime_env, "--force")
     assert status == 1 and events[-1]["reason"] == "runner_error"
     assert any("Memory allocation failed" in (e.get("text") or "") for e in events
                if e.get("type") == "RunError")  # fmt: skip
