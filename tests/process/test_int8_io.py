@@ -49,6 +49,9 @@ def test_the_integer_io_figures_are_the_programs_config_methods(int8_program: Pa
                                                     values[f"{kind}{index}_quant_max"])  # fmt: skip
     text = etu("inspect", int8_program).stdout
     assert f"input 0: int8, scale {found['input', 0]['scale']:.4g}, zero point " in text
+    # the ten one-constant plans are one line of the text (the JSON keeps each plan)
+    assert "config methods (10, one constant each): input0_scale, input0_zp," in text
+    assert "plan 'input0_scale'" not in text and len(record["plans"]) == 11
 
 
 def test_the_reference_gives_integers_and_the_float_side_compares_in_real_units(
