@@ -281,20 +281,14 @@ def activation_quantization(converted) -> dict[str, dict]:
     names are the float graph's (the quantizer adds nodes, it does not rename them)."""
     found: dict[str, dict] = {}
     for node in converted.graph.nodes:
-        if node.op != "call_function" or not node.args:
+        if not _quantized_by(node) or len(node.args) < 3:
             continue
-        if "quantize_per_tensor" not in str(node.target) or "dequantize" in str(node.target):
-            continue
-        producer, scale, zero = node.args[0], _at(node.args, 1), _at(node.args, 2)
+        producer, scale, zero = node.args[:3]
         if getattr(producer, "op", None) != "call_function":
             continue  # a graph input: the program's own quantize kernel says it
         if isinstance(scale, float) and isinstance(zero, int) and not isinstance(zero, bool):
             found[producer.name] = {"scale": scale, "zero_point": zero}
     return found
-
-
-def _at(items, index: int):
-    return items[index] if len(items) > index else None
 
 
 def channels_last(value):

@@ -431,6 +431,8 @@ class ProgramReference:
     float_outputs: list | None = None  # numpy arrays: the float model on the same inputs
     float_outputs_note: str | None = None
     notes: list[str] = field(default_factory=list)
+    # the program's other plans: an int8-IO program's config methods (input0_scale...)
+    config_plans: list[ExecutionPlan] = field(default_factory=list)
 
     @property
     def source(self) -> str:
@@ -596,7 +598,7 @@ def program_reference(
         outputs = [to_torch(plan.values[i], memory.read(i), i).clone() for i in plan.outputs]
     reference = ProgramReference(
         pte, plan, tensors, source, outputs, list(runs.values()), segments, kernel_calls,
-        aten_calls=aten,
+        aten_calls=aten, config_plans=list(program.plans),
     )  # fmt: skip
     for name, count in aten.items():
         reference.notes.append(
@@ -677,15 +679,9 @@ def float_inputs(reference: ProgramReference) -> list | None:
     input dequantized with its scale and zero point; None when one cannot be made."""
     import torch
 
-    from etu.parsers.errors import ParseError
-    from etu.parsers.pte import open_program
     from etu.runner.io_quantization import program_io_quantization
 
-    try:  # its config methods (an int8-IO program's figures) are plans beside it
-        with open_program(reference.program) as opened:
-            config = list(opened.plans)
-    except (ParseError, OSError):
-        config = []
+    config = reference.config_plans
     quantization = {q.index: q for q in program_io_quantization(reference.plan, config)
                     if q.kind == "input"}  # fmt: skip
     made = []
