@@ -64,15 +64,13 @@ def firmware_for_inputs(
     ``select_ops`` as ``etu firmware build`` takes them. Raises BundleError,
     RuntimeBuildError or SourceError with one line."""
     from etu.runner.bundleio import parse_inputs_option
-    from etu.runner.runtime_build import build_runner, parse_pools
+    from etu.runner.runtime_build import build_runner, parse_pools, parse_select_ops
     from etu.runner.workspace import firmware_dir
 
     if inputs is not None:
         parse_inputs_option(inputs)  # a bad choice is refused before anything is built
     pool_sizes = parse_pools(pools)  # likewise a bad size
-    select = None
-    if select_ops.strip().lower() != "auto":
-        select = [op.strip() for op in select_ops.split(",") if op.strip()]
+    select = parse_select_ops(select_ops)
     folder = Path(folder) if folder is not None else firmware_dir(pte, board)
     wanted = build_request(pte, inputs, pools=pools, select_ops=select_ops)
     elf = built_firmware(folder, wanted)

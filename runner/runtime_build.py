@@ -285,6 +285,13 @@ def parse_pools(text: str) -> dict[str, int] | None:
     return {"method": _size(parts[0]), "temp": _size(parts[1])}
 
 
+def parse_select_ops(text: str) -> list[str] | None:
+    """``auto`` → None (the program's own operators); else the comma-separated list."""
+    if text.strip().lower() == "auto":
+        return None
+    return [op.strip() for op in text.split(",") if op.strip()]
+
+
 def _size(text: str) -> int:
     match = re.fullmatch(r"(0x[0-9a-fA-F]+|\d+)\s*([KkMm]?)(?:i?B)?", text)
     if not match:

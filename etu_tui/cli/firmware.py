@@ -133,16 +133,19 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 def build_from_args(args: argparse.Namespace, folder: Path, *, err: TextIO | None):
     """Shared by `etu firmware build` and `etu run --board`."""
-    from etu.runner.runtime_build import RuntimeBuildError, build_runner, parse_pools
+    from etu.runner.runtime_build import (
+        RuntimeBuildError,
+        build_runner,
+        parse_pools,
+        parse_select_ops,
+    )
     from etu.tui.cli.errors import CommandError
 
     try:
         pools = parse_pools(args.pools)
     except RuntimeBuildError as error:  # an argument, refused before any build: 2 in both
         raise CommandError(str(error)) from None
-    select = None
-    if args.select_ops.strip().lower() != "auto":
-        select = [op.strip() for op in args.select_ops.split(",") if op.strip()]
+    select = parse_select_ops(args.select_ops)
 
     def progress(text: str) -> None:
         if err is not None:
