@@ -157,7 +157,9 @@ def lower_to_pte(
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
     from etu.runner.bundleio import calibration_ranges
+    from etu.runner.heap import settle_imports
 
+    settle_imports()
     stages: dict[str, float] = {}
     clock = [time.perf_counter()]
 

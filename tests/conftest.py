@@ -4,12 +4,19 @@ from pathlib import Path
 
 import pytest
 
+from etu.runner.heap import settle_imports
 from tests.real_programs import PROGRAMS, build
 from tests.real_runner import build as build_runner
 from tests.real_runner import runtime_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_PTE = ROOT / "etu_tui" / "demo" / "demo_cnn.pte"
+
+
+def pytest_collection_finish(session) -> None:
+    """What collection imported (Textual, etu, the test modules) is never garbage: keep the
+    collector off it, as the console and the compile do (runner/heap.py)."""
+    settle_imports()
 
 
 @pytest.fixture(scope="session")
