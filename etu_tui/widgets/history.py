@@ -20,6 +20,7 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
@@ -51,6 +52,11 @@ FIGURES: tuple[tuple[str, str], ...] = (
 MARK = "●"
 # The panes' keys, as the other panes write theirs (lower case, key then word).
 COMPARE_KEYS = "space mark · v compare"
+# The compare's columns fit 78 cells (the pane at 120 columns, beside the chart, or at 80,
+# without it): a label (mark, name) of at most LABEL_WIDTH, A and B of at most VALUE_WIDTH
+# (62,914,560 is 10), then the change and the percent.
+LABEL_WIDTH = 28
+VALUE_WIDTH = 14
 CHART_KEYS = "g next figure"
 PLACE_KEYS = "p next place"
 
@@ -115,8 +121,8 @@ class HistoryPanel(Vertical):
     HistoryPanel {
         & #history-table { height: 2fr; min-height: 6; border: round $primary; }
         & #history-bottom { height: 3fr; min-height: 10; }
-        & #history-compare { width: 3fr; height: 1fr; border: round $secondary; }
-        & #history-chart { width: 2fr; height: 1fr; border: round $secondary; }
+        & #history-compare { width: 2fr; height: 1fr; border: round $secondary; }
+        & #history-chart { width: 1fr; height: 1fr; border: round $secondary; }
         & #history-compare, #history-chart { border-subtitle-color: $text-muted; }
         & #history-status { height: 1; padding: 0 1; color: $text-muted; }
         & #history-places { height: auto; max-height: 3; padding: 0 1; display: none; }
@@ -140,6 +146,7 @@ class HistoryPanel(Vertical):
         self._requests = {"list": 0, "diff": 0}
         self.all_rows: list[SessionRow] = []  # every listed session; ``rows``: those shown
         self.place_filter: str | None = None  # only the sessions held through this place
+        self._watching_maximized = False
 
     def compose(self) -> ComposeResult:
         yield Static("No workspace open.", id="history-status")
@@ -163,6 +170,8 @@ class HistoryPanel(Vertical):
             chart = PlotextPlot(id="history-chart")
         chart.border_title = "Chart"
         chart.border_subtitle = CHART_KEYS
+        chart.ALLOW_MAXIMIZE = True  # g shows it full screen where it is hidden (80 columns)
+        chart.can_focus = True
         return chart
 
     # ------------------------------------------------------------------ loading
@@ -421,8 +430,23 @@ class HistoryPanel(Vertical):
     # ------------------------------------------------------------------ chart
 
     def action_next_figure(self) -> None:
+        """The next figure; at 80 columns, where the compare takes the row, the chart first
+        fills the screen (``g`` again: the next figure, Escape: back)."""
+        chart = self.query_one("#history-chart")
+        if not chart.region.area and self.screen.maximized is not chart:
+            if not self._watching_maximized:  # Escape restores through Textual
+                self._watching_maximized = True
+                self.watch(self.screen, "maximized", self._chart_restored, init=False)
+            self.screen.maximize(chart, container=False)
+            chart.focus()  # the panel's keys (g) still work
+            return
         self.figure = (self.figure + 1) % len(FIGURES)
         self._chart()
+
+    def _chart_restored(self, maximized: Widget | None) -> None:
+        """The layout is back: the chart, hidden again at 80 columns, gives the focus back."""
+        if maximized is None and self.screen.focused in (None, self.query_one("#history-chart")):
+            self.query_one("#history-table").focus()
 
     def _chart(self) -> None:
         row = self.current_row()
@@ -534,9 +558,12 @@ def _short_id(session_id: str) -> str:
 def compare_rows(result: dict) -> list[tuple[str, str, str, str, str]]:
     """The compare table's rows: (what, A, B, change, % change), changed figures marked."""
 
-    def fmt(value: object, width: int = 22) -> str:
+    def fmt(value: object, width: int = VALUE_WIDTH) -> str:
         text = printable(number(value))
         return text if len(text) <= width else text[: width - 1] + "…"
+
+    def cut(name: str, width: int = LABEL_WIDTH - 6) -> str:
+        return name if len(name) <= width else name[: width - 1] + "…"
 
     rows: list[tuple[str, str, str, str, str]] = []
     ending = result["ending"]
@@ -554,22 +581,21 @@ def compare_rows(result: dict) -> list[tuple[str, str, str, str, str]]:
             ))  # fmt: skip
     for layer in result.get("npu_layers") or []:  # both runs kept an FVP PMU trace
         rows.append((
-            ("  " if layer["equal"] else "≠ ") + "NPU " + printable(layer["name"])[:28],
+            ("  " if layer["equal"] else "≠ ") + "NPU " + cut(printable(layer["name"])),
             fmt(layer["a"]), fmt(layer["b"]),
             number(layer["delta"], signed=True, missing=""),
             percent(layer["percent"], signed=True, missing=""),
         ))  # fmt: skip
     for output in result["outputs"]:
         rows.append((
-            ("  " if output["equal"] else "≠ ") + f"output {output['index']}",
+            ("  " if output["equal"] else "≠ ") + f"output {output['index']} (max |Δ|, cos)",
             f"{output['numel_a']} values", f"{output['numel_b']} values",
-            f"max |Δ| {fmt(output['max_abs_diff'])}",
-            f"cos {output['cosine_similarity']:.6f}",
+            fmt(output["max_abs_diff"], 10), f"{output['cosine_similarity']:.6f}",
         ))  # fmt: skip
     diverge = result["first_divergence"]
     if diverge is not None:
         left, right = around_difference(diverge["a"], diverge["b"])
-        rows.append((f"≠ log line {diverge['line']}", fmt(left), fmt(right), "", ""))
+        rows.append((f"≠ log line {diverge['line']}", fmt(left, 12), fmt(right, 12), "", ""))
     else:
         rows.append(("  log", "the same", "the same", "", ""))
     return rows

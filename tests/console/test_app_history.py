@@ -11,7 +11,7 @@ from textual.notifications import Notify
 from textual.widgets import DataTable, TabbedContent
 
 from etu.tui.app import RUN_TAB, EtuApp
-from etu.tui.widgets.history import HistoryPanel
+from etu.tui.widgets.history import FIGURES, HistoryPanel
 from tests.console_helpers import wait_until
 from tests.history_workspace import add_v1_sessions, make_workspace, record_run
 from tools.screenshots import history_steps, settle
@@ -95,3 +95,33 @@ async def test_workspace_settings_reach_the_console(tmp_path: Path) -> None:
 
         await wait(pilot, warned)
         assert app.theme == "textual-dark"
+
+
+@pytest.mark.parametrize("size", [(120, 36), (80, 24)], ids=["120x36", "80x24"])
+async def test_the_compare_shows_every_column_and_the_chart_is_one_key_away(
+    workspace: Path, size: tuple[int, int]
+) -> None:
+    """Both sessions' figures, the change and the percent are in view at 120×36 (beside the
+    chart) and at 80×24 (the chart hidden there: g shows it full screen, Escape restores)."""
+    app = EtuApp(workspace)
+    async with app.run_test(size=size) as pilot:
+        await history_steps(pilot)
+        compare = app.query_one("#history-compare", DataTable)
+        inside = compare.content_region.width
+        widths = [column.get_render_width(compare) for column in compare.columns.values()]
+        assert len(widths) == 5 and sum(widths) <= inside, (widths, inside)
+        chart = app.query_one("#history-chart")
+        assert bool(chart.region.area) == (size == (120, 36))
+        figure = app.query_one(HistoryPanel).figure
+        await pilot.press("g")
+        await pilot.pause()
+        if size == (80, 24):
+            assert app.screen.maximized is chart and chart.region.height > 10
+            assert app.query_one(HistoryPanel).figure == figure  # first g: the chart shown
+            await pilot.press("g")
+            await pilot.pause()
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.screen.maximized is None and not chart.region.area
+            assert app.screen.focused is app.query_one("#history-table")
+        assert app.query_one(HistoryPanel).figure == (figure + 1) % len(FIGURES)
