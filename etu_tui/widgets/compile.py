@@ -125,6 +125,8 @@ class CompilePanel(Vertical):
     CompilePanel .form-row Label { padding: 0 1 0 0; color: $text-muted; }
     CompilePanel .form-row Input { width: 1fr; margin: 0 2 0 0; }
     CompilePanel .form-row Select { width: 1fr; margin: 0 2 0 0; }
+    /* one line: a long choice ends in an ellipsis instead of wrapping out of view */
+    CompilePanel .form-row SelectCurrent #label { text-wrap: nowrap; text-overflow: ellipsis; }
     CompilePanel .form-row #compile-cpu-backend { width: 13; margin: 0; }
     CompilePanel .form-row Button { margin: 0 1 0 0; min-width: 10; }
     CompilePanel #compile-reason { height: 1; margin: 0 1; }
@@ -171,8 +173,9 @@ class CompilePanel(Vertical):
             yield Input(DEFAULT_SOURCE, id="compile-source", compact=True,
                         placeholder="model.py:Class, file.pt2 or a built-in")  # fmt: skip
             yield Label("Inputs")
-            yield Input(id="compile-inputs", compact=True,
-                        placeholder="SHAPE[:DTYPE] … (none for built-ins)")  # fmt: skip
+            inputs = Input(id="compile-inputs", compact=True, placeholder="1x3x32x32[:float32] …")
+            inputs.tooltip = "Example inputs, SHAPE[:DTYPE] each; none for a built-in model"
+            yield inputs
             yield Label("Target")
             yield Select(((t, t) for t in TARGETS), value=DEFAULT_TARGET, allow_blank=False,
                          id="compile-target", compact=True)  # fmt: skip
@@ -233,12 +236,12 @@ class CompilePanel(Vertical):
     @staticmethod
     def _config_options(target: str) -> list[tuple[str, str]]:
         config, _ = DEFAULTS[target.rsplit("-", 1)[0]]
-        return [(f"default: {config}", DEFAULT_CHOICE), *((c, c) for c in SYSTEM_CONFIGS)]
+        return [(f"{config} (default)", DEFAULT_CHOICE), *((c, c) for c in SYSTEM_CONFIGS)]
 
     @staticmethod
     def _mode_options(target: str) -> list[tuple[str, str]]:
         _, mode = DEFAULTS[target.rsplit("-", 1)[0]]
-        return [(f"default: {mode}", DEFAULT_CHOICE), *((m, m) for m in MEMORY_MODES)]
+        return [(f"{mode} (default)", DEFAULT_CHOICE), *((m, m) for m in MEMORY_MODES)]
 
     def _value(self, selector: str) -> str:
         value = self.query_one(selector, Select).value

@@ -166,3 +166,19 @@ async def test_compile_specs_wrap_between_flags_and_sections_keep_names(size) ->
             text = screen_text(app)
             for name in (".copy.table", ".zero.table", ".sram.data", ".ddr.rodata"):
                 assert name in text, name
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("size", SIZES)
+async def test_compile_choices_stay_on_their_line(size) -> None:
+    """The default system config's name is what the Compile tab shows, cut with an ellipsis
+    where the row is narrow (it wrapped out of view: "System config default:")."""
+    app = EtuApp(DEMO)
+    async with app.run_test(size=size) as pilot:
+        await wait_until(pilot, lambda: app.load_state == "ready", timeout=20, what="the demo")
+        await pilot.press("k")
+        await pilot.pause()
+        text = screen_text(app)
+        row = next(line for line in text.splitlines() if "System config" in line)
+        assert "System config Ethos_U55_H" in row, row
+        assert "Memory mode Shared_Sram" in row, row
