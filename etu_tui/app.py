@@ -53,6 +53,7 @@ from etu.tui.widgets.firmware_panels import (
     MemoryPanel,
     PickElfAsked,
 )
+from etu.tui.widgets.first_shown import FirstShown
 from etu.tui.widgets.fit import tab_label
 from etu.tui.widgets.footer import EtuFooter
 from etu.tui.widgets.formatting import short_path
@@ -458,6 +459,10 @@ class EtuApp(App[int]):
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.refresh_bindings()
+        if event.pane.id is not None:  # a click on the tab shows it too
+            panel = self.panel(event.pane.id)
+            if isinstance(panel, FirstShown) and not panel.shown:
+                self.call_next(self._show_first_time, event.pane.id)
         if event.pane.id == HISTORY_TAB:  # sessions an `etu run` elsewhere recorded, too
             self.query_one(HistoryPanel).session_recorded(None)
 
@@ -495,6 +500,20 @@ class EtuApp(App[int]):
             return
         tabs.active = tab
         panel = self.panel(tab)
+        if isinstance(panel, FirstShown) and not panel.shown:
+            self.call_next(self._show_first_time, tab)
+            return
+        self._focus_panel(panel)
+
+    async def _show_first_time(self, tab: str) -> None:
+        """A panel composed when its tab is first shown (FirstShown): compose, then focus."""
+        panel = self.panel(tab)
+        if isinstance(panel, FirstShown) and not panel.shown:
+            await panel.show()
+            if self.query_one(TabbedContent).active == tab:
+                self._focus_panel(panel)
+
+    def _focus_panel(self, panel: Widget) -> None:
         focus = getattr(panel, "focus_main", None)
         if focus is not None:
             focus()
@@ -509,6 +528,7 @@ class EtuApp(App[int]):
         panel, or on the panel's widget that owns it (the Run tab's log box)."""
         self.action_show_tab(tab)
         if self.query_one(TabbedContent).active == tab:
+            await self._show_first_time(tab)
             panel = self.panel(tab)
             method = f"action_{actions.parse(action)[1]}"
             owners = (widget for widget in panel.query("*") if hasattr(widget, method))

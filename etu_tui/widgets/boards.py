@@ -29,6 +29,7 @@ from etu.tui.numbers import transfer
 from etu.tui.safe_text import printable
 from etu.tui.screens.open_file import OpenFileScreen
 from etu.tui.widgets.board_places import BoardPlaces
+from etu.tui.widgets.first_shown import FirstShown
 
 if TYPE_CHECKING:  # runner.boards.transfer needs pyserial: imported when a flash starts
     from etu.runner.boards.ports import PortInfo
@@ -139,7 +140,7 @@ class FirmwareScreen(OpenFileScreen):
     HINT = "Enter pick · Tab complete · Escape cancel"
 
 
-class BoardsPanel(Vertical):
+class BoardsPanel(FirstShown, Vertical):
     """Ports, profile, baud, firmware, flash; the keys of the Boards tab."""
 
     DEFAULT_CSS = """
@@ -173,7 +174,7 @@ class BoardsPanel(Vertical):
         self.profile_error: str | None = None
         self.baud_filled: str | None = None  # the profile's baud, as put in the field
 
-    def compose(self) -> ComposeResult:
+    def compose_shown(self) -> ComposeResult:
         with Horizontal(id="boards-controls"):
             yield Label("Board ", classes="boards-label")
             yield Select([], allow_blank=True, compact=True, id="boards-profile")
@@ -190,7 +191,7 @@ class BoardsPanel(Vertical):
         yield Static(id="boards-ports")
         yield BoardPlaces(id="boards-places")
 
-    def on_mount(self) -> None:
+    def on_shown(self) -> None:
         from etu.runner.boards.profiles import ProfileError, load_profiles
 
         try:
@@ -208,6 +209,8 @@ class BoardsPanel(Vertical):
         self._status(self.profile_error or "Pick a board and press r: flash, then watch it run.")
         self.set_interval(PORT_POLL_SECONDS, self.action_refresh_ports)
         self.action_refresh_ports()
+        if self.workspace is not None:
+            self.query_one(BoardPlaces).set_workspace(self.workspace)
 
     # -- the workspace ---------------------------------------------------------------------
 
@@ -223,7 +226,8 @@ class BoardsPanel(Vertical):
             self.firmware_picked = False
         self.workspace, self.opened = workspace.root, workspace
         self._find_firmware()
-        self.query_one(BoardPlaces).set_workspace(workspace.root)
+        if self.shown:
+            self.query_one(BoardPlaces).set_workspace(workspace.root)
 
     def take_firmware(self, elf: Path) -> None:
         """The ELF picked on the Run tab: what runs there is what is flashed here."""
@@ -233,7 +237,8 @@ class BoardsPanel(Vertical):
     def firmware_board(self) -> str | None:
         """The firmware board of the chosen profile: its name when etu builds firmware for
         it (qemu-an547), else its memory preset (mps3-an552 runs a corstone-300 build)."""
-        name = self.query_one("#boards-profile", Select).value
+        # before the tab is first shown, the profile it will preselect (FirstShown)
+        name = self.query_one("#boards-profile", Select).value if self.shown else EMULATED
         if not isinstance(name, str):
             return None
         if name in FIRMWARE_BOARDS:
@@ -279,6 +284,8 @@ class BoardsPanel(Vertical):
             self.query_one("#boards-baud", Input).value = self.baud_filled
 
     def _show_firmware(self) -> None:
+        if not self.shown:
+            return
         shown = printable(self.firmware.name) if self.firmware else "none (e picks a file)"
         self.query_one("#boards-firmware", Static).update(
             Content.assemble(("Firmware ", "dim"), (shown, "bold"), (" · e picks another", "dim"))

@@ -52,6 +52,7 @@ from etu.tui.widgets.compile_messages import (
     SweepDone,
     SweepRow,
 )
+from etu.tui.widgets.first_shown import FirstShown
 
 DEFAULT_SOURCE = "cnn"
 DEFAULT_TARGET = "ethos-u55-128"
@@ -116,7 +117,7 @@ def sweep_cells(row: dict) -> tuple[str, ...]:
     )
 
 
-class CompilePanel(Vertical):
+class CompilePanel(FirstShown, Vertical):
     """The form, the stage list, the log / error pane and the sweep table."""
 
     DEFAULT_CSS = """
@@ -164,10 +165,12 @@ class CompilePanel(Vertical):
         self.sweeping = False
         self._sweep_id = 0
         self.sort_by_cycles = False
+        self.pending_target = DEFAULT_TARGET  # the form's, until the form exists (FirstShown)
 
     # -- layout ------------------------------------------------------------------------
 
-    def compose(self) -> ComposeResult:
+    def compose_shown(self) -> ComposeResult:
+        target = self.pending_target
         with Horizontal(classes="form-row"):
             yield Label("Source")
             yield Input(DEFAULT_SOURCE, id="compile-source", compact=True,
@@ -177,14 +180,14 @@ class CompilePanel(Vertical):
             inputs.tooltip = "Example inputs, SHAPE[:DTYPE] each; none for a built-in model"
             yield inputs
             yield Label("Target")
-            yield Select(((t, t) for t in TARGETS), value=DEFAULT_TARGET, allow_blank=False,
+            yield Select(((t, t) for t in TARGETS), value=target, allow_blank=False,
                          id="compile-target", compact=True)  # fmt: skip
         with Horizontal(classes="form-row"):
             yield Label("System config")
-            yield Select(self._config_options(DEFAULT_TARGET), value=DEFAULT_CHOICE,
+            yield Select(self._config_options(target), value=DEFAULT_CHOICE,
                          allow_blank=False, id="compile-config", compact=True)  # fmt: skip
             yield Label("Memory mode")
-            yield Select(self._mode_options(DEFAULT_TARGET), value=DEFAULT_CHOICE,
+            yield Select(self._mode_options(target), value=DEFAULT_CHOICE,
                          allow_blank=False, id="compile-mode", compact=True)  # fmt: skip
             # what runs the operators the NPU does not take (etu compile --cpu-backend)
             yield Label("CPU")
@@ -222,7 +225,7 @@ class CompilePanel(Vertical):
                               highlight=False, wrap=False)  # fmt: skip
         yield DataTable(id="sweep-table", cursor_type="row", zebra_stripes=True)
 
-    def on_mount(self) -> None:
+    def on_shown(self) -> None:
         table = self.query_one("#sweep-table", DataTable)
         table.add_columns(*SWEEP_COLUMNS)
         self.query_one("#compile-log", RichLog).border_title = "Worker log"
@@ -252,8 +255,9 @@ class CompilePanel(Vertical):
         :func:`workspace_of` finds for the program); its target is the form's."""
         self.workspace = workspace if workspace is not None else workspace_of(program)
         if target in TARGETS:
-            self.query_one("#compile-target", Select).value = target
-        self._show_controls()
+            self._set_target(target)
+        if self.shown:
+            self._show_controls()
 
     @property
     def out_dir(self) -> Path | None:
@@ -305,6 +309,12 @@ class CompilePanel(Vertical):
     def set_default_target(self, target: str) -> None:
         """The ``target`` setting: the form's target until the user picks another."""
         if target in TARGETS:
+            self._set_target(target)
+
+    def _set_target(self, target: str) -> None:
+        """The form's target: in its field, or kept for the form composed later."""
+        self.pending_target = target
+        if self.shown:
             self.query_one("#compile-target", Select).value = target
 
     @on(Select.Changed, "#compile-target")

@@ -32,6 +32,8 @@ async def test_the_target_setting_is_the_consoles_default(
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         # a CPU program names no NPU: the setting's; the demo was built for a U55: its own
-        assert app.query_one("#compile-target", Select).value == run_target
         assert app.query_one("#run-target", Select).value == run_target
         assert app.run_panel.target == run_target
+        await pilot.press("k")  # the Compile form is composed when first shown
+        await pilot.pause()
+        assert app.query_one("#compile-target", Select).value == run_target

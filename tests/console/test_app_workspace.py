@@ -124,6 +124,8 @@ async def test_the_target_setting_reaches_a_program_in_a_compile_job(tmp_path: P
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert app.run_panel.target == "ethos-u85-256"
+        await pilot.press("k")  # the Compile form is composed when first shown
+        await pilot.pause()
         assert app.query_one("#compile-target", Select).value == "ethos-u85-256"
         assert app.current_workspace.target == "ethos-u85-256"
 
@@ -147,6 +149,9 @@ async def test_run_boards_and_fit_find_the_same_firmware(tmp_path: Path) -> None
         assert run.target == "ethos-u55-128" and run.elf == u55
         assert app.memory_panel.firmware.path == u55  # the Fit tab's too
         assert app.memory_panel.firmware.label == "TinyNet.corstone-300/arm_executor_runner.elf"
+        assert boards.firmware == qemu  # found before the Boards tab is first shown
+        await pilot.press("B")
+        await settle(pilot)
         assert app.query_one("#boards-profile", Select).value == "qemu-an547"
         assert boards.firmware == qemu
         app.query_one("#boards-profile", Select).value = "mps3-an552"  # a Corstone-300 FPGA
