@@ -70,6 +70,9 @@ def load_model(request: CompileRequest):
     """(model, example inputs or None) for any of the three source forms."""
     import torch
 
+    # A model.py whose weights start at random (no checkpoint loaded) compiles to the same
+    # program every time, as the compile cache, keyed on the request, assumes.
+    torch.manual_seed(0)
     source = request.source
     if source.endswith(".pt2"):
         exported = torch.export.load(source)

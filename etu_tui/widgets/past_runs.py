@@ -176,7 +176,7 @@ class PastRunsList(OptionList):
             record.folder = folder
             record.failure = describe_error(error)
         self.post_message(PastRunRead(request, record))
-        if record.failure is None and isinstance(record.store, FileLogStore):
+        if _reports_follow(record):
             self._events_in_thread(request, record, folder)
 
     def _events_in_thread(self, request: int, record: RunRecord, folder: Path) -> None:
@@ -203,7 +203,8 @@ class PastRunsList(OptionList):
         self.post_message(PastRunEvents(request, record, others, errors))
 
     def on_past_run_read(self, message: PastRunRead) -> None:
-        self.pending = max(self.pending - 1, 0)
+        if not _reports_follow(message.record):  # else still being read: its reports
+            self.pending = max(self.pending - 1, 0)
         if message.request == self._requests["read"]:
             record = message.record
             self.post_message(self.ShowRecord(record))
@@ -211,6 +212,7 @@ class PastRunsList(OptionList):
                 self.notify(warning, title=record.label, severity="warning", markup=False)
 
     def on_past_run_events(self, message: PastRunEvents) -> None:
+        self.pending = max(self.pending - 1, 0)
         record = message.record
         if message.failure is not None:
             record.warnings.append(message.failure)
@@ -219,3 +221,9 @@ class PastRunsList(OptionList):
         record.add([], message.others)
         if message.request == self._requests["read"]:
             self.post_message(self.RecordUpdated(record))
+
+
+def _reports_follow(record: RunRecord) -> bool:
+    """A session read from its file shows its lines first; its reports (PMU, outputs,
+    faults) follow from a child process, and it is being read until they are in."""
+    return record.failure is None and isinstance(record.store, FileLogStore)

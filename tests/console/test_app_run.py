@@ -458,6 +458,39 @@ async def test_device_escape_sequences_are_shown_neutralised(workspace: Path) ->
 # ------------------------------------------------------------------------ past runs
 
 
+async def test_a_past_run_is_being_read_until_its_reports_are_in(
+    workspace: Path, standin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A past session's lines come first and its reports (PMU, outputs) from a child process
+    after: until they are in, the Run tab is busy (what settle and scripts wait on). It read
+    "not busy" with the PMU pane empty, a CI failure under load; a slow child shows it."""
+    from etu.runner import session_events
+
+    result = session_events.EventsChild.result
+
+    def slow_result(child):
+        time.sleep(1.0)  # a loaded machine's child process
+        return result(child)
+
+    monkeypatch.setattr(session_events.EventsChild, "result", slow_result)
+    app = EtuApp(workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        panel = await _start_and_wait(pilot)
+        first = panel.live
+        await pilot.press("r")
+        await wait_run_end(pilot, panel)
+        await settle(pilot)
+        past = app.query_one(PastRunsList)
+        past.focus()
+        past.highlighted = 1
+        await pilot.press("enter")
+        await pilot.pause()
+        assert panel.busy  # the lines may be shown; the reports are still being read
+        await settle(pilot)
+        assert panel.shown is not None and panel.shown.folder == first.folder
+        assert panel.shown.pmu and app.query_one(PmuPane).lines
+
+
 async def test_a_past_run_is_reopened_read_only(
     workspace: Path, standin: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -208,3 +208,21 @@ def test_pt2_archive_and_npy_inputs(tmp_path: Path, out_dir: Path) -> None:
     assert result.status == "ok", result.message
     with open_program(result.pte) as program:
         assert program.plans[0].values[program.plans[0].inputs[0]].sizes == (1, 24)
+
+
+def test_a_model_py_with_random_initial_weights_is_built_the_same_each_time() -> None:
+    """The worker seeds torch before it builds the user's model: a model.py that loads no
+    checkpoint compiles to one program (two compiles of NpuMix gave two before, and a test
+    on its layers' scales passed or failed with the draw)."""
+    import torch
+
+    from etu.runner.compile_worker import load_model
+
+    request = CompileRequest(source=f"{MODELS / 'npu_mix.py'}:NpuMix")
+    first, _ = load_model(request)
+    torch.rand(16)  # the generator moves on in between, as other work in a process would
+    second, _ = load_model(request)
+    weights = first.state_dict()
+    assert weights.keys() == second.state_dict().keys()
+    for name, value in second.state_dict().items():
+        assert torch.equal(weights[name], value), name
