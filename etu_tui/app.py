@@ -459,7 +459,7 @@ class EtuApp(App[int]):
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.refresh_bindings()
-        if event.pane.id is not None:  # a click on the tab shows it too
+        if event.pane.id is not None:  # its key, a click on it or the palette
             panel = self.panel(event.pane.id)
             if isinstance(panel, FirstShown) and not panel.shown:
                 self.call_next(self._show_first_time, event.pane.id)
@@ -501,8 +501,7 @@ class EtuApp(App[int]):
         tabs.active = tab
         panel = self.panel(tab)
         if isinstance(panel, FirstShown) and not panel.shown:
-            self.call_next(self._show_first_time, tab)
-            return
+            return  # composed, then focused, on its TabActivated (_tab_activated)
         self._focus_panel(panel)
 
     async def _show_first_time(self, tab: str) -> None:

@@ -431,7 +431,8 @@ class ProgramReference:
     float_outputs: list | None = None  # numpy arrays: the float model on the same inputs
     float_outputs_note: str | None = None
     notes: list[str] = field(default_factory=list)
-    # the program's other plans: an int8-IO program's config methods (input0_scale...)
+    # every plan of the program: an int8-IO program's config methods (input0_scale...) are
+    # among them, read with the program once
     config_plans: list[ExecutionPlan] = field(default_factory=list)
 
     @property

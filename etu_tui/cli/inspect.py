@@ -302,10 +302,10 @@ def format_inspect(record: dict) -> str:
     ]
     from etu.runner.io_quantization import CONFIG_METHOD
 
-    config = [plan for plan in record["plans"] if CONFIG_METHOD.fullmatch(plan["name"])
+    config = [plan["name"] for plan in record["plans"] if CONFIG_METHOD.fullmatch(plan["name"])
               and not plan["instructions"] and plan["values"] == 1]  # fmt: skip
     for plan in record["plans"]:
-        if plan in config:
+        if plan["name"] in config:
             continue
         kinds = ", ".join(f"{p(k)} {n}" for k, n in plan["value_kinds"].items())
         lines.append(
@@ -351,7 +351,7 @@ def format_inspect(record: dict) -> str:
                 lines.append(f"      payload error: {p(delegate['ethosu_error'])}")
             lines.extend(npu_operation_lines(delegate))
     if config:  # one constant each: the integer IO figures shown at the end
-        names = ", ".join(p(plan["name"]) for plan in config)
+        names = ", ".join(p(name) for name in config)
         lines.append(f"  config methods ({len(config)}, one constant each): {names}")
     if record["segments"]:
         segs = ", ".join(f"{s['offset']:#x}+{nbytes(s['size'])}" for s in record["segments"])
