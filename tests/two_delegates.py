@@ -22,8 +22,12 @@ MODEL = ROOT / "tests" / "data" / "models" / "two_delegates.py"
 
 def _cache_dir(model: Path, cls: str, shape: str) -> Path:
     digest = hashlib.sha256(f"{cls}:{shape};".encode())
-    for source in (Path(__file__), model, ROOT / "runner" / "aot.py",
-                   ROOT / "runner" / "compile_worker.py"):
+    for source in (
+        Path(__file__),
+        model,
+        ROOT / "runner" / "aot.py",
+        ROOT / "runner" / "compile_worker.py",
+    ):
         digest.update(source.read_bytes())
     for dist in ("torch", "executorch", "ethos-u-vela"):
         digest.update(f"{dist}={metadata.version(dist)};".encode())

@@ -20,7 +20,6 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widget import Widget
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
@@ -28,6 +27,7 @@ from etu.parsers.text import printable
 from etu.runner.history import SessionRow
 from etu.tui.keys import bindings
 from etu.tui.numbers import number, percent, plural, seconds
+from etu.tui.widgets.full_screen import fill_screen
 
 # (column title, key of SessionRow or a function of it, numeric)
 COLUMNS: tuple[tuple[str, str, bool], ...] = (
@@ -146,7 +146,6 @@ class HistoryPanel(Vertical):
         self._requests = {"list": 0, "diff": 0}
         self.all_rows: list[SessionRow] = []  # every listed session; ``rows``: those shown
         self.place_filter: str | None = None  # only the sessions held through this place
-        self._watching_maximized = False
 
     def compose(self) -> ComposeResult:
         yield Static("No workspace open.", id="history-status")
@@ -434,19 +433,10 @@ class HistoryPanel(Vertical):
         fills the screen (``g`` again: the next figure, Escape: back)."""
         chart = self.query_one("#history-chart")
         if not chart.region.area and self.screen.maximized is not chart:
-            if not self._watching_maximized:  # Escape restores through Textual
-                self._watching_maximized = True
-                self.watch(self.screen, "maximized", self._chart_restored, init=False)
-            self.screen.maximize(chart, container=False)
-            chart.focus()  # the panel's keys (g) still work
+            fill_screen(self, chart, self.query_one("#history-table").focus)
             return
         self.figure = (self.figure + 1) % len(FIGURES)
         self._chart()
-
-    def _chart_restored(self, maximized: Widget | None) -> None:
-        """The layout is back: the chart, hidden again at 80 columns, gives the focus back."""
-        if maximized is None and self.screen.focused in (None, self.query_one("#history-chart")):
-            self.query_one("#history-table").focus()
 
     def _chart(self) -> None:
         row = self.current_row()

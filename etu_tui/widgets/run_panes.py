@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from weakref import WeakSet
 
 from textual.content import Content
 from textual.widget import Widget
@@ -26,6 +25,7 @@ from etu.runner.run_model import REASON_CLASS, RunRecord
 from etu.tui.commands import PaletteCommand
 from etu.tui.safe_text import printable
 from etu.tui.widgets.formatting import shape as shape_text
+from etu.tui.widgets.full_screen import fill_screen
 from etu.tui.widgets.memory import gauge
 from etu.tui.widgets.npu_invoke_lines import (
     MISSING,
@@ -76,22 +76,7 @@ def zoom_pane(panel: Widget, name: str, back: Callable[[], None]) -> None:
     if name == "past" and pane.region.area:  # a list in view: Enter opens a run
         pane.focus()
         return
-    if panel not in _WATCHING:  # Escape restores through Textual: focus the log then too
-        _WATCHING.add(panel)
-        panel.watch(screen, "maximized", partial(_restored, panel, back), init=False)
-    screen.maximize(pane, container=False)
-    pane.focus()
-
-
-_WATCHING: WeakSet[Widget] = WeakSet()  # the panels whose screen's maximised pane is watched
-
-
-def _restored(panel: Widget, back: Callable[[], None], maximized: Widget | None) -> None:
-    """The layout is back: a pane that had the focus (hidden again at 80×24) gives it back."""
-    focused = panel.screen.focused
-    ids = {pane_id for pane_id, _ in PANES.values()}
-    if maximized is None and (focused is None or focused.id in ids):
-        back()
+    fill_screen(panel, pane, back)
 
 
 def pane_entries() -> list[PaletteCommand]:

@@ -4,10 +4,7 @@ program baked into a firmware ELF."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,35 +12,26 @@ import pytest
 from etu.fvp.targets import targets
 from etu.parsers.program_facts import decode_facts
 from etu.runner.compile_request import MEMORY_MODES, SYSTEM_CONFIGS
+from tests.helpers import DEMO, etu
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-DEMO = ROOT / "etu_tui" / "demo"
 FIRMWARE = DEMO / "firmware" / "arm_executor_runner.elf"
-ETU = [sys.executable, "-m", "etu.tui.cli"]
-
-
-def run_etu(*args: str, env: dict | None = None, cwd: Path | None = None):
-    return subprocess.run([*ETU, *args], capture_output=True, text=True, timeout=300,
-                          env=env, cwd=cwd or ROOT, check=False)  # fmt: skip
 
 
 def _no_simulators(tmp_path: Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("ETU_FVP_DIR", "EXECUTORCH_ROOT")}
-    env["PATH"] = "/usr/bin:/bin"
-    env["PYTHONPATH"] = str(ROOT)
-    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
-    return env
+    """``etu``'s keywords for a child that finds no FVP and no ExecuTorch checkout."""
+    return {"env": {"PATH": "/usr/bin:/bin", "XDG_CONFIG_HOME": str(tmp_path / "config")},
+            "drop": ("ETU_FVP_DIR", "EXECUTORCH_ROOT")}  # fmt: skip
 
 
 def test_dry_run_without_a_simulator(tmp_path: Path) -> None:
-    env = _no_simulators(tmp_path)
+    bare = _no_simulators(tmp_path)
     args = ["run", "--dry-run", "--target", "ethos-u85-256", "--elf", str(FIRMWARE)]
-    result = run_etu(*args, "--json", env=env, cwd=tmp_path)
+    result = etu(*args, "--json", **bare, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     record = json.loads(result.stdout)
     assert record["found"] is False and record["argv"][0] == "FVP_Corstone_SSE-320"
     assert str(FIRMWARE) in record["argv"]
-    plain = run_etu(*args, env=env, cwd=tmp_path)
+    plain = etu(*args, **bare, cwd=tmp_path)
     assert plain.returncode == 0 and plain.stdout.startswith("FVP_Corstone_SSE-320 ")
     assert "not installed" in plain.stderr
 
@@ -62,7 +50,7 @@ def test_dry_run_without_a_simulator(tmp_path: Path) -> None:
     ],
 )
 def test_every_error_is_json_on_stdout(args: list[str], tmp_path: Path) -> None:
-    result = run_etu(*args, cwd=tmp_path)
+    result = etu(*args, cwd=tmp_path)
     assert result.returncode != 0
     lines = result.stdout.splitlines()
     assert lines, result.stderr
@@ -74,7 +62,7 @@ def test_every_error_is_json_on_stdout(args: list[str], tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("command", ["run", "fit", "compile"])
 def test_targets_and_configs_are_listed(command: str) -> None:
-    text = " ".join(run_etu(command, "--help").stdout.split())
+    text = " ".join(etu(command, "--help").stdout.split())
     assert all(target in text for target in targets())
     if command == "compile":
         assert all(config in text for config in SYSTEM_CONFIGS)
@@ -82,7 +70,7 @@ def test_targets_and_configs_are_listed(command: str) -> None:
 
 
 def test_inspect_a_firmware_decodes_its_program() -> None:
-    result = run_etu("inspect", "--json", str(FIRMWARE))
+    result = etu("inspect", "--json", str(FIRMWARE))
     assert result.returncode == 0, result.stderr
     record = json.loads(result.stdout)
     assert record["file_identifier"] == "ET12" and record["plans"][0]["delegate_calls"] == 1
@@ -91,7 +79,7 @@ def test_inspect_a_firmware_decodes_its_program() -> None:
     data = FIRMWARE.read_bytes()
     offset, size = record["firmware"]["file_offset"], record["firmware"]["size"]
     assert data[offset + 4 : offset + 8] == b"ET12" and offset + size <= len(data)
-    plain = run_etu("inspect", str(FIRMWARE))
+    plain = etu("inspect", str(FIRMWARE))
     assert "baked into the firmware: .ddr.rodata at 0x70000000" in plain.stdout
 
 
@@ -109,14 +97,14 @@ def test_a_firmware_without_a_program_and_a_cut_one(tmp_path: Path) -> None:
     from etu.runner.firmware import build_stub_firmware
 
     empty = build_stub_firmware(None, tmp_path / "empty", ops=["aten::add.out"]).elf
-    result = run_etu("inspect", "--json", str(empty))
+    result = etu("inspect", "--json", str(empty))
     assert result.returncode == 1
     assert "no program baked in" in json.loads(result.stdout)["error"]
     cut = tmp_path / "cut.elf"
     data = FIRMWARE.read_bytes()
-    record = json.loads(run_etu("inspect", "--json", str(FIRMWARE)).stdout)["firmware"]
+    record = json.loads(etu("inspect", "--json", str(FIRMWARE)).stdout)["firmware"]
     cut.write_bytes(data[: record["file_offset"] + 100])  # the program's bytes cut short
-    result = run_etu("inspect", "--json", str(cut))
+    result = etu("inspect", "--json", str(cut))
     assert result.returncode == 1 and "error" in json.loads(result.stdout)
     assert "Traceback" not in result.stderr
 

@@ -6,22 +6,15 @@ import json
 import resource
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from etu.parsers.program_facts import inspect_record
 from etu.parsers.pte import open_program
+from tests.helpers import ETU, etu
 
-ETU = [sys.executable, "-m", "etu.tui.cli"]
 FEW_DESCRIPTORS = 128  # of the process inspecting 600 files
-
-
-def run_etu(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*ETU, *args], capture_output=True, text=True, timeout=300, cwd=cwd, check=False
-    )
 
 
 def test_json_lines_in_argument_order_with_errors(tmp_path: Path, demo_pte: Path) -> None:
@@ -29,7 +22,7 @@ def test_json_lines_in_argument_order_with_errors(tmp_path: Path, demo_pte: Path
     text.write_text("not a program\n")
     truncated = tmp_path / "truncated.pte"
     truncated.write_bytes(demo_pte.read_bytes()[:1000])
-    result = run_etu("inspect", "--json", str(demo_pte), str(text), str(truncated), str(demo_pte))
+    result = etu("inspect", "--json", str(demo_pte), str(text), str(truncated), str(demo_pte))
     assert result.returncode == 1
     records = [json.loads(line) for line in result.stdout.splitlines()]
     assert [r["file"] for r in records] == [str(demo_pte), str(text), str(truncated), str(demo_pte)]
@@ -40,7 +33,7 @@ def test_json_lines_in_argument_order_with_errors(tmp_path: Path, demo_pte: Path
 
 
 def test_json_fields_are_the_contract(demo_pte: Path) -> None:
-    result = run_etu("inspect", "--json", str(demo_pte))
+    result = etu("inspect", "--json", str(demo_pte))
     assert result.returncode == 0, result.stderr
     record = json.loads(result.stdout)
     for key in (
@@ -82,7 +75,7 @@ def test_json_fields_are_the_contract(demo_pte: Path) -> None:
 
 
 def test_readable_summary(demo_pte: Path) -> None:
-    result = run_etu("inspect", str(demo_pte))
+    result = etu("inspect", str(demo_pte))
     assert result.returncode == 0
     assert "EthosUBackend" in result.stdout
     assert "1 delegate call (NPU), 2 kernel calls (CPU)" in result.stdout  # issue 24 §10
@@ -92,7 +85,7 @@ def test_readable_summary(demo_pte: Path) -> None:
 def test_bad_file_in_readable_mode_is_one_line_on_stderr(tmp_path: Path) -> None:
     empty = tmp_path / "empty.pte"
     empty.write_bytes(b"")
-    result = run_etu("inspect", str(empty))
+    result = etu("inspect", str(empty))
     assert result.returncode == 1
     assert result.stderr.strip() == f"etu: {empty}: empty file (0 bytes), not an ExecuTorch program"
     assert "Traceback" not in result.stderr
@@ -129,14 +122,14 @@ def test_more_files_than_the_process_may_hold_open(tmp_path: Path, demo_pte: Pat
 
 
 def test_help_lists_commands() -> None:
-    result = run_etu("--help")
+    result = etu("--help")
     assert result.returncode == 0
     assert "etu inspect" in result.stdout
 
 
 @pytest.mark.parametrize("args", [["inspect"], ["no-such-file.pte"]])
 def test_usage_errors_exit_non_zero(args: list[str]) -> None:
-    result = run_etu(*args)
+    result = etu(*args)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
 
@@ -145,7 +138,7 @@ VELA_DATA = Path(__file__).resolve().parent.parent / "data" / "vela"
 
 
 def test_vela_json_contract_on_the_demo_folder(demo_pte: Path) -> None:
-    result = run_etu("vela", "--json", str(demo_pte.parent / "vela"))
+    result = etu("vela", "--json", str(demo_pte.parent / "vela"))
     assert result.returncode == 0, result.stderr
     record = json.loads(result.stdout)
     for key in ("summaries", "per_layer", "npu_operators", "cpu_operators", "vela_version"):
@@ -158,21 +151,21 @@ def test_vela_json_contract_on_the_demo_folder(demo_pte: Path) -> None:
 
 
 def test_vela_readable_and_failed_run(tmp_path: Path) -> None:
-    result = run_etu("vela", str(VELA_DATA / "02_u55_128_verbose_performance"))
+    result = etu("vela", str(VELA_DATA / "02_u55_128_verbose_performance"))
     assert result.returncode == 0 and "estimate" in result.stdout and "cycles" in result.stdout
-    failed = run_etu("vela", "--json", str(VELA_DATA / "11_u55_128_dedicated_sram_invalid"))
+    failed = etu("vela", "--json", str(VELA_DATA / "11_u55_128_dedicated_sram_invalid"))
     assert failed.returncode == 0
     assert json.loads(failed.stdout)["failed"] is True
     garbage = tmp_path / "out_summary_X.csv"
     garbage.write_bytes(b"\x00\x01\x02binary")
-    bad = run_etu("vela", str(garbage))
+    bad = etu("vela", str(garbage))
     assert bad.returncode == 1 and bad.stderr.startswith(f"etu: {garbage}")
     assert "Traceback" not in bad.stderr
 
 
 def test_elf_json_contract(demo_pte: Path) -> None:
     firmware = demo_pte.parent / "firmware"
-    result = run_etu(
+    result = etu(
         "elf", "--json", str(firmware / "arm_executor_runner.elf"),
         "--map", str(firmware / "arm_executor_runner.map"),
     )  # fmt: skip
@@ -191,6 +184,6 @@ def test_elf_json_contract(demo_pte: Path) -> None:
 
 
 def test_elf_on_a_program_file_is_one_line_error(demo_pte: Path) -> None:
-    result = run_etu("elf", str(demo_pte))
+    result = etu("elf", str(demo_pte))
     assert result.returncode == 1 and result.stderr.count("\n") == 1
     assert str(demo_pte) in result.stderr and "Traceback" not in result.stderr

@@ -21,18 +21,10 @@ from etu.parsers.program_facts import delegates, inspect_record
 from etu.parsers.ptd import decode_data_file, open_data_file
 from etu.parsers.pte import open_program
 from tests import npu_programs, ptd_programs
+from tests.helpers import DEMO, etu
 
 pytestmark = pytest.mark.aot
-ETU = [sys.executable, "-m", "etu.tui.cli"]
-DEMO_ELF = Path(__file__).resolve().parents[2] / "etu_tui" / "demo" / "firmware"
-DEMO_ELF = DEMO_ELF / "arm_executor_runner.elf"
-
-
-def run_etu(*args: object, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*ETU, *map(str, args)], capture_output=True, text=True, timeout=600, check=False,
-        env=env,
-    )  # fmt: skip
+DEMO_ELF = DEMO / "firmware" / "arm_executor_runner.elf"
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +34,7 @@ def pair() -> Path:
 
 
 def inspect_json(*args: object) -> dict:
-    result = run_etu("inspect", "--json", *args)
+    result = etu("inspect", "--json", *args)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.splitlines()[0])
 
@@ -99,7 +91,7 @@ def test_inspect_resolves_the_pair_and_decodes_the_stream_as_inline(pair: Path) 
     resolved = decoded.read(decoded.entry(blocks["cmd_data"]["key"]))
     assert resolved == blob[cmd.payload_offset : cmd.payload_offset + cmd.size]
 
-    text = run_etu("inspect", pair)
+    text = etu("inspect", pair)
     assert text.returncode == 0 and "command stream 1," in text.stdout
     assert "in program.ptd" in text.stdout and "NPU operations:" in text.stdout
     # each block named once: "external cmd_data: 1,788 bytes in program.ptd"
@@ -117,7 +109,7 @@ def test_a_ptd_given_to_inspect_is_shown_not_refused(pair: Path) -> None:
         keys = set(info.payload.external_blocks.values())
     assert {entry["key"] for entry in record["named_data"]} == keys
     assert all(e["offset"] % 16 == 0 for e in record["named_data"])
-    text = run_etu("inspect", ptd)
+    text = etu("inspect", ptd)
     assert text.returncode == 0 and "FT01" in text.stdout and "ExecuTorch data file" in text.stdout
     assert "another kind" not in text.stdout + text.stderr
 
@@ -152,11 +144,11 @@ def test_a_corrupt_ptd_is_one_line_naming_the_file(pair: Path, tmp_path: Path, n
     with pytest.raises(ParseError) as caught:
         open_data_file(bad)
     assert str(caught.value).startswith(str(bad)) and "\n" not in str(caught.value)
-    result = run_etu("inspect", bad)
+    result = etu("inspect", bad)
     assert result.returncode == 1 and result.stdout == ""
     (line,) = result.stderr.strip().splitlines()
     assert str(bad) in line and "Traceback" not in result.stderr
-    as_json = run_etu("inspect", "--json", bad)
+    as_json = etu("inspect", "--json", bad)
     assert as_json.returncode == 1 and json.loads(as_json.stdout)["error"].startswith(str(bad))
     # beside a program: the program still decodes; the data file's error is a warning line
     record = inspect_json(pair, "--data", bad)
@@ -199,7 +191,7 @@ def test_a_changed_entry_is_flagged_as_a_hash_mismatch(pair: Path, tmp_path: Pat
     assert blocks["weight_data"]["status"] == "hash_mismatch"
     assert "do not hash to the key" in blocks["weight_data"]["message"]
     assert any("weight_data" in w and "do not hash" in w for w in record["warnings"])
-    text = run_etu("inspect", program)
+    text = etu("inspect", program)
     assert text.returncode == 0 and "external weight_data: HASH_MISMATCH: the " in text.stdout
 
 
@@ -226,13 +218,13 @@ def test_a_key_with_no_entry_is_flagged_missing(pair: Path, tmp_path: Path) -> N
     shutil.copy(program, alone / "program.pte")
     blocks = external(inspect_json(alone / "program.pte"))
     assert {e["status"] for e in blocks.values()} == {"no_data_file"}
-    text = run_etu("inspect", alone / "program.pte").stdout
+    text = etu("inspect", alone / "program.pte").stdout
     assert "external NO_DATA_FILE: cmd_data is in a .ptd file" in text
     assert "cmd_data: NO_DATA_FILE: cmd_data" not in text
 
 
 def test_fit_counts_the_ptd_and_warns_the_runner_does_not_load_it(pair: Path, tmp_path) -> None:
-    result = run_etu("fit", "--pte", pair, "--elf", DEMO_ELF, "--json")
+    result = etu("fit", "--pte", pair, "--elf", DEMO_ELF, "--json")
     assert result.returncode == 0, result.stderr
     verdicts = {v["check"]: v for v in json.loads(result.stdout)["verdicts"]}
     ext = verdicts["external_data"]
@@ -245,12 +237,12 @@ def test_fit_counts_the_ptd_and_warns_the_runner_does_not_load_it(pair: Path, tm
     alone = tmp_path / "alone"
     alone.mkdir()
     shutil.copy(pair, alone / "program.pte")
-    failed = run_etu("fit", "--pte", alone / "program.pte", "--elf", DEMO_ELF, "--json")
+    failed = etu("fit", "--pte", alone / "program.pte", "--elf", DEMO_ELF, "--json")
     assert failed.returncode == 1
     verdicts = {v["check"]: v for v in json.loads(failed.stdout)["verdicts"]}
     assert verdicts["external_data"]["status"] == "fail"
     assert "--data" in verdicts["external_data"]["fix"]
-    given = run_etu("fit", "--pte", alone / "program.pte", "--elf", DEMO_ELF, "--data",
+    given = etu("fit", "--pte", alone / "program.pte", "--elf", DEMO_ELF, "--data",
                     pair.with_suffix(".ptd"), "--json")  # fmt: skip
     assert given.returncode == 0, given.stdout
     # an inline program has no external_data verdict at all
@@ -319,8 +311,8 @@ def test_firmware_build_refuses_a_program_with_external_blocks(pair: Path, tmp_p
 
     env = {**runtime_environment(), "ETU_NO_DOWNLOAD": "1"}
     env.pop("ETU_EXECUTORCH_SRC", None)
-    result = run_etu("firmware", "build", pair, "--board", "corstone-300", "--out",
-                     tmp_path / "fw", env=env)  # fmt: skip
+    result = etu("firmware", "build", pair, "--board", "corstone-300", "--out",
+                 tmp_path / "fw", env=env, drop=("ETU_EXECUTORCH_SRC",))  # fmt: skip
     assert result.returncode == 2, result.stderr
     (line,) = result.stderr.strip().splitlines()
     assert str(pair) in line and ".ptd" in line and "--external-blocks" in line
@@ -328,9 +320,9 @@ def test_firmware_build_refuses_a_program_with_external_blocks(pair: Path, tmp_p
 
 
 def test_compile_external_weights_writes_the_pair(tmp_path: Path) -> None:
-    refused = run_etu("compile", "cnn", "--external-blocks", "cmd,bias", "--out", tmp_path)
+    refused = etu("compile", "cnn", "--external-blocks", "cmd,bias", "--out", tmp_path)
     assert refused.returncode == 2 and "unknown external block 'bias'" in refused.stderr
-    result = run_etu("compile", "cnn", "--external-blocks", "weights", "--out", tmp_path,
+    result = etu("compile", "cnn", "--external-blocks", "weights", "--out", tmp_path,
                      "--json")  # fmt: skip
     assert result.returncode == 0, result.stderr
     record = json.loads(result.stdout)
@@ -380,7 +372,7 @@ def test_device_fields_are_decoded_and_fit_warns(tmp_path: Path) -> None:
         "buffer_idx": 1, "device_type": 1, "device_index": 1, "device": "cuda:1"
     }  # fmt: skip
     assert plan_record["tensor_devices"] == {"cuda:1": len(planned)}
-    text = run_etu("inspect", program_path)
+    text = etu("inspect", program_path)
     assert "devices: buffer 1 on cuda:1" in text.stdout
     with open_program(source) as program:
         assert "buffer_devices" not in {

@@ -5,22 +5,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from etu.runner import workspace as ws
-
-DEMO = Path(ws.__file__).resolve().parent.parent / "etu_tui" / "demo"
-ETU = [sys.executable, "-m", "etu.tui.cli"]
-
-
-def run_etu(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*ETU, *args], capture_output=True, text=True, timeout=300, cwd=cwd, check=False
-    )
+from tests.helpers import DEMO, etu
 
 
 def test_demo_workspace_is_found_whole() -> None:
@@ -52,18 +42,18 @@ def test_elf_finds_the_map_beside_it(tmp_path: Path) -> None:
     without the .map, from the .ld; and gives the same record as an explicit --map."""
     shutil.copytree(DEMO / "firmware", tmp_path / "fw")
     elf = tmp_path / "fw" / "arm_executor_runner.elf"
-    beside = run_etu("elf", "--json", str(elf))
+    beside = etu("elf", "--json", str(elf))
     assert beside.returncode == 0, beside.stderr
     record = json.loads(beside.stdout)
     assert record["regions_from"] == "ld_map"
     explicit = json.loads(
-        run_etu("elf", "--json", str(elf), "--map", str(elf.with_suffix(".map"))).stdout
+        etu("elf", "--json", str(elf), "--map", str(elf.with_suffix(".map"))).stdout
     )
     assert record["regions"] == explicit["regions"]
     memory = ws.load_firmware(elf, None, None, workspace=tmp_path)
     assert [r.name for r in memory.memory_map.regions] == [r["name"] for r in record["regions"]]
     elf.with_suffix(".map").unlink()
-    script = json.loads(run_etu("elf", "--json", str(elf)).stdout)
+    script = json.loads(etu("elf", "--json", str(elf)).stdout)
     assert script["regions_from"] == "linker_script"
 
 
@@ -71,8 +61,8 @@ def test_fit_finds_the_map_beside_it(tmp_path: Path) -> None:
     shutil.copytree(DEMO / "firmware", tmp_path / "fw")
     elf = tmp_path / "fw" / "arm_executor_runner.elf"
     pte = str(DEMO / "demo_cnn.pte")
-    beside = run_etu("fit", "--json", "--pte", pte, "--elf", str(elf))
-    explicit = run_etu("fit", "--json", "--pte", pte, "--elf", str(elf), "--map",
+    beside = etu("fit", "--json", "--pte", pte, "--elf", str(elf))
+    explicit = etu("fit", "--json", "--pte", pte, "--elf", str(elf), "--map",
                        str(elf.with_suffix(".map")))  # fmt: skip
     assert beside.returncode == explicit.returncode
     assert json.loads(beside.stdout) == json.loads(explicit.stdout)
