@@ -6,92 +6,60 @@ Each method returns what the monitor needs to follow the boot without losing a b
 application port, still open (the WE2 reboots on the port etu flashed through; the MPS3's
 application port is opened before the MCC reboots the board), plus whatever was already
 read after the last prompt. Failures are FlashError with one line naming the file or port.
+
+The registry of methods and the front door (flash_board) live here, with the WiseEye2,
+pyOCD and QEMU transfers; the shared pieces are in flash_base, the MPS3 drive in
+flash_mps3, the vendor tool in flash_vendor.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import shlex
-import shutil
-import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from etu.parsers.errors import describe_error
-from etu.runner.boards.profiles import BoardProfile, Prompt
+from etu.runner.boards.flash_base import (
+    NEEDS,
+    PLACEMENT_MAGIC,
+    FlashError,
+    FlashFile,
+    FlashResult,
+    NeedMissing,
+    ProgressFn,
+    Status,
+    _line_rest,
+    _prompt,
+    _read,
+    _then,
+    parse_file_spec,
+    placement_block,
+)
+from etu.runner.boards.flash_mps3 import (
+    find_drive,
+    flash_mps3,
+    images_folder,
+    images_txt,
+    load_segments,
+    mcc_address,
+    mps3_images,
+    short_name,
+)
+from etu.runner.boards.flash_vendor import (
+    VENDOR_TOOL_TIMEOUT,
+    ToolMissing,
+    check_tool,
+    flash_vendor_tool,
+    shell_line,
+    tool_folder_hint,
+    vendor_commands,
+)
+from etu.runner.boards.profiles import BoardProfile
 from etu.runner.boards.prompts import PromptTimeout, expect
 from etu.runner.boards.source import PortError, open_port
 from etu.runner.boards.terminal import pulse_line
 from etu.runner.boards.transfer import Progress, TransferError, xmodem_send
-
-PLACEMENT_MAGIC = (b"\xc0\x5a", b"\x5a\xc0")
-
-
-class FlashError(RuntimeError):
-    """Flashing failed; one line naming the file or port and what went wrong."""
-
-
-@dataclass(frozen=True, slots=True)
-class FlashFile:
-    path: Path
-    address: int | None = None  # FILE@ADDRESS: placed at an address (a .pte in flash)
-    offset: int = 0  # FILE@ADDRESS+OFFSET
-
-    @property
-    def name(self) -> str:
-        return self.path.name
-
-
-def parse_file_spec(spec: str) -> FlashFile:
-    """``FILE``, ``FILE@0xADDRESS`` or ``FILE@0xADDRESS+0xOFFSET``."""
-    path, _, where = spec.partition("@")
-    if not where:
-        return FlashFile(Path(path))
-    address, _, offset = where.partition("+")
-    try:
-        return FlashFile(Path(path), int(address, 0), int(offset, 0) if offset else 0)
-    except ValueError:
-        raise FlashError(
-            f"{spec}: expected FILE@ADDRESS[+OFFSET] (e.g. model.pte@0xB7B000)"
-        ) from None
-
-
-def placement_block(address: int, offset: int = 0) -> bytes:
-    """WiseEye2: the 128-byte block before a file meant for an address."""
-    if not (0 <= address < 1 << 32 and 0 <= offset < 1 << 32):
-        raise FlashError(f"address 0x{address:x}+0x{offset:x} does not fit 32 bits")
-    head = PLACEMENT_MAGIC[0] + address.to_bytes(4, "little") + offset.to_bytes(4, "little")
-    return (head + PLACEMENT_MAGIC[1]).ljust(128, b"\xff")
-
-
-@dataclass
-class FlashResult:
-    port: str | None = None  # the application port, for the monitor
-    handle: object | None = None  # ... still open
-    initial: bytes = b""  # bytes read after the last prompt: the start of the boot log
-    source: object | None = None  # a ready byte source (the emulated board)
-    files: list[dict] = field(default_factory=list)  # per-file records for --json
-
-
-Status = Callable[[str], None]
-ProgressFn = Callable[[Progress], None]
-
-
-def _read(file: FlashFile) -> bytes:
-    try:
-        return file.path.read_bytes()
-    except OSError as error:
-        raise FlashError(f"{file.path}: {error.strerror or error}") from None
-
-
-def _prompt(profile: BoardProfile, name: str) -> Prompt:
-    prompt = profile.prompt(name)
-    if prompt is None:
-        raise FlashError(f"{profile.source}: prompts.{name}: the {profile.method} method needs it")
-    return prompt
 
 
 # ------------------------------------------------------------------------- WiseEye2
@@ -153,204 +121,6 @@ def flash_wiseeye2(
     except Exception as error:  # a port gone mid-dialogue (serial.SerialException, OSError)
         handle.close()
         raise FlashError(f"{port}: lost during flashing: {error}") from None
-    return result
-
-
-def _then(handle, prompt: Prompt, already: bytes, port_name: str) -> bytes:
-    """What follows ``prompt``: found in ``already`` (read with the previous prompt), else
-    awaited on the port."""
-    text = prompt.text.encode()
-    at = already.find(text)
-    if at != -1:
-        return already[at + len(text) :]
-    return expect(handle, prompt, port_name=port_name)
-
-
-def _line_rest(handle, after: bytes, timeout: float = 1.0) -> bytes:
-    """What follows the end of the prompt's line. WE2 prints "Send data using the xmodem
-    protocol from your terminal" and then its ``C``: the rest of that line must not reach
-    the XMODEM sender, which counts every stray byte as an error and gives up at 16."""
-    deadline = time.monotonic() + timeout
-    while b"\n" not in after and time.monotonic() < deadline:
-        after += handle.read(max(1, handle.in_waiting))
-    return after.rsplit(b"\n", 1)[-1] if b"\n" in after else b""
-
-
-# ------------------------------------------------------------------------- MPS3 drive
-_NOT_83 = re.compile(r"[^A-Z0-9_]")
-
-
-def short_name(stem: str, index: int, used: set[str]) -> str:
-    """An 8.3 name (the MCC reads nothing else): up to 6 letters of the stem + 2 digits."""
-    base = _NOT_83.sub("", stem.upper())[:6] or "IMAGE"
-    for n in range(index, index + 100):
-        name = f"{base[:6]}{n % 100:02d}.BIN"
-        if name not in used:
-            used.add(name)
-            return name
-    raise FlashError(f"{stem}: no free 8.3 name")
-
-
-def load_segments(path: Path) -> list[tuple[int, bytes]]:
-    """(physical address, bytes) of an ELF's PT_LOAD segments that carry file data."""
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
-
-    try:
-        with open(path, "rb") as handle:
-            elf = ELFFile(handle)
-            return [
-                (seg["p_paddr"], seg.data()[: seg["p_filesz"]])
-                for seg in elf.iter_segments()
-                if seg["p_type"] == "PT_LOAD" and seg["p_filesz"] > 0
-            ]
-    except (ELFError, OSError) as error:
-        raise FlashError(f"{path}: not a readable ELF ({error})") from None
-
-
-def mcc_address(profile: BoardProfile, cpu: int, size: int, what: str) -> int:
-    for entry in profile.transfer.get("address_map", []):
-        base, length = int(entry["cpu"]), int(entry["size"])
-        if base <= cpu and cpu + size <= base + length:
-            return int(entry["mcc"]) + (cpu - base)
-    raise FlashError(f"{what}: 0x{cpu:08x}+{size:,} is outside the MCC's address view")
-
-
-def mps3_images(profile: BoardProfile, files: list[FlashFile]) -> list[tuple[str, int, bytes]]:
-    """(8.3 name, MCC address, bytes) for each load segment / placed binary."""
-    images, used = [], set()
-    for file in files:
-        if file.address is not None:
-            data = _read(file)
-            address = mcc_address(profile, file.address + file.offset, len(data), str(file.path))
-            images.append((short_name(file.path.stem, len(images), used), address, data))
-            continue
-        segments = load_segments(file.path)
-        if not segments:
-            raise FlashError(
-                f"{file.path}: no load segment with data (give FILE@ADDRESS for a .bin)"
-            )
-        for cpu, data in segments:
-            address = mcc_address(profile, cpu, len(data), f"{file.path} segment")
-            images.append((short_name(file.path.stem, len(images), used), address, data))
-    return images
-
-
-def images_txt(images: list[tuple[str, int, bytes]], update: str = "AUTO") -> str:
-    lines = ["TITLE: Versatile Express Images Configuration File", "[IMAGES]",
-             f"TOTALIMAGES: {len(images)}"]  # fmt: skip
-    for n, (name, address, _) in enumerate(images):
-        lines += [f"IMAGE{n}ADDRESS: 0x{address:08X}", f"IMAGE{n}UPDATE: {update}",
-                  f"IMAGE{n}FILE: \\SOFTWARE\\{name}"]  # fmt: skip
-    return "\r\n".join(lines) + "\r\n"
-
-
-MOUNTS = Path("/proc/mounts")
-
-
-def find_drive(profile: BoardProfile) -> Path | None:
-    """The mounted folder whose name is the board's volume label (V2M-MPS3)."""
-    label = str(profile.transfer.get("volume_label", "V2M-MPS3"))
-    try:
-        mounts = MOUNTS.read_text().splitlines()
-    except OSError:
-        return None
-    for line in mounts:
-        parts = line.split()
-        if len(parts) > 1:
-            # the kernel writes a space, tab, newline or backslash in a path as \ooo
-            where = Path(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), parts[1]))
-            if where.name == label:
-                return where
-    return None
-
-
-def images_folder(drive: Path, images_dir: str) -> Path:
-    """The folder ``images.txt`` goes in. A pattern (``MB/*/*``, for a board whose folder
-    name etu does not know, the MPS4) is the one matching folder on the drive that already
-    holds an ``images.txt`` (the FPGA image's board files put one there)."""
-    if not any(char in images_dir for char in "*?["):
-        return drive / images_dir
-    found = sorted({p.parent for p in drive.glob(f"{images_dir}/images.txt") if p.is_file()})
-    if len(found) != 1:
-        what = "none" if not found else ", ".join(str(f.relative_to(drive)) for f in found)
-        raise FlashError(
-            f"{drive}: one folder {images_dir}/ with an images.txt expected, found {what} "
-            "(name it in your own profile's transfer.images_dir)"
-        )
-    return found[0]
-
-
-def flash_mps3(
-    profile: BoardProfile,
-    files: list[FlashFile],
-    *,
-    drive: Path | None,
-    mcc_port: str,
-    app_port: str | None,
-    status: Status = lambda text: None,
-    progress: ProgressFn | None = None,
-) -> FlashResult:
-    drive = drive or find_drive(profile)
-    if drive is None or not Path(drive).is_dir():
-        label = profile.transfer.get("volume_label", "V2M-MPS3")
-        raise NeedMissing("drive", f"{drive or label}: the board's USB drive is not mounted")
-    images = mps3_images(profile, files)
-    software = Path(drive) / "SOFTWARE"
-    config_dir = images_folder(Path(drive), str(profile.transfer["images_dir"]))
-    if not config_dir.resolve().is_relative_to(Path(drive).resolve()):
-        raise FlashError(f"{profile.transfer['images_dir']!r}: images_dir leaves the drive {drive}")
-    software.mkdir(exist_ok=True)
-    config_dir.mkdir(parents=True, exist_ok=True)
-    result = FlashResult(port=app_port)
-    total = sum(len(data) for _, _, data in images)
-    done, started = 0, time.monotonic()
-    for name, address, data in images:
-        status(f"copying {name} ({len(data):,} bytes) for 0x{address:08X}")
-        with open(software / name, "wb") as out:
-            for at in range(0, len(data), 1 << 16):
-                out.write(data[at : at + (1 << 16)])
-                done += min(1 << 16, len(data) - at)
-                if progress:
-                    rate = done / max(time.monotonic() - started, 1e-6)
-                    progress(Progress(name, done, total, rate, (total - done) / rate, 0, 0, "copy"))
-            out.flush()
-            os.fsync(out.fileno())
-        result.files.append({"file": name, "mcc_address": address, "bytes": len(data)})
-    (config_dir / "images.txt").write_text(
-        images_txt(images, str(profile.transfer.get("update", "AUTO"))), newline=""
-    )
-    os.sync()
-    app = None
-    try:
-        if app_port:
-            app = open_port(app_port, profile.serial_settings)  # before the reboot: no byte lost
-        mcc = open_port(mcc_port, profile.serial_settings)
-    except PortError as error:
-        if app is not None:
-            app.close()
-        raise FlashError(str(error)) from None
-    try:
-        mcc.write(b"\r\n")
-        expect(mcc, _prompt(profile, "mcc"), port_name=mcc_port)
-        status(f"reboot on the MCC ({mcc_port})")
-        mcc.write(b"reboot\r\n")
-        # The banners may come in one burst (small files are written at once): each
-        # prompt is looked for first in what came after the previous one.
-        after = expect(mcc, _prompt(profile, "firmware"), port_name=mcc_port)
-        after = _then(mcc, _prompt(profile, "images"), after, mcc_port)
-        written = _prompt(profile, "written")
-        done = after.count(written.text.encode())
-        while done < len(images):
-            after = expect(mcc, written, port_name=mcc_port)
-            done += 1 + after.count(written.text.encode())
-    except PromptTimeout as error:
-        if app is not None:
-            app.close()
-        raise FlashError(str(error)) from None
-    finally:
-        mcc.close()
-    result.handle = app
     return result
 
 
@@ -420,118 +190,6 @@ def flash_qemu(profile: BoardProfile, files: list[FlashFile], *, timelimit=None)
 
 
 # ------------------------------------------------------------------------- any board
-NEEDS = ("port", "mcc_port", "drive", "probe", "tool")
-
-
-class NeedMissing(FlashError):
-    """A flash method's need that nobody supplied (``need`` is one of NEEDS): each front
-    end adds its own advice (the CLI names its option, the Boards tab its control)."""
-
-    def __init__(self, need: str, message: str) -> None:
-        super().__init__(message)
-        self.need = need
-
-
-# ------------------------------------------------------------------------- vendor tool
-VENDOR_TOOL_TIMEOUT = 600.0  # seconds one command of a vendor tool may take
-
-
-def vendor_commands(profile: BoardProfile, files: list[FlashFile], port: str | None) -> list:
-    """The profile's ``transfer.commands`` (argv lists) with ``{file}`` (the firmware's
-    absolute path) and ``{port}`` filled in."""
-    if len(files) != 1 or files[0].address is not None:
-        raise FlashError(f"{profile.name}: give exactly one firmware file (the vendor tool "
-                         "places it itself)")  # fmt: skip
-    values = {"file": str(files[0].path.resolve()), "port": port or "<port>"}
-    return [[arg.format_map(values) for arg in argv] for argv in profile.transfer["commands"]]
-
-
-def shell_line(commands: list[list[str]], cwd: str | None = None) -> str:
-    """The commands as one line a shell runs (each argument quoted), ``cd`` first."""
-    line = " && ".join(shlex.join(argv) for argv in commands)
-    return f"cd {shlex.quote(cwd)} && {line}" if cwd else line
-
-
-class ToolMissing(NeedMissing):
-    """A vendor tool that is not installed: the one line names it and the exact command
-    to run where it is; ``commands`` (argv lists) and ``shell`` say the same for --json."""
-
-    def __init__(self, profile: BoardProfile, tool: str, commands: list, cwd: str | None):
-        vendor = profile.transfer.get("vendor")
-        self.tool, self.vendor, self.commands = tool, vendor, commands
-        self.shell = shell_line(commands, cwd)
-        named = f"{tool} ({vendor})" if vendor else tool
-        super().__init__("tool", f"{profile.name}: {named} is not installed here; flash "
-                         f"with: {self.shell}")  # fmt: skip
-
-    def to_json(self) -> dict:
-        return {"type": "tool_missing", "tool": self.tool, "vendor": self.vendor,
-                "commands": self.commands, "shell": self.shell}  # fmt: skip
-
-
-def tool_folder_hint(profile: BoardProfile) -> str | None:
-    """Where the commands run when the tool is not installed (printed, never entered)."""
-    if not _in_tool_folder(profile):
-        return None
-    return str(profile.transfer.get("folder") or f"<the folder of {profile.transfer['tool']}>")
-
-
-def _in_tool_folder(profile: BoardProfile) -> bool:
-    return profile.transfer.get("cwd") == "tool"
-
-
-def check_tool(profile: BoardProfile, files: list[FlashFile], port: str | None) -> Path:
-    """The vendor tool's path on PATH, else ToolMissing with the exact command."""
-    tool = str(profile.transfer["tool"])
-    found = shutil.which(tool)
-    if found is None:
-        commands = vendor_commands(profile, files, port)
-        raise ToolMissing(profile, tool, commands, tool_folder_hint(profile))
-    return Path(found)
-
-
-def flash_vendor_tool(
-    profile: BoardProfile, files: list[FlashFile], *, port: str | None = None,
-    status: Status = lambda text: None,
-) -> FlashResult:  # fmt: skip
-    """Run the profile's commands (argv lists, no shell), in the tool's folder when the
-    profile says so; a command that fails is one line with its exit status and last word."""
-    tool = check_tool(profile, files, port)
-    commands = vendor_commands(profile, files, port)
-    if port is None and any("{port}" in arg for argv in profile.transfer["commands"]
-                            for arg in argv):  # fmt: skip
-        raise NeedMissing("port", f"{profile.name}: its tool flashes through the board's "
-                          "serial port: none was given or found")  # fmt: skip
-    cwd = tool.parent if _in_tool_folder(profile) else None
-    result = FlashResult(port=port)
-    for argv in commands:
-        status(f"running {shlex.join(argv)}")
-        try:
-            # No terminal to answer a prompt: a tool that asks (for a port, say) reads
-            # end-of-file and fails with its own last line rather than waiting unseen.
-            done = subprocess.run(
-                argv, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                errors="replace", timeout=VENDOR_TOOL_TIMEOUT, check=False,
-            )  # fmt: skip
-        except FileNotFoundError:
-            raise ToolMissing(profile, argv[0], commands, tool_folder_hint(profile)) from None
-        except subprocess.TimeoutExpired:
-            raise FlashError(f"{argv[0]}: no answer in {VENDOR_TOOL_TIMEOUT:.0f} s") from None
-        except OSError as error:
-            raise FlashError(f"{argv[0]}: {error.strerror or error}") from None
-        if done.returncode != 0:
-            said = _last_line(done.stderr) or _last_line(done.stdout) or "no output"
-            raise FlashError(f"{argv[0]}: exit status {done.returncode}: {said}")
-        result.files.append({"file": str(files[0].path), "command": argv})
-    return result
-
-
-def _last_line(text: str) -> str:
-    """The last non-blank line of a tool's output, without control characters."""
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    return "".join(ch for ch in lines[-1] if ch.isprintable())[:200] if lines else ""
-
-
 @dataclass(frozen=True, slots=True)
 class BoardLink:
     """Where a board is reached: its (application or bootloader) port, the MPS3's MCC
@@ -755,3 +413,15 @@ def flashed_session_meta(
         board=profile.name, label=profile.label, port=result.port, baud=baud or profile.baud,
         firmware=firmware, flashed=result.files, programs=programs, target=profile.target,
     )  # fmt: skip
+
+
+__all__ = [
+    "FLASH_METHODS", "NEEDS", "PLACEMENT_MAGIC", "VENDOR_TOOL_TIMEOUT", "BoardLink",
+    "FlashError", "FlashFile", "FlashMethod", "FlashRequest", "FlashResult", "NeedMissing",
+    "ProgressFn", "Status", "ToolMissing", "check_needs", "check_tool", "find_drive",
+    "flash_board", "flash_mps3", "flash_pyocd", "flash_qemu", "flash_vendor_tool",
+    "flash_wiseeye2", "flashed_session_meta", "images_folder", "images_txt", "load_segments",
+    "mcc_address", "method_of", "method_resets", "monitor_source", "mps3_images",
+    "parse_file_spec", "placement_block", "register", "reset_line", "shell_line", "short_name",
+    "tool_folder_hint", "vendor_commands",
+]  # fmt: skip

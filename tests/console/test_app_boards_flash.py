@@ -137,7 +137,7 @@ async def test_mps3_flashed_from_the_tab_finds_its_mcc_port_and_drive(
     drive.mkdir(parents=True)
     mounts = tmp_path / "mounts"
     mounts.write_text(f"/dev/sdz1 {drive} vfat rw 0 0\n")
-    monkeypatch.setattr("etu.runner.boards.flash.MOUNTS", mounts)
+    monkeypatch.setattr("etu.runner.boards.flash_mps3.MOUNTS", mounts)
     mcc, uart = Pty(), Pty()
     for n, device in enumerate([mcc.path, uart.path, "/dev/ttyUSB-AN-2", "/dev/ttyUSB-AN-3"]):
         ports.append(usb_port(device, "0403:6011", "MPS3-0001", f"1-1:1.{n}"))
@@ -216,7 +216,7 @@ async def test_mps3_without_its_drive_names_the_drive_not_an_option(
 ) -> None:
     mounts = tmp_path / "mounts"
     mounts.write_text("/dev/sda1 / ext4 rw 0 0\n")
-    monkeypatch.setattr("etu.runner.boards.flash.MOUNTS", mounts)
+    monkeypatch.setattr("etu.runner.boards.flash_mps3.MOUNTS", mounts)
     for n in range(4):
         ports.append(usb_port(f"/dev/ttyUSB-AN-{n}", "0403:6011", "MPS3-0002", f"1-2:1.{n}"))
     app = EtuApp(workspace)

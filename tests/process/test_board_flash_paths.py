@@ -83,7 +83,7 @@ def test_the_drive_is_found_by_its_volume_label(tmp_path: Path, monkeypatch) -> 
     mounts = tmp_path / "mounts"
     escaped = str(drive).replace(" ", "\\040")  # as /proc/mounts writes a space
     mounts.write_text(f"/dev/sdb1 {escaped} vfat rw 0 0\n")
-    monkeypatch.setattr("etu.runner.boards.flash.MOUNTS", mounts)
+    monkeypatch.setattr("etu.runner.boards.flash_mps3.MOUNTS", mounts)
     profile = get_profile("mps3-an552")
     profile.transfer["volume_label"] = "V2M MPS3"
     link = check_needs(profile, BoardLink(mcc_port="/dev/x"))
