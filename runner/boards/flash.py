@@ -29,12 +29,12 @@ from etu.runner.boards.flash_base import (
     NeedMissing,
     ProgressFn,
     Status,
-    _line_rest,
-    _prompt,
-    _read,
-    _then,
+    after_prompt,
+    needed_prompt,
     parse_file_spec,
     placement_block,
+    read_image,
+    rest_of_line,
 )
 from etu.runner.boards.flash_mps3 import (
     find_drive,
@@ -80,7 +80,7 @@ def flash_wiseeye2(
     limit = int(transfer.get("max_image", 0) or 0)
     payloads = []
     for file in files:
-        data = _read(file)
+        data = read_image(file)
         if file.address is None and limit and len(data) > limit:
             raise FlashError(f"{file.path}: {len(data):,} bytes; the bootloader takes {limit:,}")
         if file.address is not None:
@@ -93,25 +93,25 @@ def flash_wiseeye2(
     result = FlashResult(port=port, handle=handle)
     try:
         status(f"waiting for the bootloader on {port} (reset the board)")
-        expect(handle, _prompt(profile, "boot"), port_name=port)
+        expect(handle, needed_prompt(profile, "boot"), port_name=port)
         key = str(transfer.get("enter_key", "1")).encode()
-        after = expect(handle, _prompt(profile, "menu"), port_name=port, poke=key)
+        after = expect(handle, needed_prompt(profile, "menu"), port_name=port, poke=key)
         time.sleep(0.05)
         # A poke that reached the board after its menu was already taken as the choice
         # (the menu's key is the poke's): its "ready" line may be here. Nothing read is
         # thrown away, or that line would be, and etu would wait for it in vain.
         after += handle.read(handle.in_waiting)
-        ready = _prompt(profile, "ready")
+        ready = needed_prompt(profile, "ready")
         if ready.text.encode() not in after:
             handle.write(str(transfer.get("menu_choice", "1")).encode())
-        pending = _line_rest(handle, _then(handle, ready, after, port))
+        pending = rest_of_line(handle, after_prompt(handle, ready, after, port))
         for index, (file, data) in enumerate(payloads):
             status(f"sending {file.name} ({len(data):,} bytes, XMODEM {block})")
             stats = xmodem_send(handle, data, name=file.name, block_size=block, retries=retries,
                                 on_progress=progress, pending=pending)  # fmt: skip
             result.files.append({"file": str(file.path), **stats.to_json()})
             pending = b""
-            after = expect(handle, _prompt(profile, "end_question"), port_name=port)
+            after = expect(handle, needed_prompt(profile, "end_question"), port_name=port)
             last = index == len(payloads) - 1
             handle.write(b"y" if last else b"n")
             result.initial = after

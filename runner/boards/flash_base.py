@@ -67,21 +67,23 @@ Status = Callable[[str], None]
 ProgressFn = Callable[[Progress], None]
 
 
-def _read(file: FlashFile) -> bytes:
+def read_image(file: FlashFile) -> bytes:
+    """The bytes of a file to flash; an unreadable one is a FlashError naming it."""
     try:
         return file.path.read_bytes()
     except OSError as error:
         raise FlashError(f"{file.path}: {error.strerror or error}") from None
 
 
-def _prompt(profile: BoardProfile, name: str) -> Prompt:
+def needed_prompt(profile: BoardProfile, name: str) -> Prompt:
+    """The profile's prompt ``name``, which its method cannot do without."""
     prompt = profile.prompt(name)
     if prompt is None:
         raise FlashError(f"{profile.source}: prompts.{name}: the {profile.method} method needs it")
     return prompt
 
 
-def _then(handle, prompt: Prompt, already: bytes, port_name: str) -> bytes:
+def after_prompt(handle, prompt: Prompt, already: bytes, port_name: str) -> bytes:
     """What follows ``prompt``: found in ``already`` (read with the previous prompt), else
     awaited on the port."""
     text = prompt.text.encode()
@@ -91,7 +93,7 @@ def _then(handle, prompt: Prompt, already: bytes, port_name: str) -> bytes:
     return expect(handle, prompt, port_name=port_name)
 
 
-def _line_rest(handle, after: bytes, timeout: float = 1.0) -> bytes:
+def rest_of_line(handle, after: bytes, timeout: float = 1.0) -> bytes:
     """What follows the end of the prompt's line. WE2 prints "Send data using the xmodem
     protocol from your terminal" and then its ``C``: the rest of that line must not reach
     the XMODEM sender, which counts every stray byte as an error and gives up at 16."""

@@ -17,9 +17,9 @@ from etu.runner.boards.flash_base import (
     NeedMissing,
     ProgressFn,
     Status,
-    _prompt,
-    _read,
-    _then,
+    after_prompt,
+    needed_prompt,
+    read_image,
 )
 from etu.runner.boards.profiles import BoardProfile
 from etu.runner.boards.prompts import PromptTimeout, expect
@@ -70,7 +70,7 @@ def mps3_images(profile: BoardProfile, files: list[FlashFile]) -> list[tuple[str
     images, used = [], set()
     for file in files:
         if file.address is not None:
-            data = _read(file)
+            data = read_image(file)
             address = mcc_address(profile, file.address + file.offset, len(data), str(file.path))
             images.append((short_name(file.path.stem, len(images), used), address, data))
             continue
@@ -181,14 +181,14 @@ def flash_mps3(
         raise FlashError(str(error)) from None
     try:
         mcc.write(b"\r\n")
-        expect(mcc, _prompt(profile, "mcc"), port_name=mcc_port)
+        expect(mcc, needed_prompt(profile, "mcc"), port_name=mcc_port)
         status(f"reboot on the MCC ({mcc_port})")
         mcc.write(b"reboot\r\n")
         # The banners may come in one burst (small files are written at once): each
         # prompt is looked for first in what came after the previous one.
-        after = expect(mcc, _prompt(profile, "firmware"), port_name=mcc_port)
-        after = _then(mcc, _prompt(profile, "images"), after, mcc_port)
-        written = _prompt(profile, "written")
+        after = expect(mcc, needed_prompt(profile, "firmware"), port_name=mcc_port)
+        after = after_prompt(mcc, needed_prompt(profile, "images"), after, mcc_port)
+        written = needed_prompt(profile, "written")
         done = after.count(written.text.encode())
         while done < len(images):
             after = expect(mcc, written, port_name=mcc_port)
