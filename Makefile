@@ -54,7 +54,9 @@ run: setup
 	$(BIN)/etu
 
 # Three workers on two cores: many tests wait on processes, ptys and QEMU, so a third worker
-# fills the waits (measured: the CPU was 121 % busy with two); the slowest 30 are printed.
+# fills the waits (measured: the CPU was 121 % busy with two); a fourth only adds contention
+# (a fresh clone, Nov 2026: 15:21 and 1,783 CPU-s with three, 15:55 and 1,961 with four).
+# The slowest 30 are printed.
 TEST_WORKERS ?= 3
 test: setup
 	$(BIN)/lint-imports
