@@ -40,6 +40,7 @@ from etu.parsers.pte_model import (
     KernelCall,
     MoveCall,
     NamedData,
+    OpenFile,
     Operator,
     Program,
     Span,
@@ -47,8 +48,7 @@ from etu.parsers.pte_model import (
     Tensor,
     UnknownInstruction,
     Value,
-    _changed,
-    _OpenFile,
+    file_changed,
 )
 from etu.parsers.pte_schema import (
     BUNDLED_IDENTIFIER_PREFIX,
@@ -110,19 +110,19 @@ def open_program(path: str | os.PathLike[str]) -> Program:
     naming the file."""
     source = str(path)
     fd, size = open_regular(path, "an ExecuTorch program", 4 * GiB)  # a FIFO would block
-    opened: _OpenFile | None = None
+    opened: OpenFile | None = None
     try:
         if size == 0:
             raise WrongKindError("empty file (0 bytes), not an ExecuTorch program", source=source)
         before = os.fstat(fd)
         head = None
         if size >= MAP_THRESHOLD:
-            opened = _OpenFile(fd, before)
+            opened = OpenFile(fd, before)
             head = _flatbuffer_head(opened, size, source)
         if head is None:
             opened = None
             data: BufferLike = _read_exactly(fd, size, source)
-            if _changed(before, os.fstat(fd)):
+            if file_changed(before, os.fstat(fd)):
                 raise ParseError(CHANGED, source=source)
     except OSError as error:
         os.close(fd)
@@ -146,7 +146,7 @@ def open_program(path: str | os.PathLike[str]) -> Program:
     return program
 
 
-def _flatbuffer_head(opened: _OpenFile, size: int, source: str) -> bytes | None:
+def _flatbuffer_head(opened: OpenFile, size: int, source: str) -> bytes | None:
     """The first ``program_size`` bytes of an ``ET12`` file whose extended header says where
     its FlatBuffer ends; None for anything else (read whole)."""
     first = os.pread(opened.fd, 64, 0)

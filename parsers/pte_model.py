@@ -3,7 +3,7 @@ tables, and the :class:`Program` that reads its bulk data when asked.
 
 Decoding and opening a file is :mod:`etu.parsers.pte`, which fills these in: the decoder
 depends on the model, never the other way round. The file a large program keeps open for its
-segments (:class:`_OpenFile`) is here because the :class:`Program` owns it, reads through it
+segments (:class:`OpenFile`) is here because the :class:`Program` owns it, reads through it
 and closes it.
 """
 
@@ -336,7 +336,7 @@ class Program:
         """Bytes of ``span`` (already bounds-checked when the program was opened)."""
         if self._closed:
             raise ParseError("the program was closed; reopen it to read data", source=self.source)
-        if isinstance(self._closer, _OpenFile):  # a large program: its segments, read now
+        if isinstance(self._closer, OpenFile):  # a large program: its segments, read now
             return memoryview(self._closer.pread(span.offset, span.size, self.source))
         return memoryview(self.data)[span.offset : span.offset + span.size]
 
@@ -409,10 +409,10 @@ class Program:
         self._closed = True
         if isinstance(data, memoryview):
             data.release()
-        if isinstance(closer, _OpenFile):
+        if isinstance(closer, OpenFile):
             closer.close()
         elif closer is not None:
-            _close_mapping(closer)
+            close_mapping(closer)
 
     def __enter__(self) -> Program:
         return self
@@ -426,11 +426,12 @@ class Program:
 CHANGED = "file changed while read"
 
 
-def _changed(before: os.stat_result, after: os.stat_result) -> bool:
+def file_changed(before: os.stat_result, after: os.stat_result) -> bool:
+    """Whether the file's size or mtime moved between two looks: a read saw two files."""
     return (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns)
 
 
-class _OpenFile:
+class OpenFile:
     """A large program file kept open for its segments, with the size/mtime it had."""
 
     def __init__(self, fd: int, info: os.stat_result) -> None:
@@ -443,7 +444,7 @@ class _OpenFile:
             now = os.fstat(self.fd)
         except OSError:
             raise ParseError(CHANGED, source=source) from None
-        if _changed(self.info, now):
+        if file_changed(self.info, now):
             raise ParseError(
                 f"{CHANGED} (was {self.info.st_size:,} bytes, now {now.st_size:,})", source=source
             )
@@ -471,7 +472,7 @@ class _OpenFile:
             os.close(self.fd)
 
 
-def _close_mapping(mapped: mmap.mmap) -> None:
+def close_mapping(mapped: mmap.mmap) -> None:
     # A view may still be alive (an exception's frames, a caller's slice): GC unmaps it.
     with contextlib.suppress(BufferError):
         mapped.close()
