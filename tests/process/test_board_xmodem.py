@@ -84,13 +84,31 @@ def test_relay_drops_and_corrupts_then_success(tmp_path: Path) -> None:
     assert stats.retries > 0  # the faults really hit, and were recovered by resending
 
 
+def corrupt_from_block(number: int, frame: int):
+    """A relay fault that corrupts the data of block ``number`` and every later block. The
+    sender writes whole frames (SOH, block number, its complement, data, CRC) and nothing is
+    dropped, so a frame starts at every multiple of ``frame`` and its second byte says which
+    block it is."""
+    current = {"block": 0}
+
+    def faults(offset: int, byte: int) -> int:
+        at = offset % frame
+        if at == 1:
+            current["block"] = byte
+        return byte ^ 0xFF if at > 2 and current["block"] >= number else byte
+
+    return faults
+
+
 def test_relay_that_ruins_everything_aborts_naming_the_block(tmp_path: Path) -> None:
     data = payload(4096)
     out = tmp_path / "out.bin"
     host, peer = Pty(), Pty()
     rx = start_rx(peer, out, side="slave")
-    # Blocks 1-10 pass; from byte 1,400 on (inside block 11: 133 bytes each) all is corrupt.
-    relay = FaultyRelay(host, peer, lambda offset, byte: byte if offset < 1400 else byte ^ 0xFF)
+    # Blocks 1-10 pass; every copy of block 11 arrives with its data corrupt. The fault
+    # follows the block number, not a stream offset: rx on a loaded machine misses a block
+    # now and then, and the resend would move an offset into block 10.
+    relay = FaultyRelay(host, peer, corrupt_from_block(11, frame=128 + 5))
     try:
         with (
             serial.Serial(host.path, 921600, timeout=1) as port,
