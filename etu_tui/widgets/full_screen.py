@@ -9,8 +9,9 @@ from weakref import WeakKeyDictionary
 
 from textual.widget import Widget
 
-# The pane each owner last filled the screen with; an owner in here has its watch set.
-_FILLED: WeakKeyDictionary[Widget, Widget] = WeakKeyDictionary()
+# The pane each owner last filled the screen with, and what to call when it is restored; an
+# owner in here has its watch set.
+_FILLED: WeakKeyDictionary[Widget, tuple[Widget, Callable[[], None]]] = WeakKeyDictionary()
 
 
 def fill_screen(owner: Widget, pane: Widget, back: Callable[[], None]) -> None:
@@ -19,13 +20,13 @@ def fill_screen(owner: Widget, pane: Widget, back: Callable[[], None]) -> None:
     and the focus is on that pane (hidden again) or nowhere, ``back`` gives it a home."""
     screen = owner.screen
     if owner not in _FILLED:
-        owner.watch(screen, "maximized", partial(_restored, owner, back), init=False)
-    _FILLED[owner] = pane
+        owner.watch(screen, "maximized", partial(_restored, owner), init=False)
+    _FILLED[owner] = (pane, back)
     screen.maximize(pane, container=False)
     pane.focus()
 
 
-def _restored(owner: Widget, back: Callable[[], None], maximized: Widget | None) -> None:
-    focused = owner.screen.focused
-    if maximized is None and (focused is None or focused is _FILLED.get(owner)):
+def _restored(owner: Widget, maximized: Widget | None) -> None:
+    pane, back = _FILLED[owner]
+    if maximized is None and owner.screen.focused in (None, pane):
         back()
