@@ -20,6 +20,7 @@ from textual.binding import Binding, BindingType
 from textual.content import Content
 from textual.css.query import NoMatches
 from textual.message import Message
+from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Header, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState, get_current_worker
@@ -168,6 +169,19 @@ class EtuApp(App[int]):
         widen_css_cache(self)
 
     # -- layout ------------------------------------------------------------------------
+
+    def get_default_screen(self) -> Screen:
+        """The first screen, born with the breakpoint classes of the terminal's size: the
+        first resize then changes no class, so it does not restyle every widget once more."""
+        screen = Screen(id="_default")
+        width, height = self.size
+        for size, breakpoints in ((width, self.HORIZONTAL_BREAKPOINTS),
+                                  (height, self.VERTICAL_BREAKPOINTS)):  # fmt: skip
+            # The class of the largest breakpoint the size reaches, as Screen's resize picks.
+            reached = [(at, name) for at, name in breakpoints if size >= at]
+            if reached:
+                screen.add_class(max(reached)[1], update=False)
+        return screen
 
     def compose(self) -> ComposeResult:
         yield Header()
