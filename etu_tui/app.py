@@ -402,7 +402,7 @@ class EtuApp(App[int]):
         except NoMatches:  # the console is closing: the panels are already gone
             return
         rebuild = rebuild_command(message.result.path if message.result else None)
-        await fit.show(message, rebuild)
+        await fit.show_fit(message, rebuild)
         self.query_one(TabbedContent).get_tab(FIT_TAB).label = tab_label(message.result)
         self.run_panel.set_firmware(message.result)
         self.refresh_bindings()

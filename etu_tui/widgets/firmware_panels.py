@@ -21,6 +21,7 @@ from etu.parsers.errors import describe_error
 from etu.parsers.program_facts import ProgramFacts, program_target
 from etu.runner.workspace import FirmwareResult, VelaResult, Workspace, load_firmware
 from etu.tui.keys import bindings
+from etu.tui.widgets.first_shown import FirstShown
 from etu.tui.widgets.fit import FitChecks, FitHeadline
 from etu.tui.widgets.formatting import short_path
 from etu.tui.widgets.memory import (
@@ -208,8 +209,9 @@ class MemoryPanel(Vertical):
         self.post_message(FirmwareShown(result, line, hint, workspace))
 
 
-class FitPanel(Vertical):
-    """The fit of the program on the firmware the Memory panel holds."""
+class FitPanel(FirstShown, Vertical):
+    """The fit of the program on the firmware the Memory panel holds (composed when its tab
+    is first shown: its checks are ~40 widgets a start need not style)."""
 
     BINDINGS: ClassVar[list[BindingType]] = bindings("fit")
 
@@ -218,18 +220,30 @@ class FitPanel(Vertical):
         self.result: FirmwareResult | None = None
         self.rebuild: str | None = None  # the runner rebuild command, ready to copy
         self.io_notes: list[str] = []  # the program's integer IO (the App sets them)
+        self.firmware_shown: FirmwareShown | None = None  # the last, kept until shown
 
-    def compose(self) -> ComposeResult:
+    def compose_shown(self) -> ComposeResult:
         yield FirmwareError(id="fit-error")
         yield FitHeadline(id="fit-headline")
         yield FitChecks(id="fit-checks")
 
-    def focus_main(self) -> None:
-        self.query_one(FitChecks).focus()
+    async def on_shown(self) -> None:
+        if self.firmware_shown is not None:
+            await self._fill(self.firmware_shown)
 
-    async def show(self, shown: FirmwareShown, rebuild: str | None) -> None:
-        result = self.result = shown.result
+    def focus_main(self) -> None:
+        if self.shown:
+            self.query_one(FitChecks).focus()
+
+    async def show_fit(self, shown: FirmwareShown, rebuild: str | None) -> None:
+        self.result = shown.result
         self.rebuild = rebuild
+        self.firmware_shown = shown
+        if self.shown:
+            await self._fill(shown)
+
+    async def _fill(self, shown: FirmwareShown) -> None:
+        result, rebuild = shown.result, self.rebuild
         fit_line = shown.line or (result.fit_error if result is not None else None)
         title = "Firmware not read" if shown.line else "Fit not checked"
         self.query_one("#fit-error", FirmwareError).show_error(title, fit_line, shown.hint)

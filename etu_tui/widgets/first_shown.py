@@ -1,6 +1,6 @@
 """A tab's panel whose widgets are composed the first time its tab is shown.
 
-The Compile and Boards tabs hold a third of the console's ~320 widgets. Composed at start,
+The Compile, Boards and Fit tabs hold nearly half of the console's ~320 widgets. Composed at start,
 every start styled them, and every screen-wide restyle (a resize, a class on the screen)
 styled them again, for a user who may never open those tabs: the console started ~30%
 slower. Such a panel keeps its state on itself until then; the App calls :meth:`show`.
@@ -8,7 +8,7 @@ slower. Such a panel keeps its state on itself until then; the App calls :meth:`
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 
 from textual.widget import Widget
 from textual.widgets import TabPane
@@ -24,8 +24,8 @@ class FirstShown:
     def compose_shown(self) -> Iterable[Widget]:
         raise NotImplementedError
 
-    def on_shown(self) -> None:
-        """The widgets exist: apply what was set before."""
+    def on_shown(self) -> Awaitable[None] | None:
+        """The widgets exist: apply what was set before (may be a coroutine)."""
 
     def compose(self) -> Iterable[Widget]:
         if self.shown:
@@ -43,4 +43,6 @@ class FirstShown:
         assert isinstance(self, Widget)
         self.shown = True
         await self.recompose()
-        self.on_shown()
+        applied = self.on_shown()
+        if applied is not None:
+            await applied

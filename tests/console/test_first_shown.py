@@ -1,6 +1,6 @@
 """Panels composed the first time their tab is shown (etu_tui/widgets/first_shown.py): not
 at start, then by the tab's key, a click on the tab or a palette entry, with the state set
-before kept."""
+before kept (Compile, Boards, Fit)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from textual.widgets import Button, Select, Static
 
 from etu.tui.app import COMPILE_TAB, EtuApp
 from etu.tui.widgets.boards import BoardsPanel
+from etu.tui.widgets.firmware_panels import FitPanel
+from etu.tui.widgets.fit import FitChecks, FitHeadline
 from tests.helpers import DEMO
 from tools.screenshots import settle
 
@@ -59,3 +61,19 @@ async def test_the_boards_tab_is_composed_by_its_key_with_the_firmware_found_bef
         assert app.query_one("#boards-profile", Select).value == "qemu-an547"
         shown = str(app.query_one("#boards-firmware", Static).render())
         assert shown.startswith("Firmware ") and "e picks" in shown
+
+
+async def test_the_fit_tab_is_composed_by_its_key_with_the_fit_read_before() -> None:
+    app = EtuApp(DEMO)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        fit = app.query_one(FitPanel)
+        assert not fit.shown and not fit.query(FitChecks)
+        assert fit.result is not None and fit.firmware_shown is not None  # read at start
+        await pilot.press("f")
+        await settle(pilot)
+        assert fit.shown
+        checks = app.query_one(FitChecks)
+        assert checks.verdicts and checks.verdicts[0].check  # filled from what was kept
+        assert app.focused is checks
+        assert "fits" in str(app.query_one(FitHeadline).render()).lower()
