@@ -515,7 +515,10 @@ class EtuApp(App[int]):
         tabs.active = tab
         panel = self.panel(tab)
         if isinstance(panel, FirstShown) and not panel.shown:
-            return  # composed, then focused, on its TabActivated (_tab_activated)
+            # Composed, then focused, on its TabActivated (_tab_activated); until then nothing
+            # stays focused in the tab just left, which would switch back to it.
+            self.screen.set_focus(None)
+            return
         self._focus_panel(panel)
 
     async def _show_first_time(self, tab: str) -> None:

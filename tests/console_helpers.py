@@ -57,6 +57,26 @@ async def palette_search(pilot, query: str, title: str) -> None:
     )
 
 
+async def show_tab(pilot, key: str, tab: str) -> None:
+    """Press ``key`` and wait until ``tab`` is active and its panel holds the focus: a panel
+    composed when first shown (FirstShown) is composed, filled and focused a few messages
+    after the key, later than one pause on a loaded machine."""
+    from textual.widgets import TabbedContent
+
+    app = pilot.app
+    await pilot.press(key)
+
+    def shown() -> bool:
+        if app.query_one(TabbedContent).active != tab:
+            return False
+        panel, focused = app.panel(tab), app.focused
+        return getattr(panel, "shown", True) and (
+            focused is None or panel in focused.ancestors_with_self
+        )
+
+    await wait_until(pilot, shown, what=f"the {tab} tab shown by {key!r}")
+
+
 RUN_TIMEOUT = 60.0
 
 

@@ -15,13 +15,12 @@ import pytest
 
 from etu.parsers.pte import open_program
 from etu.runner.io_quantization import IoQuantization, program_io_quantization
-from etu.tui.app import EtuApp
+from etu.tui.app import FIT_TAB, EtuApp
 from etu.tui.screens.preflight import PreflightScreen
 from etu.tui.widgets import RunBanner
 from etu.tui.widgets.fit import FitHeadline
 from etu.tui.widgets.run_launch import io_notes
-from tests.console_helpers import open_run_tab, screen_text, wait_until
-from tools.screenshots import settle
+from tests.console_helpers import open_run_tab, screen_text, show_tab, wait_until
 
 pytestmark = pytest.mark.anyio
 DEMO = Path(__file__).resolve().parent.parent.parent / "etu_tui" / "demo" / "demo_cnn.pte"
@@ -83,8 +82,7 @@ async def test_the_run_and_fit_tabs_say_the_program_takes_int8(
         notes = str(app.screen.query_one("#preflight-notes").render())
         assert f"ℹ {first}" in notes
         await pilot.press("escape")
-        await pilot.press("f")
-        await settle(pilot)
+        await show_tab(pilot, "f", FIT_TAB)
         await wait_until(pilot, lambda: first in str(app.query_one(FitHeadline).render()),
                          what="the Fit headline's note")  # fmt: skip
 

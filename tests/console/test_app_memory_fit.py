@@ -38,7 +38,7 @@ from etu.tui.widgets import (
     SymbolsTable,
 )
 from etu.tui.widgets.formatting import nbytes
-from tests.console_helpers import SIZE, palette_search, screen_text
+from tests.console_helpers import SIZE, palette_search, screen_text, show_tab
 from tools.screenshots import COMPARE_REPORT, settle
 
 pytestmark = pytest.mark.anyio
@@ -75,8 +75,7 @@ def _notes(into: list[str]):
 
 async def _tab(pilot: Pilot, key: str) -> None:
     await settle(pilot)
-    await pilot.press(key)
-    await pilot.pause()
+    await show_tab(pilot, key, {"m": MEMORY_TAB, "f": FIT_TAB, "n": NPU_TAB}[key])
 
 
 async def _pick(pilot: Pilot, path: Path) -> None:
@@ -185,8 +184,7 @@ async def test_workspace_without_firmware_says_how_to_pick_one(tmp_path: Path) -
         assert f"No firmware ELF beside {DEMO.name}" in text
         assert not app.query_one("#memory-error", FirmwareError).has_class("-shown")
         assert _fit_label(app) == "Fit –"
-        await pilot.press("f")
-        await pilot.pause()
+        await show_tab(pilot, "f", FIT_TAB)
         assert "not checked" in screen_text(app)
 
 
@@ -281,8 +279,7 @@ async def test_non_elf_picked_shows_one_line_and_keeps_the_firmware(tmp_path: Pa
         # The last good firmware stays shown and checked.
         assert f"{sram.used:,} / {sram.length:,} B" in text
         assert _fit_label(app) == "Fit ✓"
-        await pilot.press("f")
-        await pilot.pause()
+        await show_tab(pilot, "f", FIT_TAB)
         assert expected in screen_text(app)
         await pilot.press("escape")
         await pilot.pause()
@@ -326,9 +323,8 @@ async def test_pick_key_is_in_the_footer_of_memory_and_fit_only() -> None:
         await pilot.press("e")  # not a key of the Program tab
         await pilot.pause()
         assert not isinstance(app.screen, PickElfScreen)
-        for key in ("m", "f"):
-            await pilot.press(key)
-            await pilot.pause()
+        for key, tab in (("m", MEMORY_TAB), ("f", FIT_TAB)):
+            await show_tab(pilot, key, tab)
             footer = screen_text(app).splitlines()[-1]
             assert "e Pick ELF" in footer and "itdnmfukjB Tabs" in footer
 

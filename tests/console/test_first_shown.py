@@ -7,10 +7,11 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Button, Select, Static
 
-from etu.tui.app import COMPILE_TAB, EtuApp
+from etu.tui.app import COMPILE_TAB, FIT_TAB, EtuApp
 from etu.tui.widgets.boards import BoardsPanel
 from etu.tui.widgets.firmware_panels import FitPanel
 from etu.tui.widgets.fit import FitChecks, FitHeadline
+from tests.console_helpers import show_tab
 from tests.helpers import DEMO
 from tools.screenshots import settle
 
@@ -70,8 +71,7 @@ async def test_the_fit_tab_is_composed_by_its_key_with_the_fit_read_before() -> 
         fit = app.query_one(FitPanel)
         assert not fit.shown and not fit.query(FitChecks)
         assert fit.result is not None and fit.firmware_shown is not None  # read at start
-        await pilot.press("f")
-        await settle(pilot)
+        await show_tab(pilot, "f", FIT_TAB)
         assert fit.shown
         checks = app.query_one(FitChecks)
         assert checks.verdicts and checks.verdicts[0].check  # filled from what was kept
