@@ -63,6 +63,8 @@ async def show_tab(pilot, key: str, tab: str) -> None:
     after the key, later than one pause on a loaded machine."""
     from textual.widgets import TabbedContent
 
+    from etu.tui.widgets.first_shown import FirstShown
+
     app = pilot.app
     await pilot.press(key)
 
@@ -70,9 +72,9 @@ async def show_tab(pilot, key: str, tab: str) -> None:
         if app.query_one(TabbedContent).active != tab:
             return False
         panel, focused = app.panel(tab), app.focused
-        return getattr(panel, "shown", True) and (
-            focused is None or panel in focused.ancestors_with_self
-        )
+        if not isinstance(panel, FirstShown):
+            return True
+        return panel.shown and focused is not None and panel in focused.ancestors_with_self
 
     await wait_until(pilot, shown, what=f"the {tab} tab shown by {key!r}")
 
