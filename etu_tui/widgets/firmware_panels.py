@@ -217,7 +217,6 @@ class FitPanel(FirstShown, Vertical):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.result: FirmwareResult | None = None
         self.rebuild: str | None = None  # the runner rebuild command, ready to copy
         self.io_notes: list[str] = []  # the program's integer IO (the App sets them)
         self.firmware_shown: FirmwareShown | None = None  # the last, kept until shown
@@ -226,6 +225,11 @@ class FitPanel(FirstShown, Vertical):
         yield FirmwareError(id="fit-error")
         yield FitHeadline(id="fit-headline")
         yield FitChecks(id="fit-checks")
+
+    @property
+    def result(self) -> FirmwareResult | None:
+        """The firmware whose fit is shown (or kept until the tab is)."""
+        return self.firmware_shown.result if self.firmware_shown is not None else None
 
     async def on_shown(self) -> None:
         if self.firmware_shown is not None:
@@ -236,7 +240,6 @@ class FitPanel(FirstShown, Vertical):
             self.query_one(FitChecks).focus()
 
     async def show_fit(self, shown: FirmwareShown, rebuild: str | None) -> None:
-        self.result = shown.result
         self.rebuild = rebuild
         self.firmware_shown = shown
         if self.shown:
