@@ -46,11 +46,14 @@ $(STAMP):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# CPU build of torch from the machine's local wheel (any other spec pulls CUDA, see DEVELOPERS.md).
-	# --no-compile: pip byte-compiles every module it installs (18,000, one core, ~50 s of
-	# the setup); Python compiles the ~4,000 a run imports on first use, once (measured:
-	# torch 30 -> 7 s, the rest 57 -> 31 s).
+	# --no-compile, then compileall on every core: pip byte-compiles the 18,000 modules it
+	# installs on one core (~50 s of the setup; measured: torch 30 -> 7 s, the rest 57 ->
+	# 31 s, compileall -j 0 ~20 s). Left to first use instead, the test run's parallel
+	# processes would compile the same modules at the same time.
 	$(BIN)/python -m pip install --quiet --no-compile torch==2.13.0
 	$(BIN)/python -m pip install --quiet --no-compile -e '.[compile,dev,lab]'
+	@# A module that does not compile (a package's test data) is left to Python, as pip does.
+	$(BIN)/python -m compileall -qq -j 0 $$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') || true
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
