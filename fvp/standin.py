@@ -183,9 +183,9 @@ def simulate(executable: str, options: dict, out: Transcript) -> int:
     """Print the run; the return value is the simulator's exit status."""
     from etu.parsers.elf_map import read_elf
     from etu.parsers.errors import ParseError
-    from etu.parsers.fit import method_pool_need
     from etu.parsers.memory_map import build_memory_map
     from etu.parsers.program_facts import cpu_operators, delegates
+    from etu.parsers.program_needs import method_pool_need
     from etu.parsers.pte import decode_program
 
     fault = os.environ.get("ETU_STANDIN_FAULT", "")

@@ -159,8 +159,8 @@ def choose_inputs(pte: Path, text: str) -> tuple[list, dict]:
     if kind == "file":
         from etu.parsers.errors import ParseError, describe_error
         from etu.parsers.pte import open_program
-        from etu.runner.reference import ReferenceError
-        from etu.runner.reference import load_inputs as load_for_plan
+        from etu.runner.host_memory import ReferenceError
+        from etu.runner.host_memory import load_inputs as load_for_plan
 
         try:
             with open_program(pte) as program:

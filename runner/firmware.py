@@ -230,7 +230,7 @@ def build_stub_firmware(
     usage_file.write_text(usage, encoding="utf-8")
     rebuild = rebuild_file = None
     if pte is not None:
-        from etu.runner.runtime_build import RuntimeBuildError
+        from etu.runner.build_plan import RuntimeBuildError
 
         try:
             rebuild = upstream_rebuild_command(
@@ -340,9 +340,9 @@ def upstream_rebuild_command(
     is shlex-quoted: paths and operator names come from files."""
     import shlex
 
-    from etu.runner.runtime_build import auto_pools, program_facts
+    from etu.runner.build_plan import auto_pools, build_facts
 
-    facts = program_facts(pte)
+    facts = build_facts(pte)
     pools, _basis = auto_pools(facts)
     npu_target = target or (facts.npu_targets[0] if facts.npu_targets else None)
     select = ",".join(ops if ops is not None else facts.ops)

@@ -322,7 +322,7 @@ class ProgramWalk:
         return []
 
     def _quantized(self, args, memory) -> None:
-        from etu.runner.reference import to_torch
+        from etu.runner.host_memory import to_torch
 
         plan = self.plan
         source, out = args[0], args[-1]

@@ -63,8 +63,9 @@ def firmware_for_inputs(
     (default ``PROGRAM.<board>/``) when not already; (elf, built now). ``pools`` and
     ``select_ops`` as ``etu firmware build`` takes them. Raises BundleError,
     RuntimeBuildError or SourceError with one line."""
+    from etu.runner.build_plan import parse_pools, parse_select_ops
     from etu.runner.bundleio import parse_inputs_option
-    from etu.runner.runtime_build import build_runner, parse_pools, parse_select_ops
+    from etu.runner.runtime_build import build_runner
     from etu.runner.workspace import firmware_dir
 
     if inputs is not None:

@@ -99,7 +99,7 @@ def inputs_line(record: dict | None) -> str:
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    from etu.runner.runtime_build import RuntimeBuildError
+    from etu.runner.build_plan import RuntimeBuildError
     from etu.runner.runtime_source import SourceError
     from etu.runner.workspace import firmware_dir
     from etu.tui.cli.errors import CommandError
@@ -133,12 +133,8 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 def build_from_args(args: argparse.Namespace, folder: Path, *, err: TextIO | None):
     """Shared by `etu firmware build` and `etu run --board`."""
-    from etu.runner.runtime_build import (
-        RuntimeBuildError,
-        build_runner,
-        parse_pools,
-        parse_select_ops,
-    )
+    from etu.runner.build_plan import RuntimeBuildError, parse_pools, parse_select_ops
+    from etu.runner.runtime_build import build_runner
     from etu.tui.cli.errors import CommandError
 
     try:

@@ -360,7 +360,7 @@ def format_inspect(record: dict) -> str:
     ops = record["cpu_operators"]
     if ops:
         lines.append("  CPU operators:")
-        from etu.parsers.fit import CORTEX_M_BUILD_FLAG, kernel_library
+        from etu.parsers.program_needs import CORTEX_M_BUILD_FLAG, kernel_library
 
         libraries = set()
         for op in ops:

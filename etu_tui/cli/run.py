@@ -309,9 +309,9 @@ def _explain_fault(controller, elf: Path, err: TextIO) -> None:
 def _build_if_needed(args: argparse.Namespace, *, err: TextIO):
     """The runner for ``args`` (program, board, inputs, pools, operators), built only when
     its request changed: the Run tab's way too (runner.run_inputs.firmware_for_inputs)."""
+    from etu.runner.build_plan import RuntimeBuildError
     from etu.runner.bundleio import BundleError
     from etu.runner.run_inputs import firmware_for_inputs
-    from etu.runner.runtime_build import RuntimeBuildError
     from etu.runner.runtime_source import SourceError
     from etu.tui.safe_text import printable
 

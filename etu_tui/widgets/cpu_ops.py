@@ -7,12 +7,12 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
-from etu.parsers.fit import CORTEX_M_BUILD_FLAG, CORTEX_M_PREFIX, kernel_library
 from etu.parsers.program_facts import CpuOperator
+from etu.parsers.program_needs import CORTEX_M_BUILD_FLAG, CORTEX_M_PREFIX, kernel_library
 from etu.tui.safe_text import printable
 from etu.tui.widgets.formatting import plural
 
-# Which library's kernel runs each operator in the runner (parsers.fit.kernel_library).
+# Which library's kernel runs each operator in the runner (parsers.program_needs.kernel_library).
 LIBRARY_LABELS = {
     "cmsis-nn": "CMSIS-NN",
     "quantized": "quantized",

@@ -137,9 +137,9 @@ def inputs_plan(target: str, pte: Path | None, inputs: str, limit: int | None, s
     ``etu run --board … PROGRAM --inputs`` does it: the runner built with them bundled
     (BundleIO) in ``PROGRAM.<board>/``, once per request, then run on ``target``. Blocking
     (a build takes minutes); raises LaunchError with one line."""
+    from etu.runner.build_plan import RuntimeBuildError
     from etu.runner.bundleio import BundleError
     from etu.runner.run_inputs import firmware_for_inputs
-    from etu.runner.runtime_build import RuntimeBuildError
     from etu.runner.runtime_source import SourceError
     from etu.runner.workspace import board_for_target
 

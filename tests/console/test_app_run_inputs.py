@@ -115,7 +115,7 @@ async def test_a_run_on_chosen_inputs_runs_the_runner_built_with_them(
 async def test_a_build_that_fails_is_one_line_in_the_banner(
     workspace: Path, standin: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from etu.runner.runtime_build import RuntimeBuildError
+    from etu.runner.build_plan import RuntimeBuildError
 
     def fails(program, board, inputs, *, progress=None):
         raise RuntimeBuildError("cmake: no arm-none-eabi-gcc on PATH")

@@ -138,8 +138,8 @@ def test_every_cortex_m_kernel_is_placed_in_its_own_source_and_planned(runtime_e
     ops/op_<name>.cpp, so the runner compiles only those the program calls."""
     import os
 
+    from etu.runner.build_plan import kernel_plan
     from etu.runner.kernel_sources import load_index
-    from etu.runner.runtime_build import kernel_plan
     from etu.runner.runtime_source import find_executorch
 
     saved = dict(os.environ)

@@ -19,6 +19,13 @@ import pytest
 from etu.parsers.errors import FormatError, ParseError, TruncatedError
 from etu.parsers.ethosu import decode_ethosu_payload
 from etu.parsers.ethosu_commands import (
+    U85_NOTE,
+    NpuCommandStream,
+    NpuOperation,
+    decode_command_stream,
+    decode_payload_operations,
+)
+from etu.parsers.ethosu_registers import (
     ACTIVATION,
     CLIP_RANGE,
     CMD0,
@@ -28,11 +35,6 @@ from etu.parsers.ethosu_commands import (
     OFM_PRECISION,
     POOLING_MODE,
     ROUNDING,
-    U85_NOTE,
-    NpuCommandStream,
-    NpuOperation,
-    decode_command_stream,
-    decode_payload_operations,
 )
 from etu.parsers.program_facts import delegates
 from etu.parsers.pte import open_program

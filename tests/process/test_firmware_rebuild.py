@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from etu.runner.build_plan import auto_pools, build_facts
 from etu.runner.firmware import build_stub_firmware, upstream_rebuild_command
-from etu.runner.runtime_build import auto_pools, program_facts
 
 DEMO = Path(__file__).resolve().parent.parent.parent / "etu_tui" / "demo"
 OPS = [
@@ -31,7 +31,7 @@ def test_the_command_names_program_ops_pools_and_target(tmp_path: Path) -> None:
     shutil.copy(DEMO / "demo_cnn.pte", pte)
     command = upstream_rebuild_command(pte, memory_mode="Shared_Sram")
     defines = _defines(command)
-    pools, _basis = auto_pools(program_facts(pte))
+    pools, _basis = auto_pools(build_facts(pte))
     assert defines["ET_PTE_FILE_PATH"] == str(pte)
     assert defines["ETHOSU_TARGET_NPU_CONFIG"] == "ethos-u55-128"
     assert defines["MEMORY_MODE"] == "Shared_Sram"

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from etu.runner.build_plan import RuntimeBuildError, kernel_plan
 from etu.runner.kernel_sources import load_index, select_kernels
-from etu.runner.runtime_build import RuntimeBuildError, kernel_plan
 from tests.real_runner import build, etu, run_qemu
 
 runtime_build = pytest.mark.runtime_build

@@ -149,7 +149,7 @@ def _build_args(pte: Path, **extra) -> argparse.Namespace:
 
 
 def test_firmware_build_writes_beside_the_program(program: Path, monkeypatch) -> None:
-    from etu.runner.runtime_build import RuntimeBuildError
+    from etu.runner.build_plan import RuntimeBuildError
     from etu.tui.cli import firmware
 
     folders: list[Path] = []

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from etu.parsers.fit import CORTEX_M_BUILD_FLAG, kernel_library
 from etu.parsers.program_facts import CpuOperator
+from etu.parsers.program_needs import CORTEX_M_BUILD_FLAG, kernel_library
 from etu.runner.compile_request import CompileRequest, RequestError
 from etu.runner.runtime_build import cmsis_nn_source, pinned_cmsis_nn
 from etu.runner.runtime_source import RuntimeSource, SourceError
@@ -120,7 +120,7 @@ def test_reference_outputs_are_flattened_in_their_dim_order_as_the_runner_prints
     Cortex-M backend's) compared in logical order looked wrong (cosine 0.07) while exact."""
     import torch
 
-    from etu.runner.reference import in_memory_order
+    from etu.runner.host_memory import in_memory_order
 
     class Channels:  # the parts of a decoded tensor in_memory_order reads
         dim_order = (0, 2, 3, 1)
