@@ -8,6 +8,8 @@ pass its own mark (``–``).
 
 from __future__ import annotations
 
+import time
+
 MISSING = "-"
 
 
@@ -69,3 +71,16 @@ def nbytes(n: int) -> str:
 
 def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else many or word + 's'}"
+
+
+def time_text(mode: str, when: float, start: float | None, before: float | None) -> str:
+    """The time column of a line: host arrival time, absolute / since the start / since the
+    line before."""
+    if mode == "absolute":
+        stamp = time.strftime("%H:%M:%S", time.localtime(when))
+        return f"{stamp}.{int(when * 1000) % 1000:03d} "
+    if mode == "relative":
+        return f"{when - (start if start is not None else when):9.3f} "
+    if mode == "delta":
+        return f"+{when - (before if before is not None else when):8.3f} "
+    return ""

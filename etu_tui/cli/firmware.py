@@ -92,8 +92,8 @@ def add_inputs_option(parser: argparse.ArgumentParser) -> None:
 
 def inputs_line(record: dict | None) -> str:
     """One line: which inputs the firmware runs on (``etu firmware build``, ``etu run``)."""
+    from etu.parsers.text import printable
     from etu.runner.compare import ONES_INPUTS, inputs_text
-    from etu.tui.safe_text import printable
 
     return f"inputs: {printable(inputs_text(record or ONES_INPUTS))}"
 
@@ -145,8 +145,8 @@ def build_from_args(args: argparse.Namespace, folder: Path, *, err: TextIO | Non
 
     def progress(text: str) -> None:
         if err is not None:
+            from etu.parsers.text import printable
             from etu.tui.cli.errors import notice
-            from etu.tui.safe_text import printable
 
             notice(err, f"firmware: {printable(text)}")
             err.flush()

@@ -22,7 +22,7 @@ def echo(
     ``timestamps`` (wall, start, delta) each text line starts with its arrival time, as
     the Run tab's log shows it in the same time mode."""
     from etu.parsers.runner_events import LogLine
-    from etu.tui.safe_text import printable
+    from etu.parsers.text import printable
 
     stamp = line_stamper(timestamps) if timestamps else None
 
@@ -47,10 +47,10 @@ TIME_MODE_OF = {"wall": "absolute", "start": "relative", "delta": "delta"}
 
 def line_stamper(name: str) -> Callable[[], str]:
     """Called as each line arrives (on the reader thread): its time column, formatted by
-    the Run tab log's own ``time_text`` so the two never disagree."""
+    the Run tab log's own ``time_text`` (etu.tui.numbers) so the two never disagree."""
     import time
 
-    from etu.tui.widgets.run_log import time_text
+    from etu.tui.numbers import time_text
 
     mode = TIME_MODE_OF[name]
     start = time.time()
@@ -76,8 +76,8 @@ def follow(
     """Wait for the started ``controller`` (its listener an :func:`echo`) and print how the
     run ended: with ``as_json`` one JSON object (``record(controller, outcome)``, else the
     outcome and the session folder), else two notices. Returns the ending's exit status."""
+    from etu.parsers.text import printable
     from etu.runner.run import stop_reason
-    from etu.tui.safe_text import printable
 
     try:
         outcome = controller.wait()

@@ -60,6 +60,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
 
 def _matrix_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     """Exit status: 0 every cell passed, else the first failing cell's (docs/cli.md)."""
+    from etu.parsers.text import printable
     from etu.runner.matrix import (
         MatrixError,
         cell_text,
@@ -70,7 +71,6 @@ def _matrix_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> in
         run_matrix,
         table_text,
     )
-    from etu.tui.safe_text import printable
 
     try:
         targets = [parse_target(spec) for spec in args.board]

@@ -16,8 +16,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    from etu.parsers.text import printable
     from etu.runner.boards.ports import list_serial_ports
-    from etu.tui.safe_text import printable
 
     profiles = board_profiles()
     ports = list_serial_ports(profiles)

@@ -170,8 +170,8 @@ def preflight_problems(elf: Path, target: str, pte: Path | None = None) -> list[
     from etu.parsers.firmware_program import open_embedded_program
     from etu.parsers.program_facts import program_facts, program_target
     from etu.parsers.pte import open_program
+    from etu.runner.preflight import preflight
     from etu.runner.workspace import load_firmware
-    from etu.tui.widgets.run_launch import preflight
 
     try:
         program = open_program(pte) if pte is not None else open_embedded_program(elf)
@@ -309,11 +309,11 @@ def _explain_fault(controller, elf: Path, err: TextIO) -> None:
 def _build_if_needed(args: argparse.Namespace, *, err: TextIO):
     """The runner for ``args`` (program, board, inputs, pools, operators), built only when
     its request changed: the Run tab's way too (runner.run_inputs.firmware_for_inputs)."""
+    from etu.parsers.text import printable
     from etu.runner.build_plan import RuntimeBuildError
     from etu.runner.bundleio import BundleError
     from etu.runner.run_inputs import firmware_for_inputs
     from etu.runner.runtime_source import SourceError
-    from etu.tui.safe_text import printable
 
     def progress(text: str) -> None:
         notice(err, f"firmware: {printable(text)}")

@@ -398,7 +398,7 @@ class BoardsPanel(FirstShown, Vertical):
 
     def _check_in_thread(self, request: FlashRequest) -> None:
         """The Run tab's pre-flight on the firmware to be flashed (it reads the ELF)."""
-        from etu.tui.widgets.run_launch import flash_preflight
+        from etu.runner.preflight import flash_preflight
 
         try:
             problems = flash_preflight(self.program, self.program_target, request.firmware,

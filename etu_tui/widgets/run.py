@@ -24,6 +24,7 @@ from textual.widgets import Button, Input, Select
 from etu.fvp.command import DEFAULT_TIMELIMIT
 from etu.fvp.launch import LaunchError
 from etu.fvp.targets import targets
+from etu.runner.preflight import io_notes
 from etu.runner.run import RunController
 from etu.runner.run_model import RING_LINES, LaunchInfo, RunRecord
 from etu.runner.session import file_sha256, sessions_root
@@ -44,7 +45,6 @@ from etu.tui.widgets.run_launch import (
     RunBridge,
     RunElfScreen,
     inputs_plan,
-    io_notes,
     launch_plan,
     next_run_hint,
 )

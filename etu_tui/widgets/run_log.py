@@ -9,7 +9,6 @@ keeps a list of matching line numbers, extended as lines arrive. Every line is s
 from __future__ import annotations
 
 import bisect
-import time
 from array import array
 from collections import deque
 from collections.abc import Iterable, Sequence
@@ -43,6 +42,7 @@ from etu.runner.run_model import (
     entry_level,
 )
 from etu.tui.keys import bindings
+from etu.tui.numbers import time_text
 from etu.tui.safe_text import printable
 
 TIME_MODES = ("relative", "delta", "absolute", "off")
@@ -52,19 +52,6 @@ HEX_LIMIT = 128  # bytes of a line shown in the hex view
 # A search or filter reading more of a session file than this runs in a worker (the view
 # says "searching…"); less is read at once, in the key's handler.
 SCAN_IN_PLACE = 4 << 20
-
-
-def time_text(mode: str, when: float, start: float | None, before: float | None) -> str:
-    """The time column of a line: host arrival time, absolute / since the start / since the
-    line before."""
-    if mode == "absolute":
-        stamp = time.strftime("%H:%M:%S", time.localtime(when))
-        return f"{stamp}.{int(when * 1000) % 1000:03d} "
-    if mode == "relative":
-        return f"{when - (start if start is not None else when):9.3f} "
-    if mode == "delta":
-        return f"+{when - (before if before is not None else when):8.3f} "
-    return ""
 
 
 def hexdump(data: bytes, limit: int = HEX_LIMIT) -> list[str]:

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+from etu.runner.preflight import inputs_preflight, preflight
 from etu.tui.screens.preflight import PreflightScreen
-from etu.tui.widgets.run_launch import inputs_preflight, preflight
 from etu.tui.widgets.run_messages import PreflightChecked
 
 
@@ -18,7 +18,7 @@ class RunGate:
     """Pre-flight and Layers for the Run panel (``self`` is the RunPanel)."""
 
     def preflight(self) -> list[str]:
-        """What would make the next run fail (see :func:`.run_launch.preflight`), on the
+        """What would make the next run fail (see :func:`etu.runner.preflight.preflight`), on the
         firmware that will run: with chosen inputs, the runner built with them (blocking:
         it reads that ELF), or, not built yet, only what needs no firmware."""
         return self._preflight_check()()[0]

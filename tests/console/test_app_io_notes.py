@@ -15,11 +15,11 @@ import pytest
 
 from etu.parsers.pte import open_program
 from etu.runner.io_quantization import IoQuantization, program_io_quantization
+from etu.runner.preflight import io_notes
 from etu.tui.app import FIT_TAB, EtuApp
 from etu.tui.screens.preflight import PreflightScreen
 from etu.tui.widgets import RunBanner
 from etu.tui.widgets.fit import FitHeadline
-from etu.tui.widgets.run_launch import io_notes
 from tests.console_helpers import open_run_tab, screen_text, show_tab, wait_until
 
 pytestmark = pytest.mark.anyio

@@ -18,7 +18,7 @@ from etu.runner.boards.flash import BoardLink, FlashError, flash_board, parse_fi
 from etu.runner.boards.profiles import ProfileError, get_profile, load_profile
 from etu.runner.boards.source import PortError, SerialSource
 from etu.runner.boards.terminal import pulse_line, typed_line
-from etu.tui.widgets.run_log import time_text
+from etu.tui.numbers import time_text
 from tests.board_peers import (
     Pty,
     Rfc2217Peer,

@@ -42,6 +42,12 @@ def test_the_tree_keeps_its_contracts() -> None:
         ("runner/session.py", "import etu.tui.app", "runner and fvp import no etu_tui"),
         ("etu_tui/cli/inspect.py", "import torch", "torch and executorch only"),
         ("parsers/pte.py", "from textual import app", "no Textual below the console"),
+        # what `etu run` did: a headless check imported from a widget module
+        (
+            "etu_tui/cli/run.py",
+            "from etu.tui.widgets import run_launch",
+            "no Textual in the CLI's commands",
+        ),
     ],
 )
 def test_a_violation_breaks_a_contract(tmp_path: Path, module: str, line: str, contract: str):

@@ -257,8 +257,8 @@ def test_the_run_preflight_names_external_blocks_the_runner_cannot_load(
     """The Run tab's (and a Boards flash's) pre-flight reads the .ptd beside the program:
     with it, the run is stopped because the runner loads no .ptd; without it, the missing
     entries are named."""
+    from etu.runner.preflight import flash_preflight, preflight
     from etu.runner.workspace import load_firmware
-    from etu.tui.widgets.run_launch import flash_preflight, preflight
 
     alone = tmp_path / "alone"
     alone.mkdir()

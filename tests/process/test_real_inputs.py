@@ -292,8 +292,8 @@ def test_a_runner_built_with_inputs_is_judged_on_the_bundle_it_has_baked_in(tmp_
     from etu.parsers.pte import open_program
     from etu.runner.bundleio import choose_inputs, make_bundled
     from etu.runner.firmware import build_stub_firmware
+    from etu.runner.preflight import preflight
     from etu.runner.workspace import load_firmware
-    from etu.tui.widgets.run_launch import preflight
 
     pte = demo_copy(tmp_path / "demo")
     folder = tmp_path / "demo" / "demo_cnn.corstone-300"

@@ -192,8 +192,8 @@ def test_a_run_pre_flight_reads_what_the_firmware_build_recorded(tmp_path):
     import json
     import shutil
 
+    from etu.runner.preflight import preflight
     from etu.runner.skew_sources import firmware_skew
-    from etu.tui.widgets.run_launch import preflight
 
     elf = tmp_path / "fw" / "arm_executor_runner.elf"
     elf.parent.mkdir()
