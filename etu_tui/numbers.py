@@ -1,6 +1,6 @@
-"""How etu writes a number: one formatter for the CLI's text and the console's widgets, so
-``etu sessions`` and the History tab (or ``etu compile --sweep`` and the Compile tab's
-sweep) print the same figure the same way.
+"""How etu writes a number (and a log line's time): one formatter for the CLI's text and
+the console's widgets, so ``etu sessions`` and the History tab (or ``etu compile --sweep``
+and the Compile tab's sweep) print the same figure the same way.
 
 Pure: no Textual, no I/O. The CLI's tables mark a missing figure with ``-``; a widget may
 pass its own mark (``–``).
