@@ -204,21 +204,22 @@ def input_specs(pte: Path) -> list[tuple[tuple[int, ...], str]]:
 
 
 def host_reference(pte: Path, inputs: list | None = None) -> list[list[float]]:
-    """The program run by ExecuTorch's host runtime; inputs all ones unless given."""
-    # Loading the quantized ops library registers quantized_decomposed::* kernels with the
-    # host runtime too (the portable pybindings alone lack them).
-    import executorch.kernels.quantized  # noqa: F401
+    """The program run whole by ExecuTorch's host runtime (with its quantized kernels);
+    inputs all ones unless given."""
     import torch
-    from executorch.runtime import Runtime
 
+    from etu.runner.reference import host_runtime
+    from etu.runner.tosa_graphs import quiet_stdout
+
+    runtime = host_runtime()
     if inputs is None:
         inputs = [
             torch.ones(shape, dtype=getattr(torch, _TORCH_DTYPES.get(dtype, "float32")))
             for shape, dtype in input_specs(pte)
         ]
-    program = Runtime.get().load_program(Path(pte))
-    method = program.load_method("forward")
-    results = method.execute(inputs)
+    with quiet_stdout():
+        module = runtime._load_for_executorch(str(pte))
+        results = module.run_method("forward", tuple(inputs))
     return [_flat(r) for r in results]
 
 

@@ -80,9 +80,9 @@ class DelegateRun:
     outputs: list[dict] = field(default_factory=list)
 
 
-def _runtime():
-    """ExecuTorch's host runtime with the quantized kernels registered (as the host
-    reference of `etu compare` has them); the light import, without executorch.exir."""
+def host_runtime():
+    """ExecuTorch's host runtime (its pybindings) with the quantized kernels registered; the
+    light import: ``executorch.runtime`` imports all of ``executorch.exir`` (3 s) first."""
     import executorch.kernels.quantized  # noqa: F401  (quantized_decomposed::* kernels)
     import torch  # noqa: F401  (the pybindings need it loaded first)
     from executorch.extension.pybindings import _C
@@ -404,7 +404,7 @@ def program_reference(
             raise ReferenceError(f"{pte}: {bad[0]} instructions (control flow, moves) are not "
                                  "supported by the host reference yet")  # fmt: skip
         graphs = match_delegates(program, plan, pte, tosa)
-        runtime = _runtime()
+        runtime = host_runtime()
         if inputs is None:
             tensors, source = default_inputs(plan), "all ones"
         elif isinstance(inputs, str) and inputs.startswith(RANDOM_PREFIX):
@@ -623,7 +623,7 @@ def compare_reference(program: Path, tosa: Path | None = None, inputs: Path | No
         with open_program(program) as opened:
             dtypes = [opened.plans[0].values[i].dtype for i in opened.plans[0].outputs]
             tensors = None if inputs is None else load_inputs(opened.plans[0], inputs)
-        source = (f"host runtime (executorch.runtime) on {program}, inputs "
+        source = (f"host runtime (ExecuTorch pybindings) on {program}, inputs "
                   f"{'all ones' if inputs is None else f'from {inputs}'}")  # fmt: skip
         return HostReference(host_reference(program, tensors), source, dtypes,
                              [f"run whole: {error}"],
