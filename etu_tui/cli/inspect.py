@@ -207,7 +207,7 @@ def add_npu_operations(record: dict, program, external: dict | None = None) -> N
 def _debug_db_operators(program, decoded: list) -> dict:
     """Each operation's network operator, from Vela's debug database in the ``vela/``
     folder beside the program (``--enable-debug-db``), for the delegate it belongs to."""
-    from etu.parsers.ethosu_commands import join_debug_db
+    from etu.parsers.npu_sources import join_debug_db
     from etu.parsers.vela_debug_db import parse_debug_db
 
     path = Path(program.source).parent / "vela" / "out_debug.xml"

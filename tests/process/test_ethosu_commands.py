@@ -871,7 +871,7 @@ VELA_KINDS = {  # what each operator Vela schedules may run as on the NPU
 def test_operations_join_velas_debug_database() -> None:
     """The mix program is compiled with --enable-debug-db: every block operation gets the
     operator Vela scheduled, and that operator can run as the operation's kind."""
-    from etu.parsers.ethosu_commands import join_debug_db
+    from etu.parsers.npu_sources import join_debug_db
     from etu.parsers.vela_debug_db import parse_debug_db
     from tests.npu_programs import build
 
@@ -892,7 +892,7 @@ def test_operations_join_velas_debug_database() -> None:
 def test_another_streams_debug_database_is_not_joined() -> None:
     """With two delegates the database is the last Vela call's: the other delegate's
     operations are left without names rather than given wrong ones."""
-    from etu.parsers.ethosu_commands import join_debug_db
+    from etu.parsers.npu_sources import join_debug_db
     from etu.parsers.vela_debug_db import parse_debug_db
     from tests.two_delegates import build
 
