@@ -528,7 +528,7 @@ def test_the_executor_can_be_chosen_and_a_refused_choice_says_why(monkeypatch):
 def test_regions_that_share_memory_share_one_copy(memory):
     """A runner may pass the same buffer as scratch and fast scratch: a write through one
     region is read through the other, and both reach the board."""
-    from etu.runner.npu_model import Regions
+    from etu.runner.npu_memory import Regions
 
     memory.write(SCRATCH, bytes(range(64)), "test")
     bases = (Base(WEIGHTS, 16, WEIGHTS), Base(SCRATCH, 64, SCRATCH), Base(SCRATCH + 32, 64, 0))
