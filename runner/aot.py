@@ -120,6 +120,18 @@ class LoweringResult:
     float_model: dict | None = None  # the compile record's "float_model" entry
 
 
+def preload() -> None:
+    """Import what every lowering imports, once, for the warm compile host
+    (:mod:`etu.runner.warm_host`), whose forked workers then start without it."""
+    import torch  # noqa: F401
+    from executorch.backends.arm.ethosu import EthosUPartitioner  # noqa: F401
+    from executorch.backends.arm.quantizer import EthosUQuantizer  # noqa: F401
+    from executorch.exir import to_edge_transform_and_lower  # noqa: F401
+    from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e  # noqa: F401
+
+    import etu.runner.compile_worker  # noqa: F401
+
+
 def lower_to_pte(
     model,
     example_inputs: Sequence,

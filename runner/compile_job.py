@@ -22,7 +22,9 @@ from etu.parsers.log_noise import NoiseFilter
 from etu.runner.compile_request import CompileRequest, cache_key, tool_versions
 from etu.runner.isolated import isolated_python
 from etu.runner.process import CHUNK, StreamingProcess
+from etu.runner.warm_host import launch as warm_launch
 
+WORKER = "etu.runner.compile_worker"
 JOB_RECORD = "job.json"
 LOG_NAME = "worker.log"  # the job's log: everything the worker printed, and a traceback
 
@@ -46,6 +48,7 @@ class CompileResult:
     traceback_file: Path | None = None  # the job's log file, the full traceback at its end
     calibration: dict | None = None  # quantised: {"samples": N, "source": what they were}
     seconds: float = 0.0
+    warm: bool = False  # its worker was forked from the warm host (torch already imported)
 
     @property
     def data_files(self) -> list[Path]:
@@ -72,6 +75,7 @@ class CompileResult:
             "traceback_file": str(self.traceback_file) if self.traceback_file else None,
             "calibration": self.calibration,
             "seconds": round(self.seconds, 3),
+            "warm": self.warm,
             "request": self.request.to_json(),
         }
 
@@ -179,6 +183,7 @@ class CompileJob:
         self._log: list[str] = []
         self._lock = threading.Lock()
         self._shown = NoiseFilter()  # what the listener sees: the log without library noise
+        self._warm = False  # the worker was forked from the warm host (runner.warm_host)
 
     @property
     def folder(self) -> Path:
@@ -206,9 +211,17 @@ class CompileJob:
         # The worker's messages travel on a pipe of their own: the model's prints (stdout,
         # Python or C) are its log and can neither break nor forge a result.
         read_end, write_end = os.pipe()
-        argv = isolated_python("etu.runner.compile_worker", partial / "request.json", partial,
-                               "--result-fd", str(write_end))  # fmt: skip
-        self._process = StreamingProcess(argv, on_output=self._on_output, pass_fds=(write_end,))
+        args = (str(partial / "request.json"), str(partial), "--result-fd", str(write_end))
+
+        def warm():  # forked from the warm host (torch imported once), else started cold
+            child = warm_launch("etu.runner.aot", WORKER, args, pass_fds=(write_end,))
+            self._warm = child is not None
+            return child
+
+        self._process = StreamingProcess(
+            isolated_python(WORKER, *args), launcher=warm, on_output=self._on_output,
+            pass_fds=(write_end,),
+        )  # fmt: skip
         reader = threading.Thread(target=self._read_messages, args=(read_end,), daemon=True)
         try:
             self._process.start()
@@ -271,7 +284,7 @@ class CompileJob:
         stages = {m["stage"]: m["seconds"] for m in self._messages if m.get("state") == "done"}
         outcome = CompileResult(
             self.request, "failed", None, key=self.key, stages=stages, log=log,
-            seconds=time.perf_counter() - started,
+            seconds=time.perf_counter() - started, warm=self._warm,
         )  # fmt: skip
         with self._lock:
             rest = self._shown.flush()

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -126,6 +127,18 @@ def _reaper() -> socket.socket | None:
 _reapers: list[subprocess.Popen] = []
 
 
+def reaper_socket() -> socket.socket | None:
+    """etu's end of the reaper's socket (a process that forks children of its own, the
+    warm compile host, registers their groups through it)."""
+    return _reaper()
+
+
+def die_with_parent() -> None:
+    """Be SIGKILLed when the parent (the thread that forked this process) dies."""
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
 def _forget_reaper() -> None:
     """In a forked copy of etu: its own reaper on first use (the socket object is left
     alone: a child about to exec still registers through it)."""
@@ -146,8 +159,7 @@ def _die_with_parent(parent: int, reaper: socket.socket | None = None) -> Callab
     exec, so no window is left where etu could die with the group unknown)."""
 
     def preexec() -> None:
-        if _PRCTL is not None:
-            _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        die_with_parent()
         if reaper is not None:
             with contextlib.suppress(OSError):  # MSG_NOSIGNAL: a gone reaper is no SIGPIPE
                 reaper.send(b"+%d\n" % os.getpid(), socket.MSG_NOSIGNAL)
@@ -220,7 +232,11 @@ class StreamingProcess:
         cwd: Path | None = None,
         sample_interval: float = 1.0,
         pass_fds: Sequence[int] = (),
+        launcher: Callable[[], Any] | None = None,
     ) -> None:
+        """``launcher``: starts the child some other way (the warm compile host) and
+        returns what stands for a Popen (pid leading its own group, stdout, stderr,
+        ``wait()``), or None to have it spawned from ``argv`` as usual."""
         self.argv = [str(a) for a in argv]
         self._on_output = on_output
         self._on_exit = on_exit
@@ -229,7 +245,8 @@ class StreamingProcess:
         self._cwd = cwd
         self._interval = sample_interval
         self._pass_fds = tuple(pass_fds)
-        self._popen: subprocess.Popen | None = None
+        self._launcher = launcher
+        self._popen: Any = None  # a subprocess.Popen, or what the launcher returned
         self._readers: list[threading.Thread] = []
         self._exited = threading.Event()
         self.returncode: int | None = None
@@ -243,15 +260,20 @@ class StreamingProcess:
     def start(self) -> StreamingProcess:
         """Start it; OSError (not found, not executable) is raised here, not in a thread."""
         self.started_at = time.monotonic()
-        self._popen = spawn(
-            self.argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=self._env,
-            cwd=self._cwd,
-            start_new_session=True,
-            pass_fds=self._pass_fds,
+        launched = self._launcher() if self._launcher is not None else None
+        self._popen = (
+            launched
+            if launched is not None
+            else spawn(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self._env,
+                cwd=self._cwd,
+                start_new_session=True,
+                pass_fds=self._pass_fds,
+            )
         )
         for stream, name in ((self._popen.stdout, "stdout"), (self._popen.stderr, "stderr")):
             reader = threading.Thread(

@@ -18,12 +18,15 @@ pytestmark = pytest.mark.aot
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
-def test_the_same_request_gives_the_same_bytes_in_any_folder(tmp_path: Path) -> None:
+def test_the_same_request_gives_the_same_bytes_in_any_folder(tmp_path: Path, monkeypatch) -> None:
+    """Also: a worker forked from the warm host builds what a worker started cold builds."""
     request = CompileRequest("add")
-    results = [CompileJob(request, tmp_path / name, use_cache=False).run()
-               for name in ("build", "elsewhere/deeper")]  # fmt: skip
+    results = [CompileJob(request, tmp_path / "build", use_cache=False).run()]
+    monkeypatch.setenv("ETU_WARM_COMPILE", "0")
+    results.append(CompileJob(request, tmp_path / "elsewhere/deeper", use_cache=False).run())
     for result in results:
         assert result.status == "ok", result.message
+    assert [r.warm for r in results] == [True, False]
     first, second = (Path(r.pte).read_bytes() for r in results)
     assert first == second
     for result in results:
