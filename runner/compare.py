@@ -185,7 +185,7 @@ def compare_in_child(folder: Path, *, timeout: float = 600.0) -> dict:
 
     try:
         return json_child("etu.runner.compare", str(folder), what="the host reference",
-                          timeout=timeout)  # fmt: skip
+                          timeout=timeout, preload="etu.runner.reference")  # fmt: skip
     except ChildError as error:
         raise CompareError(str(error)) from None
 

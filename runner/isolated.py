@@ -37,25 +37,36 @@ def last_line(stderr: str | bytes) -> str:
     return (text.strip().splitlines() or ["no output"])[-1]
 
 
-def json_child(module: str, *args: str, what: str, timeout: float = 600.0) -> dict:
+def json_child(module: str, *args: str, what: str, timeout: float = 600.0,
+               preload: str | None = None) -> dict:  # fmt: skip
     """Run ``module`` isolated; its last stdout line is one JSON object, or
     ``{"error": line}``. For work that imports torch or ExecuTorch on behalf of the console
-    (which never imports them itself). Raises ChildError naming ``what`` went wrong."""
+    (which never imports them itself). Raises ChildError naming ``what`` went wrong.
+    ``preload``: fork it from the warm host of that preload (:mod:`etu.runner.warm_host`),
+    which imported what the child needs once, when one can take it."""
     import json
     import subprocess
 
+    from etu.runner.warm_host import launch
+
     try:
-        done = subprocess.run(
-            isolated_python(module, *args), capture_output=True, text=True, timeout=timeout,
-            check=False,
-        )  # fmt: skip
+        child = launch(preload, module, args) if preload else None
+        if child is not None:
+            returncode, out, err = child.communicate(timeout)
+            stdout, stderr = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+        else:
+            done = subprocess.run(
+                isolated_python(module, *args), capture_output=True, text=True,
+                timeout=timeout, check=False,
+            )  # fmt: skip
+            returncode, stdout, stderr = done.returncode, done.stdout, done.stderr
     except subprocess.TimeoutExpired:
         raise ChildError(f"{what} took longer than {timeout:.0f} s") from None
     try:
-        record = json.loads(done.stdout.strip().splitlines()[-1])
+        record = json.loads(stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        tail = last_line(done.stderr)
-        raise ChildError(f"{what} failed (status {done.returncode}): {tail}") from None
+        tail = last_line(stderr)
+        raise ChildError(f"{what} failed (status {returncode}): {tail}") from None
     if not isinstance(record, dict):
         raise ChildError(f"{what} printed no record")
     if "error" in record:

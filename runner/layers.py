@@ -730,7 +730,8 @@ def layers_in_child(
 
     try:
         return json_child("etu.runner.layers", str(pte or ""), str(session or ""),
-                          what="the per-layer comparison", timeout=timeout)  # fmt: skip
+                          what="the per-layer comparison", timeout=timeout,
+                          preload="etu.runner.reference")  # fmt: skip
     except ChildError as error:
         raise LayersError(str(error)) from None
 

@@ -90,6 +90,12 @@ def host_runtime():
     return _C
 
 
+def preload() -> None:
+    """The host runtime, imported once by the warm host (:mod:`etu.runner.warm_host`) whose
+    forks compare runs with the host (``compare``, ``layers``)."""
+    host_runtime()
+
+
 def run_calls(runtime, program: Program, plan: ExecutionPlan, calls, memory: Memory) -> None:
     """Kernel calls as a program of their own in the host runtime, on ``memory``."""
     segment = segment_program(program, plan, calls)

@@ -41,7 +41,7 @@ IMPORT_ENV_PREFIXES = ("TORCH", "PYTORCH", "OMP_", "MKL_", "KMP_", "OPENBLAS", "
                        "TOSA", "PYTHON", "LD_", "MALLOC", "CUDA")  # fmt: skip
 MESSAGE_LIMIT = 1 << 20  # one job's message: its argv and environment
 MAX_PASSED_FDS = 16
-OPT_OUT = "ETU_WARM_COMPILE"
+OPT_OUT = "ETU_WARM_HOST"
 HOST_IGNORES = ("SIGHUP", "SIGTSTP", "SIGTTIN", "SIGTTOU")  # and SIGINT
 
 
@@ -76,6 +76,30 @@ class WarmChild:
                     self.returncode = -signal.SIGKILL
                 self._job.close()
             return self.returncode
+
+    def communicate(self, timeout: float | None = None) -> tuple[int, bytes, bytes]:
+        """(status, stdout, stderr), all of it; its group killed after ``timeout`` seconds
+        (subprocess.TimeoutExpired), as ``subprocess.run`` does."""
+        said: dict[str, bytes] = {}
+
+        def read(stream, name: str) -> None:
+            with stream:
+                said[name] = stream.read()
+
+        readers = [threading.Thread(target=read, args=(s, n), daemon=True)
+                   for s, n in ((self.stdout, "stdout"), (self.stderr, "stderr"))]  # fmt: skip
+        for reader in readers:
+            reader.start()
+        try:
+            code = self.wait(timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.pid, signal.SIGKILL)
+            self.wait()
+            raise
+        for reader in readers:
+            reader.join()
+        return code, said.get("stdout", b""), said.get("stderr", b"")
 
 
 class WarmHost:
@@ -175,7 +199,7 @@ def launch(preload: str, module: str, args: Sequence[str], *,
            pass_fds: Sequence[int] = ()) -> WarmChild | None:  # fmt: skip
     """``module`` forked from a warm host with this process's environment and folder, or
     None when no host could take it (the caller starts it cold: same result, slower), or
-    when ``ETU_WARM_COMPILE=0`` asks for every worker to start cold."""
+    when ``ETU_WARM_HOST=0`` asks for every worker to start cold."""
     env = dict(os.environ)
     if env.get(OPT_OUT) == "0":
         return None

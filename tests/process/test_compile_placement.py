@@ -22,7 +22,7 @@ def test_the_same_request_gives_the_same_bytes_in_any_folder(tmp_path: Path, mon
     """Also: a worker forked from the warm host builds what a worker started cold builds."""
     request = CompileRequest("add")
     results = [CompileJob(request, tmp_path / "build", use_cache=False).run()]
-    monkeypatch.setenv("ETU_WARM_COMPILE", "0")
+    monkeypatch.setenv("ETU_WARM_HOST", "0")
     results.append(CompileJob(request, tmp_path / "elsewhere/deeper", use_cache=False).run())
     for result in results:
         assert result.status == "ok", result.message

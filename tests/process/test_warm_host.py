@@ -139,3 +139,15 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def test_a_json_child_from_the_host_is_read_whole_and_stopped_at_its_timeout(tmp_path) -> None:
+    from etu.runner.isolated import ChildError, json_child
+
+    record = json_child(JOB, "0", "-1", what="the job", preload=JOB)
+    assert record["preloaded"] and record["argv"] == ["0", "-1"]
+    host = warm_host.host_for(JOB, os.environ)
+    assert record["ppid"] == host.pid
+    with pytest.raises(ChildError, match="the job took longer than 1 s"):
+        json_child(JOB, "0", "-1", "60", what="the job", timeout=1, preload=JOB)
+    host.close()

@@ -2,7 +2,8 @@
 
 Imported by the host (``preload``), then run as ``__main__`` in each forked child:
 ``warm_job EXIT_CODE CHANNEL_FD [SLEEP]`` prints one JSON line on stdout, a line on stderr
-and one on the channel, then exits with EXIT_CODE (after SLEEP seconds, if given)."""
+and one on the channel (none when CHANNEL_FD is -1), then exits with EXIT_CODE (after
+SLEEP seconds, if given)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def main(argv: list[str]) -> int:
         "stdin": os.read(0, 10).decode(), "argv": argv,
     }), flush=True)  # fmt: skip
     print("to stderr", file=sys.stderr, flush=True)
-    os.write(channel, b"on the channel\n")
+    if channel >= 0:
+        os.write(channel, b"on the channel\n")
     if len(argv) > 2:
         time.sleep(float(argv[2]))
     return code
