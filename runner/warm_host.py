@@ -1,8 +1,10 @@
-"""A warm interpreter that forks compile workers with torch and ExecuTorch already imported.
+"""A warm interpreter that forks etu's torch children with torch and ExecuTorch imported.
 
 Every compile worker used to spend ~5 s of CPU importing torch, ExecuTorch's Arm backend and
-torchao before its first stage, and the console's second compile paid it again. The host
-imports them once (a preload), then forks one child per job. The child is what a cold
+torchao before its first stage, and the console's second compile paid it again; each host
+comparison after a run paid ~1.3 s for torch and the host runtime. A host imports them once
+(its preload: ``aot`` for compile workers, ``reference`` for comparisons), then forks one
+child per job. The child is what a cold
 worker is, minus those imports: ``-I`` isolated (the host was started so), its own process
 group, stdout/stderr/channel on the parent's pipes, the parent's environment and folder at
 launch, killed with the host (``PR_SET_PDEATHSIG``) and registered with etu's reaper, so a
