@@ -16,7 +16,9 @@ Progress = Callable[[str], None]
 def cold_builds_take_turns(trees: Path, cold: bool, say: Progress):
     """New library builds of different trees run one after another: the second then finds
     the objects the two share in ccache instead of compiling them beside the first (on a
-    machine's few cores, two cold builds at once are no faster than one after the other)."""
+    machine's few cores, two cold builds at once are no faster than one after the other).
+    Only the compiling takes turns: a tree's configure (one core, compiling nothing the trees
+    share) runs while another tree compiles, instead of leaving a core idle after it."""
     if not cold:
         yield
         return

@@ -403,12 +403,12 @@ def build_runner(
         fcntl.flock(lock, fcntl.LOCK_EX)
         reused = (build_dir / "build.ninja").is_file()
         stage_program(pte, staged)
+        say(f"configure ({'reusing the cached libraries' if reused else 'new library build'})")
+        t0 = time.monotonic()
+        with flatcc_in_the_source(build_dir.parent, root, True, say):
+            _run_step(configure, "configure", build_dir, say, ccache)
+        seconds["configure"] = time.monotonic() - t0
         with cold_builds_take_turns(build_dir.parent, not reused and bool(ccache), say):
-            say(f"configure ({'reusing the cached libraries' if reused else 'new library build'})")
-            t0 = time.monotonic()
-            with flatcc_in_the_source(build_dir.parent, root, True, say):
-                _run_step(configure, "configure", build_dir, say, ccache)
-            seconds["configure"] = time.monotonic() - t0
             t0 = time.monotonic()
             say("build")
             with flatcc_in_the_source(build_dir.parent, root, etdump, say):
