@@ -129,8 +129,6 @@ def preload() -> None:
     from executorch.exir import to_edge_transform_and_lower  # noqa: F401
     from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e  # noqa: F401
 
-    import etu.runner.compile_worker  # noqa: F401
-
 
 def lower_to_pte(
     model,

@@ -261,20 +261,13 @@ class StreamingProcess:
         """Start it; OSError (not found, not executable) is raised here, not in a thread."""
         self.started_at = time.monotonic()
         launched = self._launcher() if self._launcher is not None else None
-        self._popen = (
-            launched
-            if launched is not None
-            else spawn(
-                self.argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=self._env,
-                cwd=self._cwd,
-                start_new_session=True,
+        if launched is None:
+            launched = spawn(
+                self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, env=self._env, cwd=self._cwd, start_new_session=True,
                 pass_fds=self._pass_fds,
-            )
-        )
+            )  # fmt: skip
+        self._popen = launched
         for stream, name in ((self._popen.stdout, "stdout"), (self._popen.stderr, "stderr")):
             reader = threading.Thread(
                 target=self._read, args=(stream, name), name=f"etu-{name}", daemon=True
