@@ -251,6 +251,7 @@ class StreamingProcess:
         self._exited = threading.Event()
         self.returncode: int | None = None
         self.stopped_by_user = False
+        self._launch_lock = threading.Lock()  # a stop meets a launch that is still under way
         self.started_at = 0.0
 
     @property
@@ -267,7 +268,11 @@ class StreamingProcess:
                 stderr=subprocess.PIPE, env=self._env, cwd=self._cwd, start_new_session=True,
                 pass_fds=self._pass_fds,
             )  # fmt: skip
-        self._popen = launched
+        with self._launch_lock:
+            self._popen = launched
+            stopped = self.stopped_by_user
+        if stopped:  # stopped while a launcher was still starting it (a warm host's preload)
+            self._signal(signal.SIGKILL)
         for stream, name in ((self._popen.stdout, "stdout"), (self._popen.stderr, "stderr")):
             reader = threading.Thread(
                 target=self._read, args=(stream, name), name=f"etu-{name}", daemon=True
@@ -329,7 +334,8 @@ class StreamingProcess:
     def stop(self, grace: float = 3.0) -> None:
         """SIGTERM the whole process group, then SIGKILL what is left after ``grace``
         (also what outlived the child itself: its group is its own, nothing else is in it)."""
-        self.stopped_by_user = True
+        with self._launch_lock:
+            self.stopped_by_user = True
         self._signal(signal.SIGTERM)
         deadline = time.monotonic() + grace
         if not self._exited.wait(grace):
@@ -343,7 +349,8 @@ class StreamingProcess:
         kill_group(group)
 
     def kill(self) -> None:
-        self.stopped_by_user = True
+        with self._launch_lock:
+            self.stopped_by_user = True
         self._signal(signal.SIGKILL)
 
     def _signal(self, sig: int) -> None:

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -164,6 +165,23 @@ def test_cancel(out_dir: Path) -> None:
     job.cancel()
     thread.join(60)
     assert box["result"].status == "cancelled" and not job.folder.exists()
+
+
+def test_a_cancel_while_the_warm_host_still_imports_ends_the_job_at_once(
+    out_dir: Path, monkeypatch
+) -> None:
+    """Cancelled before the worker exists (its host is still importing torch): the worker
+    is killed as soon as it is forked, before its first stage ends."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")  # read at import: a host of its own, cold
+    job = CompileJob(CompileRequest("add"), out_dir, use_cache=False)
+    thread, box = run_in_thread(job)
+    while job._process is None and thread.is_alive():
+        time.sleep(0.01)
+    job.cancel()  # the host takes seconds to import torch: the worker is not forked yet
+    thread.join(120)
+    result = box["result"]
+    assert result.status == "cancelled" and result.warm
+    assert "load" not in result.stages and not job.folder.exists()
 
 
 def test_cli_json(sweep, out_dir: Path) -> None:
