@@ -43,6 +43,7 @@ IMPORT_ENV_PREFIXES = ("TORCH", "PYTORCH", "OMP_", "MKL_", "KMP_", "OPENBLAS", "
                        "TOSA", "PYTHON", "LD_", "MALLOC", "CUDA")  # fmt: skip
 MESSAGE_LIMIT = 1 << 20  # one job's message: its argv and environment
 MAX_PASSED_FDS = 16
+LAUNCH_TIMEOUT = 300  # seconds for a new host's preload (torch on a cold disk) and a fork
 OPT_OUT = "ETU_WARM_HOST"
 HOST_IGNORES = ("SIGHUP", "SIGTSTP", "SIGTTIN", "SIGTTOU")  # and SIGINT
 
@@ -160,13 +161,19 @@ class WarmHost:
             theirs.close()
             os.close(out_write)
             os.close(err_write)
+        ours.settimeout(LAUNCH_TIMEOUT)  # its preload, then the fork
         try:
             pid = int(json.loads(ours.recv(4096))["pid"])
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError) as error:
             for fd in (out_read, err_read):
                 os.close(fd)
             ours.close()
+            if isinstance(error, TimeoutError):  # stuck importing: no host, start cold
+                with contextlib.suppress(OSError):
+                    self.process.kill()
+                raise HostGone(f"the warm host did not answer in {LAUNCH_TIMEOUT} s") from None
             raise HostGone("the warm host exited before forking the job") from None
+        ours.settimeout(None)
         return WarmChild(pid, ours, open(out_read, "rb", buffering=0),
                          open(err_read, "rb", buffering=0))  # fmt: skip
 

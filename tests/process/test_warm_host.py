@@ -151,3 +151,11 @@ def test_a_json_child_from_the_host_is_read_whole_and_stopped_at_its_timeout(tmp
     with pytest.raises(ChildError, match="the job took longer than 1 s"):
         json_child(JOB, "0", "-1", "60", what="the job", timeout=1, preload=JOB)
     host.close()
+
+
+def test_a_host_stuck_in_its_preload_is_killed_and_the_job_started_cold(monkeypatch) -> None:
+    monkeypatch.setenv("PYTHON_WARM_JOB_STUCK", "1")  # read at import: a host of its own
+    monkeypatch.setattr(warm_host, "LAUNCH_TIMEOUT", 1)
+    assert warm_host.launch(JOB, JOB, ["0", "-1"]) is None  # the caller starts it cold
+    stuck = warm_host._hosts[f"{JOB}:{warm_host._import_env_key(os.environ)}"]
+    assert stuck.process.wait(10) == -signal.SIGKILL  # not left importing forever

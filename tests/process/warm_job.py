@@ -13,8 +13,14 @@ PRELOADED = "xml.dom.minidom"  # imported by nothing else in the job
 
 
 def preload() -> None:
-    """What the host imports once: one module the job never imports itself."""
+    """What the host imports once: one module the job never imports itself (and, with
+    ``PYTHON_WARM_JOB_STUCK`` set, an import that never ends)."""
     import xml.dom.minidom  # noqa: F401
+
+    if os.environ.get("PYTHON_WARM_JOB_STUCK"):
+        import time
+
+        time.sleep(3600)
 
 
 def main(argv: list[str]) -> int:
