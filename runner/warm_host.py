@@ -52,6 +52,10 @@ class HostGone(OSError):
     """The host did not take the job (not started, exited, or crashed)."""
 
 
+class HostStuck(HostGone):
+    """The host did not answer in time (it was killed; another would be stuck alike)."""
+
+
 class WarmChild:
     """One forked job, as :class:`etu.runner.process.StreamingProcess` uses a Popen: its
     pid (which leads its process group), stdout, stderr and ``wait()``."""
@@ -171,7 +175,7 @@ class WarmHost:
             if isinstance(error, TimeoutError):  # stuck importing: no host, start cold
                 with contextlib.suppress(OSError):
                     self.process.kill()
-                raise HostGone(f"the warm host did not answer in {LAUNCH_TIMEOUT} s") from None
+                raise HostStuck(f"the warm host did not answer in {LAUNCH_TIMEOUT} s") from None
             raise HostGone("the warm host exited before forking the job") from None
         ours.settimeout(None)
         return WarmChild(pid, ours, open(out_read, "rb", buffering=0),
@@ -216,6 +220,8 @@ def launch(preload: str, module: str, args: Sequence[str], *,
         try:
             host = host_for(preload, env)
             return host.launch(module, args, env=env, cwd=os.getcwd(), pass_fds=pass_fds)
+        except HostStuck:
+            return None
         except HostGone:
             continue
         except OSError:

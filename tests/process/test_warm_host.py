@@ -156,6 +156,14 @@ def test_a_json_child_from_the_host_is_read_whole_and_stopped_at_its_timeout(tmp
 def test_a_host_stuck_in_its_preload_is_killed_and_the_job_started_cold(monkeypatch) -> None:
     monkeypatch.setenv("PYTHON_WARM_JOB_STUCK", "1")  # read at import: a host of its own
     monkeypatch.setattr(warm_host, "LAUNCH_TIMEOUT", 1)
+    started = []
+
+    class Counted(warm_host.WarmHost):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            started.append(self)
+
+    monkeypatch.setattr(warm_host, "WarmHost", Counted)
     assert warm_host.launch(JOB, JOB, ["0", "-1"]) is None  # the caller starts it cold
-    stuck = warm_host._hosts[f"{JOB}:{warm_host._import_env_key(os.environ)}"]
+    (stuck,) = started  # not a second host to wait for as long again
     assert stuck.process.wait(10) == -signal.SIGKILL  # not left importing forever
