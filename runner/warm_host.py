@@ -393,7 +393,7 @@ def _plumb(fds: list[int], targets: list[int], closing: list[int]) -> None:
     os.dup2(moved[0], 1)
     os.dup2(moved[1], 2)
     for fd, target in zip(moved[2:], targets, strict=False):
-        os.dup2(fd, target, inheritable=False)
+        os.dup2(fd, target)  # inheritable, as Popen passes them
     keep = {0, 1, 2, *targets}
     for fd in {*received, *moved, *closing}:
         if fd >= 0 and fd not in keep:

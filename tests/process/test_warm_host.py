@@ -44,6 +44,7 @@ def test_a_forked_job_is_what_a_cold_one_is_minus_the_preload(host, tmp_path: Pa
     assert said["pgid"] == child.pid  # its own group: a stop reaches what it started
     assert said["cwd"] == str(tmp_path) and said["env"] == "from the caller"
     assert said["stdin"] == ""  # /dev/null, as a cold worker's
+    assert said["channel_inheritable"]  # as Popen's pass_fds leave it
     assert child.stderr.read() == b"to stderr\n"
     with open(channel, "rb") as private:
         assert private.read() == b"on the channel\n"

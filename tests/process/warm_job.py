@@ -33,6 +33,7 @@ def main(argv: list[str]) -> int:
         "pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0), "cwd": os.getcwd(),
         "env": os.environ.get("WARM_JOB_VALUE"), "preloaded": PRELOADED in sys.modules,
         "stdin": os.read(0, 10).decode(), "argv": argv,
+        "channel_inheritable": os.get_inheritable(channel) if channel >= 0 else None,
     }), flush=True)  # fmt: skip
     print("to stderr", file=sys.stderr, flush=True)
     if channel >= 0:
