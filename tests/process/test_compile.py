@@ -16,6 +16,7 @@ import pytest
 from etu.parsers.program_facts import cpu_operators, delegates
 from etu.parsers.pte import open_program
 from etu.parsers.vela import load_vela_report
+from etu.runner import warm_host
 from etu.runner.compile_job import (
     CompileJob,
     CompileListener,
@@ -182,6 +183,7 @@ def test_a_cancel_while_the_warm_host_still_imports_ends_the_job_at_once(
     result = box["result"]
     assert result.status == "cancelled" and result.warm
     assert "load" not in result.stages and not job.folder.exists()
+    warm_host.host_for("etu.runner.aot", os.environ).close()  # this test's own host ends
 
 
 def test_cli_json(sweep, out_dir: Path) -> None:
