@@ -41,12 +41,12 @@ torch and ExecuTorch are imported inside the functions (a host-reference module)
 from __future__ import annotations
 
 import itertools
-import math
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from etu.parsers.errors import ParseError
+from etu.runner.layer_figures import float_layout, layer_figures
 from etu.runner.target_layers import NO_INTERMEDIATES, session_target
 from etu.runner.tosa_graphs import (
     COMPILE_RECORD,
@@ -414,58 +414,6 @@ def float_nodes(exported, inputs: list) -> list[FloatNode]:
     return nodes
 
 
-# ---------------------------------------------------------------------------------- figures
-
-
-def layer_figures(integers, zero_point: int | None, floats, scale: float | None = None) -> dict:
-    """SQNR, cosine and largest error of a layer's integers against its float values, on
-    ``scale`` and ``zero_point`` when known, else on the least-squares scale (and offset,
-    when the zero point is not known either)."""
-    import numpy
-
-    q = integers.astype(numpy.float64).reshape(-1)
-    f = floats.astype(numpy.float64).reshape(-1)
-    if scale is not None and zero_point is not None:
-        centred = q - zero_point
-    elif zero_point is None:
-        design = numpy.stack([q, numpy.ones_like(q)], axis=1)
-        (scale, offset), *_ = numpy.linalg.lstsq(design, f, rcond=None)
-        zero = -offset / scale if scale else 0.0
-        zero_point = round(zero)
-        centred = q - zero
-    else:
-        centred = q - zero_point
-        norm = float(centred @ centred)
-        scale = float(centred @ f) / norm if norm else 0.0
-    dequantised = centred * scale
-    error = f - dequantised
-    signal, noise = float(f @ f), float(error @ error)
-    sqnr = None if noise == 0 else (10 * math.log10(signal / noise) if signal else None)
-    norms = math.sqrt(signal * float(dequantised @ dequantised))
-    cosine = float(f @ dequantised) / norms if norms else None
-    return {
-        "scale": float(scale),
-        "zero_point": zero_point,
-        "sqnr_db": sqnr,
-        "cosine": cosine,
-        "max_abs_error": float(numpy.abs(error).max()) if error.size else 0.0,
-    }
-
-
-def _float_layout(value, shape: tuple[int, ...]):
-    """The float value in the TOSA tensor's layout, None when it cannot be: a 4-D
-    activation is NHWC in an Ethos-U graph (NCHW in PyTorch), even when both read alike."""
-    if value.ndim == 4 and len(shape) == 4:
-        nhwc = value.transpose(0, 2, 3, 1)
-        if tuple(nhwc.shape) == shape:
-            return nhwc
-    if tuple(value.shape) == shape:
-        return value
-    if value.size == math.prod(shape):
-        return value.reshape(shape)
-    return None
-
-
 # ----------------------------------------------------------------------------- the program
 
 
@@ -626,7 +574,7 @@ def _layer(
     if unit == "CPU":  # the program's own layout: the float model's
         floats = node.value.reshape(shape) if node and node.value.size == values.size else None
     else:
-        floats = _float_layout(node.value, shape) if node is not None else None
+        floats = float_layout(node.value, shape) if node is not None else None
     if node is None:
         note = f"no float counterpart: the float model has fewer {source.kind} nodes"
     elif floats is None:

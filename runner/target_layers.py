@@ -29,7 +29,7 @@ class TargetLayers:
         the host's figures used)."""
         import numpy
 
-        from etu.runner.layers import layer_figures
+        from etu.runner.layer_figures import layer_figures
 
         found = self.outputs.get(cpu.instruction)
         host = cpu.values
