@@ -100,8 +100,9 @@ def reaper_pid() -> int | None:
     return _reaper_pid if _reaper_pid and _reaper_pid > 0 else None
 
 
-def _reaper() -> socket.socket | None:
-    """etu's end of the reaper's socket, the reaper started on first use."""
+def reaper_socket() -> socket.socket | None:
+    """etu's end of the reaper's socket, the reaper started on first use (a process that
+    forks children of its own, the warm host, registers their groups through it)."""
     global _reaper_socket, _reaper_pid
     with _reaper_lock:
         if _reaper_pid is None:
@@ -125,12 +126,6 @@ def _reaper() -> socket.socket | None:
 
 
 _reapers: list[subprocess.Popen] = []
-
-
-def reaper_socket() -> socket.socket | None:
-    """etu's end of the reaper's socket (a process that forks children of its own, the
-    warm compile host, registers their groups through it)."""
-    return _reaper()
 
 
 def die_with_parent() -> None:
@@ -195,7 +190,7 @@ def spawn(argv: Sequence[str], **popen_kwargs) -> subprocess.Popen:
     done = threading.Event()
     parent = os.getpid()
     own_group = popen_kwargs.get("start_new_session") or popen_kwargs.get("process_group") == 0
-    reaper = _reaper() if own_group else None
+    reaper = reaper_socket() if own_group else None
     kwargs = {"preexec_fn": _die_with_parent(parent, reaper), **popen_kwargs}
     _spawn_queue.put((lambda: subprocess.Popen(list(argv), **kwargs), box, done))
     done.wait()

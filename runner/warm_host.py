@@ -100,8 +100,9 @@ class WarmChild:
         try:
             code = self.wait(timeout)
         except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.pid, signal.SIGKILL)
+            from etu.runner.process import kill_group
+
+            kill_group(self.pid)
             self.wait()
             raise
         for reader in readers:

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from etu.runner.compile_job import (
     sweep_requests,
 )
 from etu.runner.compile_request import CompileRequest, InputSpec, RequestError
+from tests.board_peers import wait_for
 
 pytestmark = pytest.mark.aot
 MODELS = Path(__file__).resolve().parent.parent / "data" / "models"
@@ -176,8 +176,7 @@ def test_a_cancel_while_the_warm_host_still_imports_ends_the_job_at_once(
     monkeypatch.setenv("OMP_NUM_THREADS", "2")  # read at import: a host of its own, cold
     job = CompileJob(CompileRequest("add"), out_dir, use_cache=False)
     thread, box = run_in_thread(job)
-    while job._process is None and thread.is_alive():
-        time.sleep(0.01)
+    assert wait_for(lambda: job._process is not None or not thread.is_alive())
     job.cancel()  # the host takes seconds to import torch: the worker is not forked yet
     thread.join(120)
     result = box["result"]

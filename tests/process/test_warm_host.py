@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 from pathlib import Path
 
 import psutil
@@ -15,6 +14,7 @@ import pytest
 
 from etu.runner import warm_host
 from etu.runner.process import StreamingProcess
+from tests.board_peers import wait_for
 
 JOB = "tests.process.warm_job"
 
@@ -76,7 +76,7 @@ def test_a_host_that_dies_takes_its_jobs_and_is_replaced(tmp_path: Path) -> None
     assert os.read(channel, 100) == b"on the channel\n"
     os.kill(first.pid, signal.SIGKILL)
     assert child.wait(10) == -signal.SIGKILL
-    assert _gone_within(10, child.pid)  # PR_SET_PDEATHSIG: no orphan keeps working
+    assert wait_for(lambda: not _alive(child.pid))  # PR_SET_PDEATHSIG: no orphan
     with pytest.raises(warm_host.HostGone):
         first.launch(JOB, ["0", "1"], env={}, cwd=tmp_path)
     first.process.wait(10)
@@ -123,16 +123,7 @@ def test_a_job_outlives_nothing_when_etu_is_killed(tmp_path: Path) -> None:
     job_pid, host_pid = map(int, etu.stdout.readline().split())
     etu.kill()
     etu.wait()
-    assert _gone_within(10, job_pid, host_pid)
-
-
-def _gone_within(seconds: float, *pids: int) -> bool:
-    deadline = time.monotonic() + seconds
-    while any(_alive(pid) for pid in pids):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
+    assert wait_for(lambda: not _alive(job_pid) and not _alive(host_pid))
 
 
 def _alive(pid: int) -> bool:
