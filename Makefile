@@ -44,16 +44,19 @@ system-deps:
 
 $(STAMP):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --upgrade pip uv
 	# CPU build of torch from the machine's local wheel (any other spec pulls CUDA, see DEVELOPERS.md).
-	# --no-compile, then compileall on every core: pip byte-compiles the 18,000 modules it
-	# installs on one core (~50 s of the setup; measured: torch 30 -> 7 s, the rest 57 ->
-	# 31 s, compileall -j 0 ~20 s). Left to first use instead, the test run's parallel
-	# processes would compile the same modules at the same time.
+	# --no-compile: pip byte-compiles every module it installs on one core (~18,000, ~50 s
+	# of the setup). tools/warm_bytecode.py writes the bytecode of the ~4,300 that etu, its
+	# compile path and its tests import, the stacks side by side (18 s against compileall's
+	# 33 s on 2 cores); the rest compile on first use, if any.
 	$(BIN)/python -m pip install --quiet --no-compile torch==2.13.0
-	$(BIN)/python -m pip install --quiet --no-compile -e '.[compile,dev,lab]'
-	@# A module that does not compile (a package's test data) is left to Python, as pip does.
-	$(BIN)/python -m compileall -qq -j 0 $$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') || true
+	@# The rest through uv, which downloads and unpacks in parallel (31 -> 6 s): torch is
+	@# installed already and satisfies the pin, so uv, which does not see the local wheel,
+	@# keeps it. pip stays the fallback where uv cannot run.
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[compile,dev,lab]' || \
+	  $(BIN)/python -m pip install --quiet --no-compile -e '.[compile,dev,lab]'
+	$(BIN)/python -m tools.warm_bytecode
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
@@ -67,16 +70,19 @@ run: setup
 # Three workers on two cores: many tests wait on processes, ptys and QEMU, so a third worker
 # fills the waits (measured: the CPU was 121 % busy with two); a fourth only adds contention
 # (a fresh clone, Nov 2026: 15:21 and 1,783 CPU-s with three, 15:55 and 1,961 with four).
+# Each worker takes whole modules (their fixtures are set up once), longest first as a fresh
+# clone's run measured them (tests/durations.py), so the run ends on short modules.
 # The slowest 30 are printed.
 TEST_WORKERS ?= 3
+TEST_DIST := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 test: setup
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal -m "not npu_matrix" --durations=30
+	$(BIN)/python -m pytest $(TEST_DIST) -m "not npu_matrix" --durations=30
 
 # Everything, with the NPU model's whole configuration matrix (ten more lowered programs).
 test-all: setup
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal --durations=30
+	$(BIN)/python -m pytest $(TEST_DIST) --durations=30
 
 demo: setup
 	$(BIN)/python etu_tui/demo/build_demo.py

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from etu.runner.heap import settle_imports
+from tests.durations import longest_first, recorded
 from tests.real_programs import PROGRAMS, build
 from tests.real_runner import build as build_runner
 from tests.real_runner import runtime_environment
@@ -17,6 +18,12 @@ def pytest_collection_finish(session) -> None:
     """What collection imported (Textual, etu, the test modules) is never garbage: keep the
     collector off it, as the console and the compile do (runner/heap.py)."""
     settle_imports()
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Longest modules first (tests/durations.py): `make test`'s workers take whole modules
+    in this order, so the run ends on short ones."""
+    items[:] = longest_first(items, recorded())
 
 
 @pytest.fixture(scope="session")
