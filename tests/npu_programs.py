@@ -1,6 +1,8 @@
-"""Every compiled test program with an Ethos-U delegate, lowered again with Vela's files
-kept (the TOSA graph of each delegate), so a test can have Vela print the register command
-stream it generates and compare it with etu's decoding. Cached like tests/real_programs.py.
+"""Every compiled test program with an Ethos-U delegate, with Vela's files kept (the TOSA
+graph of each delegate), so a test can have Vela print the register command stream it
+generates and compare it with etu's decoding. tests/real_programs.py's delegated programs
+are copied with the files their lowering kept; the others are lowered here. Cached like
+tests/real_programs.py.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import shutil
 from pathlib import Path
 
 from etu.runner.aot import LoweringSpec
+from tests import real_programs
 from tests.real_programs import PROGRAMS, ROOT, cache_lock, keyed_dir
 
 MIX_MODEL = ROOT / "tests" / "data" / "models" / "npu_mix.py"
@@ -43,6 +46,13 @@ def build(name: str) -> Path:
 def _lower(name: str, folder: Path) -> None:
     from etu.runner.example_models import EXAMPLES
 
+    if name in PROGRAMS:  # lowered by tests/real_programs.py already, Vela's files kept
+        program = real_programs.build(name)
+        work = _partial(folder)
+        shutil.copy2(program, work / "program.pte")
+        shutil.copytree(real_programs.vela_folder(name), work / "vela")
+        _finish(work, folder)
+        return
     model_name, spec = NPU_PROGRAMS[name]
     if model_name == "npu_mix":
         factory, shapes = mix_model(), MIX_SHAPES
@@ -67,12 +77,21 @@ def lower_into(folder: Path, factory, shapes, spec: LoweringSpec) -> None:
 
     from etu.runner.aot import example_inputs_for, lower_to_pte
 
-    work = folder.with_name(folder.name + ".partial")
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    work = _partial(folder)
     torch.manual_seed(0)
     lower_to_pte(
         factory(), example_inputs_for(shapes), spec, work / "program.pte", vela_dir=work / "vela"
     )
+    _finish(work, folder)
+
+
+def _partial(folder: Path) -> Path:
+    work = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    return work
+
+
+def _finish(work: Path, folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
     work.rename(folder)

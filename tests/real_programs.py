@@ -82,5 +82,13 @@ def _lower(base: str, out: Path) -> None:
 
     torch.manual_seed(0)
     bundled = cache_dir() / f"{base}.bpte" if base in BUNDLED else None
+    # A delegated program keeps Vela's files, under a name etu does not look for (it reads
+    # `vela/` beside a program): tests/npu_programs.py copies them rather than lower again.
+    vela = vela_folder(base) if spec.delegate else None
     lower_to_pte(factory(), example_inputs_for(shapes), spec, out.with_suffix(".pte"),
-                 bundled_out=bundled)  # fmt: skip
+                 bundled_out=bundled, vela_dir=vela)  # fmt: skip
+
+
+def vela_folder(name: str) -> Path:
+    """Where Vela's files of delegated program ``name`` are kept (``build`` lowers it)."""
+    return cache_dir() / f"{name}.vela"
