@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,8 @@ def pytest_collection_finish(session) -> None:
 def pytest_collection_modifyitems(config, items) -> None:
     """Longest modules first (tests/durations.py): `make test`'s workers take whole modules
     in this order, so the run ends on short ones."""
-    items[:] = longest_first(items, recorded())
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    items[:] = longest_first(items, recorded(), workers)
 
 
 @pytest.fixture(scope="session")
