@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import math
 from pathlib import Path
 
@@ -19,14 +21,27 @@ from etu.parsers.pte import (
     open_program,
 )
 
-pytestmark = pytest.mark.aot
+pytestmark = [
+    pytest.mark.aot,
+    pytest.mark.skipif(importlib.util.find_spec("executorch") is None,
+                       reason="needs ExecuTorch (the compile extra)"),
+]  # fmt: skip
 
-schema = pytest.importorskip("executorch.exir.schema")
-serialize = pytest.importorskip("executorch.exir._serialize._program")
+
+@functools.cache
+def exir():
+    """ExecuTorch's schema and deserializer, imported by the first test that reads them, not
+    while the tests are collected: they import torch (~7 CPU-seconds in every test worker,
+    most of which never need it)."""
+    from executorch.exir import schema
+    from executorch.exir._serialize import _program as serialize
+
+    return schema, serialize
 
 
 def reference(path: Path):
     """(raw flatbuffer Program with segments as stored, PTEFile with segments restored)."""
+    _, serialize = exir()
     data = path.read_bytes()
     header = serialize._get_extended_header(data)
     size = header.program_size if header and header.is_valid() else len(data)
@@ -42,6 +57,7 @@ def same_scalar(ours, theirs) -> bool:
 
 
 def assert_value(ours, theirs) -> None:
+    schema, _ = exir()
     val = theirs.val
     if isinstance(val, schema.Tensor):
         assert isinstance(ours, Tensor)
@@ -74,6 +90,7 @@ def assert_value(ours, theirs) -> None:
 
 
 def assert_instruction(ours, theirs) -> None:
+    schema, _ = exir()
     args = theirs.instr_args
     expected = {
         schema.KernelCall: (KernelCall, ("op_index", "args")),
