@@ -10,8 +10,10 @@ need() {  # need COMMAND PACKAGE...: the packages, when COMMAND is not on PATH
     command="$1"; shift
     command -v "$command" >/dev/null 2>&1 || missing="$missing $*"
 }
-# Debian's Arm cross compiler builds the test firmware.
-need arm-none-eabi-gcc gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi
+# Debian's Arm cross compiler builds the test firmware (ExecuTorch is C++: newlib's libstdc++,
+# which the C library only recommends).
+need arm-none-eabi-gcc gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi \
+    libstdc++-arm-none-eabi-newlib
 # cmake and ninja build ExecuTorch's real runner (ccache shares objects between its build
 # trees); QEMU runs it on the emulated board.
 need cmake cmake
@@ -33,8 +35,10 @@ SUDO=""
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 if [ -n "$missing" ]; then
+    # Without what they only recommend: QEMU's GTK display, block drivers and firmwares
+    # (etu runs it -nographic on mps3-an547) were most of its download.
     # shellcheck disable=SC2086  # one word per package
-    $SUDO apt-get install -y -q $missing
+    $SUDO apt-get install -y -q --no-install-recommends $missing
 fi
 if [ -n "$browser" ]; then
     # shellcheck disable=SC2086
