@@ -11,12 +11,15 @@ STAMP  := $(VENV)/.installed-$(DEPS_KEY)
 # codegen scripts from source again (measured: 12 % of the CPU of the CLI tests).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup system-deps run test test-all demo bench screenshots lint clean fuzz
+.PHONY: setup python-env system-deps run test test-all demo bench screenshots lint clean fuzz
 
 # The Python environment and the Debian packages side by side (neither needs the other): on
 # a fresh machine the packages take ~70 s, mostly downloads and dpkg, the environment ~45 s.
 setup:
-	@$(MAKE) --no-print-directory -j2 $(STAMP) system-deps
+	@$(MAKE) --no-print-directory -j2 python-env system-deps
+
+python-env: $(STAMP)
+	@:
 
 # Debian's packages for the tests and the real runner build, installed only when missing.
 system-deps:
