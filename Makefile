@@ -30,7 +30,7 @@ $(STAMP):
 	$(BIN)/python -m pip install --quiet --upgrade pip uv
 	# CPU build of torch from the machine's local wheel (any other spec pulls CUDA, see DEVELOPERS.md).
 	# --no-compile: pip byte-compiles every module it installs on one core (~18,000, ~50 s
-	# of the setup). tools/warm_bytecode.py writes the bytecode of the ~4,300 that etu, its
+	# of the setup). tools/warm_bytecode.py writes the bytecode of the ~4,400 that etu, its
 	# compile path and its tests import, the stacks side by side (18 s against compileall's
 	# 33 s on 2 cores); the rest compile on first use, if any.
 	$(BIN)/python -m pip install --quiet --no-compile torch==2.13.0

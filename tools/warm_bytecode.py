@@ -1,7 +1,7 @@
 """Write the bytecode of what etu's processes import, by importing it once (`make setup`).
 
 The installers leave bytecode out (``--no-compile``): compiling all ~18,000 installed modules
-costs ~60 CPU-seconds, and etu, its tests and its compile path import ~4,000 of them. Left
+costs ~60 CPU-seconds, and etu, its tests and its compile path import ~4,400 of them. Left
 to first use, the test run's parallel processes would compile those at the same time, each
 its own copy. Here each stack is imported once, the stacks side by side on the machine's
 cores; a module none of them imports is compiled by the first process that needs it.
@@ -15,7 +15,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 # What a process of each kind imports before it does anything: a compile worker, a
-# comparison with the host runtime, the console and its CLI, the test run.
+# comparison with the host runtime, ExecuTorch's devtools (ETDump, BundleIO), the console
+# and its CLI, the test run.
 STACKS: dict[str, str] = {
     "compile": "from etu.runner.aot import preload; preload(); import ethosu.vela.vela",
     "host runtime": "from etu.runner.reference import preload; preload(); "
