@@ -14,6 +14,8 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
+from etu.runner.isolated import last_line
+
 # What a process of each kind imports before it does anything: a compile worker, a
 # comparison with the host runtime, ExecuTorch's devtools (ETDump, BundleIO), the console
 # and its CLI, the test run.
@@ -36,8 +38,7 @@ def warm(name: str, code: str) -> str | None:
                           env=env, check=False)  # fmt: skip
     if done.returncode == 0:
         return None
-    last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-    return f"warm_bytecode: the {name} stack did not import: {last}"
+    return f"warm_bytecode: the {name} stack did not import: {last_line(done.stderr)}"
 
 
 def main() -> int:
