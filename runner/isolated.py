@@ -52,17 +52,14 @@ def json_child(module: str, *args: str, what: str, timeout: float = 600.0,
     try:
         child = launch(preload, module, args) if preload else None
         if child is not None:
-            returncode, out, err = child.communicate(timeout)
-            stdout, stderr = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+            returncode, stdout, stderr = child.communicate(timeout)
         else:
-            done = subprocess.run(
-                isolated_python(module, *args), capture_output=True, text=True,
-                timeout=timeout, check=False,
-            )  # fmt: skip
+            done = subprocess.run(isolated_python(module, *args), capture_output=True,
+                                  timeout=timeout, check=False)  # fmt: skip
             returncode, stdout, stderr = done.returncode, done.stdout, done.stderr
     except subprocess.TimeoutExpired:
         raise ChildError(f"{what} took longer than {timeout:.0f} s") from None
-    try:
+    try:  # bytes either way: json reads UTF-8 itself, last_line decodes what it shows
         record = json.loads(stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         tail = last_line(stderr)
